@@ -1,0 +1,77 @@
+// Fixed window: the pure twin of fixed-window.lua. Windows are aligned to the clock, as in the seed's Step 1.
+import type { Operation, Outcome, Policy } from '../types.js';
+import { durationMs, knownKeys, optionsObject, positiveInteger } from '../validate.js';
+
+/** The state kept per identifier: which window, and how many units it has used. */
+export interface FixedWindowState {
+  readonly index: number;
+  readonly count: number;
+}
+
+/** Decides one request against a fixed window of `windowMs` holding `limit` units. */
+export function decideFixedWindow(
+  stored: FixedWindowState | undefined,
+  now: number,
+  operation: Operation,
+  cost: number,
+  limit: number,
+  windowMs: number,
+): Outcome<FixedWindowState> {
+  const index = Math.floor(now / windowMs);
+  const untilEnd = Math.ceil((index + 1) * windowMs - now);
+  let count = stored !== undefined && stored.index === index ? stored.count : 0;
+  let allowed = true;
+  let retryAfterMs = 0;
+  let ttlMs = -1;
+  if (operation === 'refund') {
+    count = count - cost;
+    if (count < 0) count = 0;
+    ttlMs = count > 0 ? untilEnd : 0;
+  } else if (count + cost > limit) {
+    allowed = false;
+    retryAfterMs = untilEnd;
+  } else if (operation === 'limit') {
+    count = count + cost;
+    ttlMs = untilEnd;
+  }
+  return {
+    allowed,
+    remaining: limit - count,
+    resetMs: count > 0 ? untilEnd : 0,
+    retryAfterMs,
+    state: ttlMs > 0 ? { index, count } : stored,
+    ttlMs,
+  };
+}
+
+/** Options of {@link fixedWindow}. */
+export interface FixedWindowOptions {
+  /** Units allowed per window. */
+  readonly limit: number;
+  /** Window length in ms; windows start at multiples of it (minutes start at :00). */
+  readonly windowMs: number;
+}
+
+/**
+ * Fixed window: at most `limit` units per clock-aligned window. The cheapest policy (one small
+ * value per identifier), but up to twice the limit can pass around a window boundary.
+ *
+ * @example
+ * const policy = fixedWindow({ limit: 100, windowMs: 60_000 });
+ */
+export function fixedWindow(options: FixedWindowOptions): Policy<FixedWindowState> {
+  const raw = optionsObject('fixedWindow options', options, true);
+  knownKeys('fixedWindow', raw, ['limit', 'windowMs']);
+  const limit = positiveInteger('fixedWindow.limit', raw.limit);
+  const windowMs = durationMs('fixedWindow.windowMs', raw.windowMs);
+  return {
+    algorithm: 'fixedWindow',
+    script: 'fixed-window',
+    args: [String(limit), String(windowMs)],
+    limit,
+    windowMs,
+    maxCost: limit,
+    description: `fixedWindow(limit=${limit},windowMs=${windowMs})`,
+    decide: (state, now, operation, cost) => decideFixedWindow(state, now, operation, cost, limit, windowMs),
+  };
+}

@@ -1,0 +1,129 @@
+// GCRA and the token bucket: the pure twin of gcra.lua. One number of state, the theoretical arrival time.
+import type { Operation, Outcome, Policy } from '../types.js';
+import { durationMs, knownKeys, optionsObject, positiveInteger, positiveNumber } from '../validate.js';
+
+/** Slack for float comparisons, in ms; the Lua twin uses the same value. */
+const EPSILON = 1e-6;
+
+/**
+ * The rule both policies share: each unit of cost moves the theoretical arrival time (TAT) one
+ * emission interval later, and a request is allowed while TAT stays within `toleranceMs` of now.
+ */
+export function decideGcra(
+  stored: number | undefined,
+  now: number,
+  operation: Operation,
+  cost: number,
+  intervalMs: number,
+  toleranceMs: number,
+): Outcome<number> {
+  let tat = stored === undefined || stored < now ? now : stored;
+  let allowed = true;
+  let retryAfterMs = 0;
+  let write = false;
+  if (operation === 'refund') {
+    tat = tat - cost * intervalMs;
+    if (tat < now) tat = now;
+    write = true;
+  } else {
+    const next = tat + cost * intervalMs;
+    if (next - now > toleranceMs + EPSILON) {
+      allowed = false;
+      retryAfterMs = Math.ceil(next - toleranceMs - now);
+    } else if (operation === 'limit') {
+      tat = next;
+      write = true;
+    }
+  }
+  const keep = tat > now;
+  return {
+    allowed,
+    remaining: Math.floor((toleranceMs - (tat - now)) / intervalMs + EPSILON),
+    resetMs: Math.ceil(tat - now),
+    retryAfterMs,
+    // A write that leaves nothing owed deletes; a read keeps what was there.
+    state: write && keep ? tat : stored,
+    ttlMs: write ? (keep ? Math.ceil(tat - now) : 0) : -1,
+  };
+}
+
+/** Options of {@link gcra}. */
+export interface GcraOptions {
+  /** Requests allowed per `periodMs` on average. */
+  readonly limit: number;
+  /** The period `limit` is counted over, in ms. */
+  readonly periodMs: number;
+  /**
+   * The most requests allowed at once, after a quiet spell.
+   * @default limit
+   */
+  readonly burst?: number;
+}
+
+/**
+ * The generic cell rate algorithm: `limit` requests per `periodMs`, evenly spaced, with bursts of
+ * up to `burst`. One number per identifier; exact; smooth; O(1).
+ *
+ * @example
+ * const policy = gcra({ limit: 100, periodMs: 60_000, burst: 20 });
+ */
+export function gcra(options: GcraOptions): Policy<number> {
+  const raw = optionsObject('gcra options', options, true);
+  knownKeys('gcra', raw, ['limit', 'periodMs', 'burst']);
+  const limit = positiveInteger('gcra.limit', raw.limit);
+  const periodMs = durationMs('gcra.periodMs', raw.periodMs);
+  const burst = raw.burst === undefined ? limit : positiveInteger('gcra.burst', raw.burst);
+  const intervalMs = periodMs / limit;
+  return gcraPolicy('gcra', `gcra(limit=${limit},periodMs=${periodMs},burst=${burst})`, intervalMs, burst, periodMs);
+}
+
+/** Options of {@link tokenBucket}. */
+export interface TokenBucketOptions {
+  /** Tokens the bucket holds when full: the largest burst. */
+  readonly capacity: number;
+  /** Tokens added per second, fractions allowed (0.5 is one token every two seconds). */
+  readonly refillPerSecond: number;
+}
+
+/**
+ * The token bucket: up to `capacity` at once, refilled at `refillPerSecond`. Fractional tokens are
+ * kept. Stored as the moment the bucket will be full again (one number), which is the GCRA form of
+ * the same rule: decisions equal a bucket that stores tokens and a timestamp.
+ *
+ * @example
+ * const policy = tokenBucket({ capacity: 100, refillPerSecond: 10 });
+ */
+export function tokenBucket(options: TokenBucketOptions): Policy<number> {
+  const raw = optionsObject('tokenBucket options', options, true);
+  knownKeys('tokenBucket', raw, ['capacity', 'refillPerSecond']);
+  const capacity = positiveInteger('tokenBucket.capacity', raw.capacity);
+  const refillPerSecond = positiveNumber('tokenBucket.refillPerSecond', raw.refillPerSecond);
+  const intervalMs = 1000 / refillPerSecond;
+  return gcraPolicy(
+    'tokenBucket',
+    `tokenBucket(capacity=${capacity},refillPerSecond=${refillPerSecond})`,
+    intervalMs,
+    capacity,
+    Math.ceil(capacity * intervalMs),
+  );
+}
+
+function gcraPolicy(
+  algorithm: string,
+  description: string,
+  intervalMs: number,
+  burst: number,
+  windowMs: number,
+): Policy<number> {
+  const toleranceMs = burst * intervalMs;
+  return {
+    algorithm,
+    script: 'gcra',
+    args: [String(intervalMs), String(toleranceMs)],
+    limit: burst,
+    windowMs,
+    maxCost: burst,
+    description,
+    decide: (state, now, operation, cost) => decideGcra(state, now, operation, cost, intervalMs, toleranceMs),
+  };
+}

@@ -1,0 +1,81 @@
+-- Sliding window log: a sorted set per identifier, one entry per unit used, scored by time in ms.
+-- Members are sequence numbers behind a letter giving their length ("c123" is 123, "d1000" is 1000),
+-- so the highest sorts last; they stay unique even for entries of the same millisecond.
+-- Twin of sliding-log.ts; the two change together.
+-- KEYS: one key per identifier, each decided on its own, in order.
+-- ARGV: op ('0' limit, '1' peek, '2' refund), now in ms ('' reads the server clock),
+--       limit, window in ms, then one cost per key.
+-- Returns allowed, remaining, resetMs, retryAfterMs for each key.
+local call = redis.call
+local ceil = math.ceil
+local op = ARGV[1]
+local clock = tonumber(ARGV[2])
+if not clock then
+  -- TIME inside the script: app servers disagree about the clock.
+  local t = call('TIME')
+  clock = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
+end
+local limit = tonumber(ARGV[3])
+local window = tonumber(ARGV[4])
+local out = {}
+for i = 1, #KEYS do
+  local key = KEYS[i]
+  local cost = tonumber(ARGV[4 + i])
+  local now = clock
+  local sequence = 0
+  local newest = nil
+  local last = call('ZRANGE', key, -1, -1, 'WITHSCORES')
+  if last[1] then
+    sequence = tonumber(string.sub(last[1], 2))
+    newest = tonumber(last[2])
+    -- Time never runs backwards for one log, so members stay unique and ordered.
+    if newest > now then now = newest end
+  end
+  -- An entry at time t counts while now < t + window.
+  call('ZREMRANGEBYSCORE', key, '-inf', now - window)
+  local count = call('ZCARD', key)
+  if count == 0 then newest = nil end
+  local allowed = 1
+  local retry = 0
+  if op == '2' then
+    if count > 0 then
+      call('ZPOPMAX', key, cost)
+      count = count - cost
+      if count < 0 then count = 0 end
+      if count > 0 then
+        newest = tonumber(call('ZRANGE', key, -1, -1, 'WITHSCORES')[2])
+      else
+        newest = nil
+      end
+    end
+  elseif count + cost > limit then
+    -- A denied request consumes nothing; it waits for the entry that would make room to leave.
+    allowed = 0
+    local making = call('ZRANGE', key, count + cost - limit - 1, count + cost - limit - 1, 'WITHSCORES')
+    retry = ceil(tonumber(making[2]) + window - now)
+  elseif op == '0' then
+    -- ZADD in slices: Lua's unpack has a small stack.
+    local done = 0
+    while done < cost do
+      local slice = {}
+      local upto = done + 500
+      if upto > cost then upto = cost end
+      for j = done + 1, upto do
+        local digits = string.format('%d', sequence + j)
+        slice[#slice + 1] = now
+        slice[#slice + 1] = string.char(96 + #digits) .. digits
+      end
+      call('ZADD', key, unpack(slice))
+      done = upto
+    end
+    count = count + cost
+    newest = now
+    call('PEXPIRE', key, ceil(window))
+  end
+  local n = #out
+  out[n + 1] = allowed
+  out[n + 2] = limit - count
+  if newest then out[n + 3] = ceil(newest + window - now) else out[n + 3] = 0 end
+  out[n + 4] = retry
+end
+return out

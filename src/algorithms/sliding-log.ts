@@ -1,0 +1,103 @@
+// Sliding window log: the pure twin of sliding-log.lua (the seed's Step 2). Exact, one entry per unit used.
+import { ERROR_CODES, SluiceError } from '../errors.js';
+import type { Operation, Outcome, Policy } from '../types.js';
+import { durationMs, knownKeys, optionsObject, positiveInteger } from '../validate.js';
+
+/**
+ * The largest limit the sliding log accepts. Memory and the cost of a denial's lookup grow with the
+ * limit; above this, `slidingWindow` or `gcra` decide in O(1) with a few bytes per identifier.
+ */
+export const SLIDING_LOG_MAX_LIMIT = 10_000;
+
+/**
+ * The state kept per identifier: entry times in ascending order, one per unit used. The twin
+ * updates it in place (copying a log of up to 10 000 entries per decision would dominate).
+ */
+export interface SlidingLogState {
+  readonly times: number[];
+}
+
+/** Decides one request: at most `limit` entries may fall in the window ending now. */
+export function decideSlidingLog(
+  stored: SlidingLogState | undefined,
+  clock: number,
+  operation: Operation,
+  cost: number,
+  limit: number,
+  windowMs: number,
+): Outcome<SlidingLogState> {
+  const times = stored === undefined ? [] : stored.times;
+  let now = clock;
+  const last = times[times.length - 1];
+  if (last !== undefined && last > now) now = last;
+  const cutoff = now - windowMs;
+  let expired = 0;
+  while (expired < times.length && (times[expired] as number) <= cutoff) expired++;
+  if (expired > 0) times.splice(0, expired);
+  let count = times.length;
+  let allowed = true;
+  let retryAfterMs = 0;
+  let changed = expired > 0;
+  if (operation === 'refund') {
+    if (count > 0) {
+      times.length = count > cost ? count - cost : 0;
+      count = times.length;
+      changed = true;
+    }
+  } else if (count + cost > limit) {
+    allowed = false;
+    retryAfterMs = Math.ceil((times[count + cost - limit - 1] as number) + windowMs - now);
+  } else if (operation === 'limit') {
+    for (let j = 0; j < cost; j++) times.push(now);
+    count += cost;
+    changed = true;
+  }
+  const newest = times[count - 1];
+  const resetMs = newest === undefined ? 0 : Math.ceil(newest + windowMs - now);
+  return {
+    allowed,
+    remaining: limit - count,
+    resetMs,
+    retryAfterMs,
+    state: count > 0 ? (stored ?? { times }) : undefined,
+    ttlMs: changed ? resetMs : -1,
+  };
+}
+
+/** Options of {@link slidingLog}. */
+export interface SlidingLogOptions {
+  /** Units allowed in any window of `windowMs`; at most {@link SLIDING_LOG_MAX_LIMIT}. */
+  readonly limit: number;
+  /** Window length in ms. */
+  readonly windowMs: number;
+}
+
+/**
+ * Sliding window log: exact at every instant, at the cost of one sorted-set entry per unit used.
+ * Suited to small limits where exactness matters (logins, payments).
+ *
+ * @example
+ * const policy = slidingLog({ limit: 5, windowMs: 15 * 60_000 });
+ */
+export function slidingLog(options: SlidingLogOptions): Policy<SlidingLogState> {
+  const raw = optionsObject('slidingLog options', options, true);
+  knownKeys('slidingLog', raw, ['limit', 'windowMs']);
+  const limit = positiveInteger('slidingLog.limit', raw.limit);
+  if (limit > SLIDING_LOG_MAX_LIMIT) {
+    throw new SluiceError(
+      ERROR_CODES.LIMIT_TOO_HIGH,
+      `Expected \`slidingLog.limit\` to be at most ${SLIDING_LOG_MAX_LIMIT}, got ${limit} (number): the log keeps one entry per unit. Use slidingWindow() or gcra() for large limits.`,
+    );
+  }
+  const windowMs = durationMs('slidingLog.windowMs', raw.windowMs);
+  return {
+    algorithm: 'slidingLog',
+    script: 'sliding-log',
+    args: [String(limit), String(windowMs)],
+    limit,
+    windowMs,
+    maxCost: limit,
+    description: `slidingLog(limit=${limit},windowMs=${windowMs})`,
+    decide: (state, now, operation, cost) => decideSlidingLog(state, now, operation, cost, limit, windowMs),
+  };
+}

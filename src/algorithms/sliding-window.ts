@@ -1,0 +1,106 @@
+// Sliding window counter: the pure twin of sliding-window.lua (the seed's follow-up approximation).
+import type { Operation, Outcome, Policy } from '../types.js';
+import { durationMs, knownKeys, optionsObject, positiveInteger } from '../validate.js';
+
+/** Slack for float comparisons; the Lua twin uses the same value. */
+const EPSILON = 1e-6;
+
+/** The state kept per identifier: the current window's index and the two counts. */
+export interface SlidingWindowState {
+  readonly index: number;
+  readonly previous: number;
+  readonly current: number;
+}
+
+/** Decides one request: `previous × (1 − elapsed/window) + current` must leave room for `cost`. */
+export function decideSlidingWindow(
+  stored: SlidingWindowState | undefined,
+  now: number,
+  operation: Operation,
+  cost: number,
+  limit: number,
+  windowMs: number,
+): Outcome<SlidingWindowState> {
+  const index = Math.floor(now / windowMs);
+  const elapsed = now - index * windowMs;
+  const weight = (windowMs - elapsed) / windowMs;
+  let previous = 0;
+  let current = 0;
+  if (stored !== undefined) {
+    if (stored.index === index) {
+      previous = stored.previous;
+      current = stored.current;
+    } else if (stored.index === index - 1) {
+      previous = stored.current;
+    }
+  }
+  let allowed = true;
+  let retryAfterMs = 0;
+  let write = false;
+  if (operation === 'refund') {
+    current = current - cost;
+    if (current < 0) current = 0;
+    write = true;
+  } else {
+    const estimate = previous * weight + current;
+    if (estimate + cost > limit + EPSILON) {
+      allowed = false;
+      if (current + cost <= limit) {
+        retryAfterMs = Math.ceil(windowMs - elapsed - ((limit - current - cost) * windowMs) / previous);
+      } else {
+        let into = windowMs - ((limit - cost) * windowMs) / current;
+        if (into < 0) into = 0;
+        retryAfterMs = Math.ceil(windowMs - elapsed + into);
+      }
+    } else if (operation === 'limit') {
+      current = current + cost;
+      write = true;
+    }
+  }
+  let keepFor = 0;
+  if (current > 0) keepFor = Math.ceil(2 * windowMs - elapsed);
+  else if (previous > 0) keepFor = Math.ceil(windowMs - elapsed);
+  let remaining = Math.floor(limit - (previous * weight + current) + EPSILON);
+  if (remaining < 0) remaining = 0;
+  return {
+    allowed,
+    remaining,
+    resetMs: keepFor,
+    retryAfterMs,
+    state: write && keepFor > 0 ? { index, previous, current } : stored,
+    ttlMs: write ? keepFor : -1,
+  };
+}
+
+/** Options of {@link slidingWindow}. */
+export interface SlidingWindowOptions {
+  /** Units allowed in any window of `windowMs` (approximately: see the README). */
+  readonly limit: number;
+  /** Window length in ms. */
+  readonly windowMs: number;
+}
+
+/**
+ * Sliding window counter: two counts per identifier, the previous window weighted by how much of it
+ * still overlaps. Smooth at window boundaries and O(1) in memory, at the price of assuming the
+ * previous window's requests were evenly spread.
+ *
+ * @example
+ * const policy = slidingWindow({ limit: 100, windowMs: 60_000 });
+ */
+export function slidingWindow(options: SlidingWindowOptions): Policy<SlidingWindowState> {
+  const raw = optionsObject('slidingWindow options', options, true);
+  knownKeys('slidingWindow', raw, ['limit', 'windowMs']);
+  const limit = positiveInteger('slidingWindow.limit', raw.limit);
+  const windowMs = durationMs('slidingWindow.windowMs', raw.windowMs);
+  return {
+    algorithm: 'slidingWindow',
+    script: 'sliding-window',
+    args: [String(limit), String(windowMs)],
+    limit,
+    windowMs,
+    maxCost: limit,
+    description: `slidingWindow(limit=${limit},windowMs=${windowMs})`,
+    decide: (state, now, operation, cost) => decideSlidingWindow(state, now, operation, cost, limit, windowMs),
+  };
+}

@@ -1,0 +1,65 @@
+// One error class with a stable code per failure, so callers branch on `code`, never on messages.
+
+/** Every code sluice throws or rejects with. Listed in the README's error table. */
+export const ERROR_CODES = {
+  /** A configuration option is missing or has the wrong value. Thrown at construction. */
+  INVALID_OPTION: 'ERR_SLUICE_INVALID_OPTION',
+  /** The sliding log was given a limit above its ceiling. Thrown at construction. */
+  LIMIT_TOO_HIGH: 'ERR_SLUICE_LIMIT_TOO_HIGH',
+  /** The identifier is not a non-empty string of at most 1 KiB. Nothing was written. */
+  INVALID_IDENTIFIER: 'ERR_SLUICE_INVALID_IDENTIFIER',
+  /** The cost or refund amount is not a positive safe integer. Nothing was written. */
+  INVALID_COST: 'ERR_SLUICE_INVALID_COST',
+  /** The cost is above what the policy can ever grant. Nothing was written. */
+  COST_EXCEEDS_LIMIT: 'ERR_SLUICE_COST_EXCEEDS_LIMIT',
+  /** The Redis client is neither an ioredis nor a node-redis client. */
+  UNSUPPORTED_CLIENT: 'ERR_SLUICE_UNSUPPORTED_CLIENT',
+  /** The store failed (connection lost, server error). `cause` holds the original error. */
+  STORE: 'ERR_SLUICE_STORE',
+  /** The store replied with something no sluice script returns. */
+  BAD_REPLY: 'ERR_SLUICE_BAD_REPLY',
+  /** The clock returned something other than a finite, non-negative number of milliseconds. */
+  INVALID_CLOCK: 'ERR_SLUICE_INVALID_CLOCK',
+} as const;
+
+export type ErrorCode = (typeof ERROR_CODES)[keyof typeof ERROR_CODES];
+
+/**
+ * The error sluice throws and rejects with.
+ *
+ * @example
+ * try { await limiter.limit(id, { cost }); }
+ * catch (error) { if (error instanceof SluiceError && error.code === 'ERR_SLUICE_INVALID_COST') ... }
+ */
+export class SluiceError extends Error {
+  override readonly name = 'SluiceError';
+  readonly code: ErrorCode;
+
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+  }
+}
+
+/** Renders a received value for a message: `0 (number)`, `"abc" (string)`, `undefined`. */
+export function describeValue(value: unknown): string {
+  if (value === undefined || value === null) return String(value);
+  if (typeof value === 'string') {
+    const shown = value.length > 60 ? `${value.slice(0, 57)}...` : value;
+    return `${JSON.stringify(shown)} (string, length ${value.length})`;
+  }
+  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') {
+    return `${String(value)} (${typeof value})`;
+  }
+  if (typeof value === 'function') return 'a function';
+  if (Array.isArray(value)) return 'an array';
+  return `an object`;
+}
+
+/** Builds the error for an option that does not have the expected shape. */
+export function invalidOption(option: string, expected: string, value: unknown): SluiceError {
+  return new SluiceError(
+    ERROR_CODES.INVALID_OPTION,
+    `Expected \`${option}\` to be ${expected}, got ${describeValue(value)}.`,
+  );
+}

@@ -1,0 +1,125 @@
+// createLimiter(): validates each call, asks the store, and shapes the decision. Knows no Redis, no HTTP.
+import { ERROR_CODES, SluiceError, describeValue } from './errors.js';
+import { type LimiterOptions, resolveLimiterOptions } from './options.js';
+import type { Decision, Operation, Policy, Store, StoreResult } from './types.js';
+
+/** Options of one call. */
+export interface CallOptions {
+  /**
+   * Units this request takes (or, for `peek`, would take).
+   * @default 1
+   */
+  readonly cost?: number;
+}
+
+/** A rate limiter bound to one store, one policy and one name. */
+export interface Limiter {
+  readonly name: string;
+  readonly policy: Policy;
+  readonly store: Store;
+  /** Takes `cost` units if they are available; a denied request takes nothing. */
+  limit(identifier: string, options?: CallOptions): Promise<Decision>;
+  /** The decision `limit` would give, consuming nothing. `remaining` is what is left now. */
+  peek(identifier: string, options?: CallOptions): Promise<Decision>;
+  /** Gives back `amount` units (at most what is in use), e.g. for a request that turned out free. */
+  refund(identifier: string, amount?: number): Promise<Decision>;
+  /** Forgets the identifier: its next request starts with a full allowance. */
+  reset(identifier: string): Promise<void>;
+}
+
+const MAX_IDENTIFIER_BYTES = 1024;
+
+function checkIdentifier(identifier: unknown): SluiceError | undefined {
+  if (typeof identifier !== 'string' || identifier.length === 0) {
+    return new SluiceError(
+      ERROR_CODES.INVALID_IDENTIFIER,
+      `Expected \`identifier\` to be a non-empty string, got ${describeValue(identifier)}.`,
+    );
+  }
+  // UTF-8 takes at most 3 bytes per UTF-16 unit: only long strings need measuring.
+  if (identifier.length * 3 > MAX_IDENTIFIER_BYTES && Buffer.byteLength(identifier) > MAX_IDENTIFIER_BYTES) {
+    return new SluiceError(
+      ERROR_CODES.INVALID_IDENTIFIER,
+      `Expected \`identifier\` to be at most ${MAX_IDENTIFIER_BYTES} bytes of UTF-8, got ${Buffer.byteLength(identifier)} bytes.`,
+    );
+  }
+  return undefined;
+}
+
+function checkCost(option: string, cost: unknown, policy: Policy): SluiceError | undefined {
+  if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 1) {
+    return new SluiceError(
+      ERROR_CODES.INVALID_COST,
+      `Expected \`${option}\` to be a positive integer, got ${describeValue(cost)}.`,
+    );
+  }
+  if (cost > policy.maxCost) {
+    return new SluiceError(
+      ERROR_CODES.COST_EXCEEDS_LIMIT,
+      `Expected \`${option}\` to be at most ${policy.maxCost}, the most ${policy.description} can ever grant, got ${cost} (number).`,
+    );
+  }
+  return undefined;
+}
+
+/**
+ * Creates a limiter. Bad configuration throws a SluiceError here; bad calls reject with one and
+ * write nothing.
+ *
+ * @example
+ * const limiter = createLimiter({
+ *   store: new RedisStore({ client: new Redis(), prefix: 'rl' }),
+ *   policy: tokenBucket({ capacity: 100, refillPerSecond: 10 }),
+ *   name: 'api',
+ * });
+ * const decision = await limiter.limit('client-42');
+ * if (!decision.allowed) reply(429, { 'Retry-After': Math.ceil(decision.retryAfterMs / 1000) });
+ */
+export function createLimiter(options: LimiterOptions): Limiter {
+  const { store, policy, name, clock } = resolveLimiterOptions(options);
+  const limit = policy.limit;
+
+  function now(): number | SluiceError | undefined {
+    if (clock === undefined) return undefined;
+    const value = clock();
+    if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
+      return new SluiceError(
+        ERROR_CODES.INVALID_CLOCK,
+        `Expected \`clock\` to return a finite number of milliseconds of at least 0, got ${describeValue(value)}.`,
+      );
+    }
+    return value;
+  }
+
+  function shape(result: StoreResult): Decision {
+    return {
+      allowed: result.allowed,
+      limit,
+      remaining: result.remaining,
+      resetMs: result.resetMs,
+      retryAfterMs: result.retryAfterMs,
+    };
+  }
+
+  function run(operation: Operation, identifier: string, cost: number, costOption: string): Promise<Decision> {
+    const invalid = checkIdentifier(identifier) ?? checkCost(costOption, cost, policy);
+    if (invalid !== undefined) return Promise.reject(invalid);
+    const time = now();
+    if (time instanceof SluiceError) return Promise.reject(time);
+    return store.decide({ policy, name, identifier, operation, cost, now: time }).then(shape);
+  }
+
+  return {
+    name,
+    policy,
+    store,
+    limit: (identifier, options) => run('limit', identifier, options?.cost ?? 1, 'cost'),
+    peek: (identifier, options) => run('peek', identifier, options?.cost ?? 1, 'cost'),
+    refund: (identifier, amount = 1) => run('refund', identifier, amount, 'amount'),
+    reset: (identifier) => {
+      const invalid = checkIdentifier(identifier);
+      if (invalid !== undefined) return Promise.reject(invalid);
+      return store.reset(name, identifier);
+    },
+  };
+}

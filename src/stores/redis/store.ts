@@ -1,0 +1,232 @@
+// The Redis store: one script call per batch of decisions, each key decided atomically on the server.
+import { ERROR_CODES, SluiceError, invalidOption } from '../../errors.js';
+import { stateKey } from '../../keys.js';
+import { OPERATION_CODE, type Operation, type Policy, type Store, type StoreRequest, type StoreResult } from '../../types.js';
+import { keyPart, knownKeys, optionsObject, positiveInteger } from '../../validate.js';
+import { type Commander, toCommander } from './adapters.js';
+import { LIBRARY_CODE, SCRIPTS, type Script } from './scripts.js';
+import { keySlot } from './slot.js';
+
+/** Options of {@link RedisStore}. */
+export interface RedisStoreOptions {
+  /** An ioredis client or Cluster, or a node-redis client or cluster, already configured. */
+  readonly client: unknown;
+  /**
+   * First part of every key: `<prefix>:<limiter name>:{<identifier>}`.
+   * @default 'rl'
+   */
+  readonly prefix?: string;
+  /**
+   * `scripts` sends EVALSHA (and the body once after NOSCRIPT); `functions` loads a versioned
+   * library with FUNCTION LOAD and calls it with FCALL.
+   * @default 'scripts'
+   */
+  readonly mode?: 'scripts' | 'functions';
+  /**
+   * Decisions that arrive in the same tick share one script call, up to this many keys (each still
+   * decided atomically and on its own). 1 turns coalescing off.
+   * @default 128
+   */
+  readonly maxBatch?: number;
+}
+
+interface Pending {
+  readonly request: StoreRequest;
+  readonly key: string;
+  readonly resolve: (result: StoreResult) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+interface Batch {
+  readonly policy: Policy;
+  readonly operation: Operation;
+  readonly now: number | undefined;
+  readonly items: Pending[];
+}
+
+const DEFAULTS = { prefix: 'rl', mode: 'scripts', maxBatch: 128 } as const;
+const COSTS = Array.from({ length: 101 }, (_, i) => String(i));
+
+function isErrorStarting(error: unknown, prefix: string): boolean {
+  return error instanceof Error && error.message.startsWith(prefix);
+}
+
+/**
+ * Keeps state in Redis, Valkey or Redis Cluster. Every decision is made by one Lua script (or
+ * Redis Function) on the server, reading the server's clock unless the limiter brings its own.
+ *
+ * @example
+ * import Redis from 'ioredis';
+ * const store = new RedisStore({ client: new Redis(), prefix: 'rl' });
+ */
+export class RedisStore implements Store {
+  readonly kind = 'redis';
+  readonly prefix: string;
+  readonly mode: 'scripts' | 'functions';
+  readonly maxBatch: number;
+  readonly #commander: Commander;
+  #queue: Pending[] = [];
+  #scheduled = false;
+  #loading: Promise<void> | undefined;
+  /** Script or function calls sent, for tests and the benchmark's accounting. */
+  calls = 0;
+
+  constructor(options: RedisStoreOptions) {
+    const raw = optionsObject('RedisStore options', options, true);
+    knownKeys('RedisStore', raw, ['client', 'prefix', 'mode', 'maxBatch']);
+    this.#commander = toCommander(raw.client);
+    this.prefix = raw.prefix === undefined ? DEFAULTS.prefix : keyPart('RedisStore.prefix', raw.prefix);
+    if (raw.mode !== undefined && raw.mode !== 'scripts' && raw.mode !== 'functions') {
+      throw invalidOption('RedisStore.mode', "'scripts' or 'functions'", raw.mode);
+    }
+    this.mode = raw.mode ?? DEFAULTS.mode;
+    this.maxBatch = raw.maxBatch === undefined ? DEFAULTS.maxBatch : positiveInteger('RedisStore.maxBatch', raw.maxBatch, 1000);
+  }
+
+  /** Which client library and topology this store talks to. */
+  get client(): { readonly library: 'ioredis' | 'node-redis'; readonly cluster: boolean } {
+    return { library: this.#commander.client, cluster: this.#commander.cluster };
+  }
+
+  keyFor(name: string, identifier: string): string {
+    return stateKey(this.prefix, name, identifier);
+  }
+
+  decide(request: StoreRequest): Promise<StoreResult> {
+    const key = stateKey(this.prefix, request.name, request.identifier);
+    return new Promise<StoreResult>((resolve, reject) => {
+      this.#queue.push({ request, key, resolve, reject });
+      if (!this.#scheduled) {
+        this.#scheduled = true;
+        // After every promise continuation of this tick: decisions they start join the batch.
+        process.nextTick(this.#flush);
+      }
+    });
+  }
+
+  async reset(name: string, identifier: string): Promise<void> {
+    const key = stateKey(this.prefix, name, identifier);
+    try {
+      await this.#commander.send(['DEL', key], key);
+    } catch (error) {
+      throw storeError(error);
+    }
+  }
+
+  readonly #flush = (): void => {
+    this.#scheduled = false;
+    const queue = this.#queue;
+    this.#queue = [];
+    const cluster = this.#commander.cluster;
+    const batches = new Map<Policy, Map<string, Batch>>();
+    for (const item of queue) {
+      const { policy, operation, now } = item.request;
+      let byPolicy = batches.get(policy);
+      if (byPolicy === undefined) {
+        byPolicy = new Map();
+        batches.set(policy, byPolicy);
+      }
+      // On a cluster only keys of one slot may share a call.
+      const group = `${operation}|${now ?? ''}|${cluster ? keySlot(item.key) : 0}`;
+      let batch = byPolicy.get(group);
+      if (batch === undefined || batch.items.length >= this.maxBatch) {
+        if (batch !== undefined) this.#send(batch);
+        batch = { policy, operation, now, items: [] };
+        byPolicy.set(group, batch);
+      }
+      batch.items.push(item);
+    }
+    for (const byPolicy of batches.values()) for (const batch of byPolicy.values()) this.#send(batch);
+  };
+
+  #send(batch: Batch): void {
+    const { items, policy } = batch;
+    const script = SCRIPTS[policy.script];
+    const count = items.length;
+    const args: string[] = new Array(5 + count * 2 + policy.args.length);
+    // Slots 0 and 1 are the command and the script's name; run() fills them.
+    args[2] = String(count);
+    let at = 3;
+    for (const item of items) args[at++] = item.key;
+    args[at++] = OPERATION_CODE[batch.operation];
+    args[at++] = batch.now === undefined ? '' : String(batch.now);
+    for (const arg of policy.args) args[at++] = arg;
+    for (const item of items) {
+      const cost = item.request.cost;
+      args[at++] = cost < COSTS.length ? (COSTS[cost] as string) : String(cost);
+    }
+    this.#run(script, args, (items[0] as Pending).key).then(
+      (reply) => {
+        if (!Array.isArray(reply) || reply.length !== count * 4) {
+          const error = new SluiceError(
+            ERROR_CODES.BAD_REPLY,
+            `Expected ${count * 4} integers from the ${script.name} script, got ${Array.isArray(reply) ? `${reply.length} values` : typeof reply}.`,
+          );
+          for (const item of items) item.reject(error);
+          return;
+        }
+        for (let i = 0; i < count; i++) {
+          const base = i * 4;
+          (items[i] as Pending).resolve({
+            allowed: reply[base] === 1,
+            remaining: Number(reply[base + 1]),
+            resetMs: Number(reply[base + 2]),
+            retryAfterMs: Number(reply[base + 3]),
+          });
+        }
+      },
+      (error: unknown) => {
+        const wrapped = storeError(error);
+        for (const item of items) item.reject(wrapped);
+      },
+    );
+  }
+
+  async #run(script: Script, args: string[], key: string): Promise<unknown> {
+    this.calls++;
+    if (this.mode === 'functions') {
+      args[0] = 'FCALL';
+      args[1] = script.functionName;
+      try {
+        return await this.#commander.send(args, key);
+      } catch (error) {
+        // A server that lost the library (restart, FUNCTION FLUSH, new primary) gets it again.
+        if (!(error instanceof Error) || !/function not found/i.test(error.message)) throw error;
+        await this.#loadLibrary();
+        this.calls++;
+        return await this.#commander.send(args, key);
+      }
+    }
+    args[0] = 'EVALSHA';
+    args[1] = script.sha;
+    try {
+      return await this.#commander.send(args, key);
+    } catch (error) {
+      // Only NOSCRIPT earns a resend: any other error may have run the script, and a resend would count twice.
+      if (!isErrorStarting(error, 'NOSCRIPT')) throw error;
+      const retry = args.slice();
+      retry[0] = 'EVAL';
+      retry[1] = script.body;
+      this.calls++;
+      return await this.#commander.send(retry, key);
+    }
+  }
+
+  #loadLibrary(): Promise<void> {
+    if (this.#loading === undefined) {
+      this.#loading = this.#commander
+        .sendToPrimaries(['FUNCTION', 'LOAD', 'REPLACE', LIBRARY_CODE])
+        .then(() => undefined)
+        .finally(() => {
+          this.#loading = undefined;
+        });
+    }
+    return this.#loading;
+  }
+}
+
+function storeError(error: unknown): SluiceError {
+  if (error instanceof SluiceError) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  return new SluiceError(ERROR_CODES.STORE, `Redis store failed: ${message}`, { cause: error });
+}

@@ -1,0 +1,103 @@
+// The words every other file speaks: decisions, policies, the pure twins' contract, and stores.
+
+/** Why a decision was not made by the store in the ordinary way. Absent when the store decided. */
+export type DecisionReason = 'store-error' | 'timeout' | 'fallback' | 'cached';
+
+/** The answer to one request. All durations are whole milliseconds, never negative. */
+export interface Decision {
+  /** Whether the request may proceed. */
+  readonly allowed: boolean;
+  /** The most this policy ever grants at once (limit, capacity or burst). */
+  readonly limit: number;
+  /** Whole units still available after this decision (floor). */
+  readonly remaining: number;
+  /** Milliseconds until the identifier is back to a full allowance. */
+  readonly resetMs: number;
+  /** 0 when allowed; otherwise milliseconds until the same request would be allowed. */
+  readonly retryAfterMs: number;
+  /** Present when the decision did not come from the store as usual. */
+  readonly reason?: DecisionReason;
+  /** In shadow mode (`enforce: false`), the verdict the limiter would have enforced. */
+  readonly wouldAllow?: boolean;
+}
+
+/** What a request asks of a policy: take units, look without taking, or give units back. */
+export type Operation = 'limit' | 'peek' | 'refund';
+
+/** The wire code of each operation, shared by the Lua scripts (ARGV[1]) and the twins. */
+export const OPERATION_CODE: Readonly<Record<Operation, string>> = { limit: '0', peek: '1', refund: '2' };
+
+/** The algorithm names, also the names of the Lua scripts (`src/algorithms/<name>.lua`). */
+export type ScriptName = 'fixed-window' | 'sliding-log' | 'sliding-window' | 'gcra';
+
+/**
+ * What a pure twin returns: the decision fields the store does not know (`limit` is the policy's)
+ * and what to keep. `ttlMs` is -1 when nothing changed, 0 when the state is to be deleted, and
+ * otherwise how long to keep `state`.
+ */
+export interface Outcome<S> {
+  readonly allowed: boolean;
+  readonly remaining: number;
+  readonly resetMs: number;
+  readonly retryAfterMs: number;
+  readonly state: S | undefined;
+  readonly ttlMs: number;
+}
+
+/**
+ * A policy: one algorithm with its parameters. The memory store runs `decide`; the Redis store
+ * runs the script named `script` with `args`. Both implement the same rule.
+ */
+export interface Policy<S = unknown> {
+  /** Algorithm name as users wrote it, e.g. `tokenBucket`. */
+  readonly algorithm: string;
+  /** The Lua script that implements `decide` on Redis. */
+  readonly script: ScriptName;
+  /** Script parameters after op and time (ARGV[3..]); numbers as Redis should read them. */
+  readonly args: readonly string[];
+  /** The `limit` reported in decisions: the most ever granted at once. */
+  readonly limit: number;
+  /** The period the policy speaks of, for headers (`w`): window, period, or time to refill. */
+  readonly windowMs: number;
+  /** The largest cost a single request may ask; larger ones could never be granted. */
+  readonly maxCost: number;
+  /** A stable text naming the policy and its parameters, e.g. `tokenBucket(capacity=100,refillPerSecond=10)`. */
+  readonly description: string;
+  /**
+   * The pure twin of the script. `state` is what the previous call returned (possibly mutated in
+   * place for the sliding log, whose state is large); `now` is in milliseconds.
+   */
+  decide(state: S | undefined, now: number, operation: Operation, cost: number): Outcome<S>;
+}
+
+/** The raw result of a store: a decision without `limit`, which the limiter adds. */
+export interface StoreResult {
+  readonly allowed: boolean;
+  readonly remaining: number;
+  readonly resetMs: number;
+  readonly retryAfterMs: number;
+}
+
+/** One request to a store, already validated. */
+export interface StoreRequest {
+  readonly policy: Policy;
+  /** Limiter name, part of the key. */
+  readonly name: string;
+  readonly identifier: string;
+  readonly operation: Operation;
+  readonly cost: number;
+  /** Milliseconds from the limiter's clock, or `undefined` to let the store read its own. */
+  readonly now: number | undefined;
+}
+
+/** Where state lives. A store decides each request atomically and knows nothing of HTTP. */
+export interface Store {
+  /** `redis` or `memory`, for logs and hooks. */
+  readonly kind: string;
+  /** Decides one request atomically. */
+  decide(request: StoreRequest): Promise<StoreResult>;
+  /** Deletes one identifier's state for a limiter. */
+  reset(name: string, identifier: string): Promise<void>;
+  /** The key under which an identifier's state is kept, for tools and tests. */
+  keyFor(name: string, identifier: string): string;
+}

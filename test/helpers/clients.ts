@@ -1,0 +1,41 @@
+// Connects the two supported clients to a test server, so every suite runs with both.
+import { Redis } from 'ioredis';
+import { createClient } from 'redis';
+
+export type ClientKind = 'ioredis' | 'node-redis';
+export const CLIENT_KINDS: readonly ClientKind[] = ['ioredis', 'node-redis'];
+
+export interface Connected {
+  readonly kind: ClientKind;
+  /** The client itself, as an application would pass it to RedisStore. */
+  readonly client: unknown;
+  /** Sends any command, for assertions. */
+  command(...args: Array<string | number>): Promise<unknown>;
+  close(): Promise<void>;
+}
+
+export async function connect(kind: ClientKind, port: number, host = '127.0.0.1'): Promise<Connected> {
+  if (kind === 'ioredis') {
+    const client = new Redis({ host, port, lazyConnect: true, maxRetriesPerRequest: 1 });
+    await client.connect();
+    return {
+      kind,
+      client,
+      command: (...args) => client.call(String(args[0]), ...args.slice(1).map(String)),
+      close: async () => {
+        client.disconnect();
+      },
+    };
+  }
+  const client = createClient({ socket: { host, port } });
+  client.on('error', () => {});
+  await client.connect();
+  return {
+    kind,
+    client,
+    command: (...args) => client.sendCommand(args.map(String)),
+    close: async () => {
+      client.destroy();
+    },
+  };
+}

@@ -1,0 +1,150 @@
+// Starts real redis-server processes on free loopback ports for the tests, and tears them down.
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createConnection, createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export interface RedisServer {
+  readonly host: string;
+  readonly port: number;
+  readonly url: string;
+  /** The running process (replaced by restart). */
+  readonly process: ChildProcess;
+  /** Sends a signal and waits for the process to exit. */
+  kill(signal?: NodeJS.Signals): Promise<void>;
+  /** Starts the server again on the same port (empty: no persistence). */
+  restart(): Promise<void>;
+  /** Stops the server and removes its directory. */
+  stop(): Promise<void>;
+}
+
+let checked = false;
+
+/** Fails with a clear message when redis-server is missing, rather than a spawn ENOENT. */
+export function requireRedisBinary(binary = 'redis-server'): void {
+  if (checked) return;
+  try {
+    execFileSync(binary, ['--version'], { stdio: 'pipe' });
+    checked = true;
+  } catch {
+    throw new Error(`${binary} is not installed: run .ci/run, or apt-get install redis-server redis-sentinel`);
+  }
+}
+
+/** A port that was free a moment ago on 127.0.0.1. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address !== null ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Resolves once the server answers PING with PONG, or rejects after `timeoutMs`. */
+export async function waitForPing(port: number, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const socket = createConnection({ host: '127.0.0.1', port });
+      let data = '';
+      socket.setTimeout(500);
+      socket.on('connect', () => socket.write('PING\r\n'));
+      socket.on('data', (chunk) => {
+        data += chunk.toString();
+        if (data.includes('\r\n')) {
+          socket.destroy();
+          resolve(data.startsWith('+PONG'));
+        }
+      });
+      socket.on('error', () => resolve(false));
+      socket.on('timeout', () => {
+        socket.destroy();
+        resolve(false);
+      });
+    });
+    if (ok) return;
+    if (Date.now() > deadline) throw new Error(`redis-server on port ${port} did not answer PING within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+function exited(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => child.once('exit', () => resolve()));
+}
+
+export interface StartOptions {
+  /** Extra arguments for redis-server, e.g. ['--cluster-enabled', 'yes']. */
+  readonly args?: readonly string[];
+  /** A fixed port; a free one by default. */
+  readonly port?: number;
+  /** The binary, for redis-sentinel or valkey-server. */
+  readonly binary?: string;
+}
+
+const running = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const child of running) child.kill('SIGKILL');
+});
+
+/** Starts a redis-server on 127.0.0.1 with no persistence, in its own temporary directory. */
+export async function startRedis(options: StartOptions = {}): Promise<RedisServer> {
+  const binary = options.binary ?? 'redis-server';
+  requireRedisBinary(binary);
+  const dir = mkdtempSync(join(tmpdir(), 'sluice-redis-'));
+  const port = options.port ?? (await freePort());
+  const args = [
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+    '--dir',
+    dir,
+    '--daemonize',
+    'no',
+    '--loglevel',
+    'warning',
+    ...(options.args ?? []),
+  ];
+  let child: ChildProcess;
+  const launch = async (): Promise<void> => {
+    child = spawn(binary, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    running.add(child);
+    child.once('exit', () => running.delete(child));
+    await waitForPing(port);
+  };
+  await launch();
+  const server: RedisServer = {
+    host: '127.0.0.1',
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    get process() {
+      return child;
+    },
+    async kill(signal = 'SIGKILL') {
+      child.kill(signal);
+      await exited(child);
+    },
+    async restart() {
+      child.kill('SIGKILL');
+      await exited(child);
+      await launch();
+    },
+    async stop() {
+      child.kill('SIGKILL');
+      await exited(child);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  return server;
+}
