@@ -11,7 +11,9 @@ function run(command, args) {
 try {
   execFileSync('redis-server', ['--version'], { stdio: 'pipe' });
 } catch {
-  console.error('redis-server is not installed. The tests start real servers: run .ci/run, or apt-get install redis-server redis-sentinel redis-tools.');
+  console.error(
+    'redis-server is not installed. The tests start real servers: run .ci/run, or apt-get install redis-server redis-sentinel redis-tools.',
+  );
   process.exit(1);
 }
 

@@ -1,13 +1,17 @@
 // The public surface of sluice: re-exports only.
-export { fixedWindow, type FixedWindowOptions, type FixedWindowState } from './algorithms/fixed-window.js';
-export { gcra, tokenBucket, type GcraOptions, type TokenBucketOptions } from './algorithms/gcra.js';
+export { type FixedWindowOptions, type FixedWindowState, fixedWindow } from './algorithms/fixed-window.js';
+export { type GcraOptions, gcra, type TokenBucketOptions, tokenBucket } from './algorithms/gcra.js';
 export {
   SLIDING_LOG_MAX_LIMIT,
-  slidingLog,
   type SlidingLogOptions,
   type SlidingLogState,
+  slidingLog,
 } from './algorithms/sliding-log.js';
-export { slidingWindow, type SlidingWindowOptions, type SlidingWindowState } from './algorithms/sliding-window.js';
+export {
+  type SlidingWindowOptions,
+  type SlidingWindowState,
+  slidingWindow,
+} from './algorithms/sliding-window.js';
 export { ERROR_CODES, type ErrorCode, SluiceError } from './errors.js';
 export { type CallOptions, createLimiter, type Limiter } from './limiter.js';
 export type { LimiterOptions } from './options.js';

@@ -9,7 +9,9 @@ const ESCAPABLE = /[{}%]/g;
  * so that the escape stays one-to-one: no two identifiers share a key.
  */
 export function escapeIdentifier(identifier: string): string {
-  return NEEDS_ESCAPE.test(identifier) ? identifier.replace(ESCAPABLE, (c) => ESCAPES[c] as string) : identifier;
+  return NEEDS_ESCAPE.test(identifier)
+    ? identifier.replace(ESCAPABLE, (c) => ESCAPES[c] as string)
+    : identifier;
 }
 
 /** The key of one identifier's state. The braces make all of an identifier's keys share a cluster slot. */

@@ -1,5 +1,5 @@
 // createLimiter(): validates each call, asks the store, and shapes the decision. Knows no Redis, no HTTP.
-import { ERROR_CODES, SluiceError, describeValue } from './errors.js';
+import { describeValue, ERROR_CODES, SluiceError } from './errors.js';
 import { type LimiterOptions, resolveLimiterOptions } from './options.js';
 import type { Decision, Operation, Policy, Store, StoreResult } from './types.js';
 
@@ -101,7 +101,12 @@ export function createLimiter(options: LimiterOptions): Limiter {
     };
   }
 
-  function run(operation: Operation, identifier: string, cost: number, costOption: string): Promise<Decision> {
+  function run(
+    operation: Operation,
+    identifier: string,
+    cost: number,
+    costOption: string,
+  ): Promise<Decision> {
     const invalid = checkIdentifier(identifier) ?? checkCost(costOption, cost, policy);
     if (invalid !== undefined) return Promise.reject(invalid);
     const time = now();

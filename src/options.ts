@@ -42,7 +42,12 @@ function isStore(value: unknown): value is Store {
 
 function isPolicy(value: unknown): value is Policy {
   const policy = value as Partial<Policy> | null;
-  return typeof policy === 'object' && policy !== null && typeof policy.decide === 'function' && Array.isArray(policy.args);
+  return (
+    typeof policy === 'object' &&
+    policy !== null &&
+    typeof policy.decide === 'function' &&
+    Array.isArray(policy.args)
+  );
 }
 
 /** Validates limiter options and applies defaults; throws a SluiceError naming the first bad option. */

@@ -1,5 +1,5 @@
 // Checks shared by every constructor: each returns the value typed, or throws an error that names the option.
-import { ERROR_CODES, invalidOption, SluiceError, describeValue } from './errors.js';
+import { describeValue, ERROR_CODES, invalidOption, SluiceError } from './errors.js';
 
 /** A positive safe integer, at most `max`. */
 export function positiveInteger(option: string, value: unknown, max = Number.MAX_SAFE_INTEGER): number {
@@ -29,7 +29,12 @@ export function durationMs(option: string, value: unknown): number {
 
 /** A string usable inside a key: non-empty, printable, without braces (which would move the hash tag). */
 export function keyPart(option: string, value: unknown): string {
-  if (typeof value !== 'string' || value.length === 0 || value.length > 128 || !/^[\x21-\x7a|~]+$/.test(value)) {
+  if (
+    typeof value !== 'string' ||
+    value.length === 0 ||
+    value.length > 128 ||
+    !/^[\x21-\x7a|~]+$/.test(value)
+  ) {
     throw invalidOption(
       option,
       'a non-empty string of at most 128 printable ASCII characters without spaces or braces',

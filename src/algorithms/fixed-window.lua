@@ -1,27 +1,11 @@
 -- Fixed window: windows aligned to the clock; one value per identifier, "<window index>:<count>".
--- Twin of fixed-window.ts; the two change together.
--- KEYS: one key per identifier, each decided on its own, in order.
--- ARGV: op ('0' limit, '1' peek, '2' refund), now in ms ('' reads the server clock),
---       limit, window in ms, then one cost per key.
--- Returns allowed, remaining, resetMs, retryAfterMs for each key.
-local call = redis.call
-local floor, ceil = math.floor, math.ceil
-local op = ARGV[1]
-local now = tonumber(ARGV[2])
-if not now then
-  -- TIME inside the script: app servers disagree about the clock.
-  local t = call('TIME')
-  now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
-end
-local limit = tonumber(ARGV[3])
-local window = tonumber(ARGV[4])
-local index = floor(now / window)
--- The key lives until its window ends, never longer.
-local untilEnd = ceil((index + 1) * window - now)
-local out = {}
-for i = 1, #KEYS do
-  local key = KEYS[i]
-  local cost = tonumber(ARGV[4 + i])
+-- Twin of fixed-window.ts; the two change together. Composed into scripts after stores/redis/lua/prelude.lua.
+-- fixed_window(key, now, op, cost, limit, window) -> allowed, remaining, resetMs, retryAfterMs
+--   op: '0' limit, '1' peek, '2' refund; window in ms.
+local function fixed_window(key, now, op, cost, limit, window)
+  local index = floor(now / window)
+  -- The key lives until its window ends, never longer.
+  local untilEnd = ceil((index + 1) * window - now)
   local count = 0
   local stored = call('GET', key)
   if stored then
@@ -47,10 +31,7 @@ for i = 1, #KEYS do
     count = count + cost
     call('SET', key, string.format('%d:%d', index, count), 'PX', untilEnd)
   end
-  local n = #out
-  out[n + 1] = allowed
-  out[n + 2] = limit - count
-  if count > 0 then out[n + 3] = untilEnd else out[n + 3] = 0 end
-  out[n + 4] = retry
+  local reset = 0
+  if count > 0 then reset = untilEnd end
+  return allowed, limit - count, reset, retry
 end
-return out

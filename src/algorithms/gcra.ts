@@ -74,7 +74,13 @@ export function gcra(options: GcraOptions): Policy<number> {
   const periodMs = durationMs('gcra.periodMs', raw.periodMs);
   const burst = raw.burst === undefined ? limit : positiveInteger('gcra.burst', raw.burst);
   const intervalMs = periodMs / limit;
-  return gcraPolicy('gcra', `gcra(limit=${limit},periodMs=${periodMs},burst=${burst})`, intervalMs, burst, periodMs);
+  return gcraPolicy(
+    'gcra',
+    `gcra(limit=${limit},periodMs=${periodMs},burst=${burst})`,
+    intervalMs,
+    burst,
+    periodMs,
+  );
 }
 
 /** Options of {@link tokenBucket}. */

@@ -1,27 +1,10 @@
 -- Sliding window log: a sorted set per identifier, one entry per unit used, scored by time in ms.
 -- Members are sequence numbers behind a letter giving their length ("c123" is 123, "d1000" is 1000),
 -- so the highest sorts last; they stay unique even for entries of the same millisecond.
--- Twin of sliding-log.ts; the two change together.
--- KEYS: one key per identifier, each decided on its own, in order.
--- ARGV: op ('0' limit, '1' peek, '2' refund), now in ms ('' reads the server clock),
---       limit, window in ms, then one cost per key.
--- Returns allowed, remaining, resetMs, retryAfterMs for each key.
-local call = redis.call
-local ceil = math.ceil
-local op = ARGV[1]
-local clock = tonumber(ARGV[2])
-if not clock then
-  -- TIME inside the script: app servers disagree about the clock.
-  local t = call('TIME')
-  clock = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
-end
-local limit = tonumber(ARGV[3])
-local window = tonumber(ARGV[4])
-local out = {}
-for i = 1, #KEYS do
-  local key = KEYS[i]
-  local cost = tonumber(ARGV[4 + i])
-  local now = clock
+-- Twin of sliding-log.ts; the two change together. Composed into scripts after stores/redis/lua/prelude.lua.
+-- sliding_log(key, now, op, cost, limit, window) -> allowed, remaining, resetMs, retryAfterMs
+--   op: '0' limit, '1' peek, '2' refund; window in ms.
+local function sliding_log(key, now, op, cost, limit, window)
   local sequence = 0
   local newest = nil
   local last = call('ZRANGE', key, -1, -1, 'WITHSCORES')
@@ -51,8 +34,8 @@ for i = 1, #KEYS do
   elseif count + cost > limit then
     -- A denied request consumes nothing; it waits for the entry that would make room to leave.
     allowed = 0
-    local making = call('ZRANGE', key, count + cost - limit - 1, count + cost - limit - 1, 'WITHSCORES')
-    retry = ceil(tonumber(making[2]) + window - now)
+    local rank = count + cost - limit - 1
+    retry = ceil(tonumber(call('ZRANGE', key, rank, rank, 'WITHSCORES')[2]) + window - now)
   elseif op == '0' then
     -- ZADD in slices: Lua's unpack has a small stack.
     local done = 0
@@ -72,10 +55,7 @@ for i = 1, #KEYS do
     newest = now
     call('PEXPIRE', key, ceil(window))
   end
-  local n = #out
-  out[n + 1] = allowed
-  out[n + 2] = limit - count
-  if newest then out[n + 3] = ceil(newest + window - now) else out[n + 3] = 0 end
-  out[n + 4] = retry
+  local reset = 0
+  if newest then reset = ceil(newest + window - now) end
+  return allowed, limit - count, reset, retry
 end
-return out

@@ -101,6 +101,7 @@ export function slidingWindow(options: SlidingWindowOptions): Policy<SlidingWind
     windowMs,
     maxCost: limit,
     description: `slidingWindow(limit=${limit},windowMs=${windowMs})`,
-    decide: (state, now, operation, cost) => decideSlidingWindow(state, now, operation, cost, limit, windowMs),
+    decide: (state, now, operation, cost) =>
+      decideSlidingWindow(state, now, operation, cost, limit, windowMs),
   };
 }

@@ -57,7 +57,8 @@ export class MemoryStore implements Store {
   constructor(options?: MemoryStoreOptions) {
     const raw = optionsObject('MemoryStore options', options, false);
     knownKeys('MemoryStore', raw, ['maxKeys', 'sweepIntervalMs', 'clock', 'prefix']);
-    this.maxKeys = raw.maxKeys === undefined ? DEFAULTS.maxKeys : positiveInteger('MemoryStore.maxKeys', raw.maxKeys);
+    this.maxKeys =
+      raw.maxKeys === undefined ? DEFAULTS.maxKeys : positiveInteger('MemoryStore.maxKeys', raw.maxKeys);
     this.prefix = raw.prefix === undefined ? DEFAULTS.prefix : keyPart('MemoryStore.prefix', raw.prefix);
     const sweepIntervalMs =
       raw.sweepIntervalMs === undefined

@@ -28,7 +28,9 @@ export function requireRedisBinary(binary = 'redis-server'): void {
     execFileSync(binary, ['--version'], { stdio: 'pipe' });
     checked = true;
   } catch {
-    throw new Error(`${binary} is not installed: run .ci/run, or apt-get install redis-server redis-sentinel`);
+    throw new Error(
+      `${binary} is not installed: run .ci/run, or apt-get install redis-server redis-sentinel`,
+    );
   }
 }
 
@@ -69,7 +71,8 @@ export async function waitForPing(port: number, timeoutMs = 5000): Promise<void>
       });
     });
     if (ok) return;
-    if (Date.now() > deadline) throw new Error(`redis-server on port ${port} did not answer PING within ${timeoutMs} ms`);
+    if (Date.now() > deadline)
+      throw new Error(`redis-server on port ${port} did not answer PING within ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 20));
   }
 }

@@ -24,7 +24,11 @@ interface NodeRedisClientLike {
 }
 
 interface NodeRedisClusterLike {
-  sendCommand(firstKey: string | undefined, isReadonly: boolean | undefined, args: string[]): Promise<unknown>;
+  sendCommand(
+    firstKey: string | undefined,
+    isReadonly: boolean | undefined,
+    args: string[],
+  ): Promise<unknown>;
   masters: Array<{ client?: unknown }>;
   nodeClient(node: unknown): NodeRedisClientLike | Promise<NodeRedisClientLike>;
 }
@@ -71,10 +75,18 @@ function nodeRedisClusterCommander(redis: NodeRedisClusterLike): Commander {
 export function toCommander(client: unknown): Commander {
   if (typeof client === 'object' && client !== null) {
     const candidate = client as Record<string, unknown>;
-    if (isFunction(candidate.call) && isFunction(candidate.sendCommand) && !isFunction(candidate.nodeClient)) {
+    if (
+      isFunction(candidate.call) &&
+      isFunction(candidate.sendCommand) &&
+      !isFunction(candidate.nodeClient)
+    ) {
       return ioredisCommander(client as IoRedisLike);
     }
-    if (isFunction(candidate.sendCommand) && isFunction(candidate.nodeClient) && Array.isArray(candidate.masters)) {
+    if (
+      isFunction(candidate.sendCommand) &&
+      isFunction(candidate.nodeClient) &&
+      Array.isArray(candidate.masters)
+    ) {
       return nodeRedisClusterCommander(client as unknown as NodeRedisClusterLike);
     }
     if (isFunction(candidate.sendCommand)) {

@@ -1,14 +1,14 @@
-// The Lua scripts as Redis sees them: bodies with SHA1s for EVALSHA, and one versioned function library.
+// The Lua scripts as Redis sees them: composed from the .lua files, with SHA1s for EVALSHA, and one
+// versioned function library for FCALL.
 import { createHash } from 'node:crypto';
-import { LUA_SOURCES } from '../../algorithms/lua.generated.js';
 import type { ScriptName } from '../../types.js';
+import { LUA_SOURCES } from './lua.generated.js';
 
-/** One script: its body and the SHA1 that EVALSHA names it by, computed once. */
+/** A script as sent to Redis: its body, the SHA1 EVALSHA names it by, and its function name. */
 export interface Script {
-  readonly name: ScriptName;
+  readonly name: ScriptName | 'all';
   readonly body: string;
   readonly sha: string;
-  /** The name it is registered under in the function library. */
   readonly functionName: string;
 }
 
@@ -16,21 +16,44 @@ function sha1(text: string): string {
   return createHash('sha1').update(text).digest('hex');
 }
 
-const NAMES = Object.keys(LUA_SOURCES) as ScriptName[];
+/** Each algorithm's Lua function name, as its file defines it. */
+const FUNCTIONS: Readonly<Record<ScriptName, string>> = {
+  'fixed-window': 'fixed_window',
+  'sliding-log': 'sliding_log',
+  'sliding-window': 'sliding_window',
+  gcra: 'gcra',
+};
+const NAMES = Object.keys(FUNCTIONS) as ScriptName[];
+
+const bodies: Record<ScriptName | 'all', string> = {
+  ...(Object.fromEntries(
+    NAMES.map((name) => [
+      name,
+      [
+        LUA_SOURCES.prelude,
+        LUA_SOURCES[`algorithms/${name}`],
+        `local decide = ${FUNCTIONS[name]}`,
+        LUA_SOURCES.single,
+      ].join('\n'),
+    ]),
+  ) as Record<ScriptName, string>),
+  all: [LUA_SOURCES.prelude, ...NAMES.map((name) => LUA_SOURCES[`algorithms/${name}`]), LUA_SOURCES.all].join(
+    '\n',
+  ),
+};
 
 /** The library's version: a digest of every body, so two sluice versions never replace each other's. */
-export const LIBRARY_VERSION = sha1(NAMES.map((n) => LUA_SOURCES[n]).join('\n')).slice(0, 12);
+export const LIBRARY_VERSION = sha1(Object.values(bodies).join('\n')).slice(0, 12);
 
 /** The library name used with FUNCTION LOAD. */
 export const LIBRARY_NAME = `sluice_${LIBRARY_VERSION}`;
 
-export const SCRIPTS: Readonly<Record<ScriptName, Script>> = Object.fromEntries(
-  NAMES.map((name) => {
-    const body = LUA_SOURCES[name];
-    const script: Script = { name, body, sha: sha1(body), functionName: `${LIBRARY_NAME}_${name.replace(/-/g, '_')}` };
-    return [name, script];
-  }),
-) as Record<ScriptName, Script>;
+export const SCRIPTS: Readonly<Record<ScriptName | 'all', Script>> = Object.fromEntries(
+  Object.entries(bodies).map(([name, body]) => [
+    name,
+    { name, body, sha: sha1(body), functionName: `${LIBRARY_NAME}_${name.replace(/-/g, '_')}` },
+  ]),
+) as Record<ScriptName | 'all', Script>;
 
 /**
  * The function library: every script body wrapped as a function of (KEYS, ARGV), so the same text
@@ -38,8 +61,8 @@ export const SCRIPTS: Readonly<Record<ScriptName, Script>> = Object.fromEntries(
  */
 export const LIBRARY_CODE = [
   `#!lua name=${LIBRARY_NAME}`,
-  ...NAMES.map((name) => {
-    const script = SCRIPTS[name];
-    return `redis.register_function('${script.functionName}', function(KEYS, ARGV)\n${script.body}\nend)`;
-  }),
+  ...Object.values(SCRIPTS).map(
+    (script) =>
+      `redis.register_function('${script.functionName}', function(KEYS, ARGV)\n${script.body}\nend)`,
+  ),
 ].join('\n');

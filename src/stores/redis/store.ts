@@ -1,7 +1,14 @@
 // The Redis store: one script call per batch of decisions, each key decided atomically on the server.
-import { ERROR_CODES, SluiceError, invalidOption } from '../../errors.js';
+import { ERROR_CODES, invalidOption, SluiceError } from '../../errors.js';
 import { stateKey } from '../../keys.js';
-import { OPERATION_CODE, type Operation, type Policy, type Store, type StoreRequest, type StoreResult } from '../../types.js';
+import {
+  OPERATION_CODE,
+  type Operation,
+  type Policy,
+  type Store,
+  type StoreRequest,
+  type StoreResult,
+} from '../../types.js';
 import { keyPart, knownKeys, optionsObject, positiveInteger } from '../../validate.js';
 import { type Commander, toCommander } from './adapters.js';
 import { LIBRARY_CODE, SCRIPTS, type Script } from './scripts.js';
@@ -80,7 +87,10 @@ export class RedisStore implements Store {
       throw invalidOption('RedisStore.mode', "'scripts' or 'functions'", raw.mode);
     }
     this.mode = raw.mode ?? DEFAULTS.mode;
-    this.maxBatch = raw.maxBatch === undefined ? DEFAULTS.maxBatch : positiveInteger('RedisStore.maxBatch', raw.maxBatch, 1000);
+    this.maxBatch =
+      raw.maxBatch === undefined
+        ? DEFAULTS.maxBatch
+        : positiveInteger('RedisStore.maxBatch', raw.maxBatch, 1000);
   }
 
   /** Which client library and topology this store talks to. */
