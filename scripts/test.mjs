@@ -1,4 +1,4 @@
-// `npm test`: builds the tests with tsc, checks redis-server is there, and runs every suite with node:test.
+// `npm test`: installs redis-server when missing, builds the tests with tsc, and runs every suite with node:test.
 import { spawnSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -8,15 +8,8 @@ function run(command, args) {
   if (result.status !== 0) process.exit(result.status ?? 1);
 }
 
-try {
-  execFileSync('redis-server', ['--version'], { stdio: 'pipe' });
-} catch {
-  console.error(
-    'redis-server is not installed. The tests start real servers: run .ci/run, or apt-get install redis-server redis-sentinel redis-tools.',
-  );
-  process.exit(1);
-}
-
+// The suites start real servers: install them from Debian's packages when missing.
+run('bash', ['scripts/ensure-redis.sh']);
 run('node', ['scripts/gen-scripts.mjs']);
 run('npx', ['tsc', '-p', 'tsconfig.json']);
 
