@@ -2,16 +2,30 @@
 -- Twin of fixed-window.ts; the two change together. Composed into scripts after stores/redis/lua/prelude.lua.
 -- fixed_window(key, now, op, cost, limit, window) -> allowed, remaining, resetMs, retryAfterMs
 --   op: '0' limit, '1' peek, '2' refund; window in ms.
+local function fixed_window_store(key, index, count, fresh, untilEnd)
+  if fresh then
+    call('SET', key, string.format('%d:%d', index, count), 'KEEPTTL')
+  else
+    call('SET', key, string.format('%d:%d', index, count), 'PX', untilEnd)
+  end
+end
+
 local function fixed_window(key, now, op, cost, limit, window)
   local index = floor(now / window)
   -- The key lives until its window ends, never longer.
   local untilEnd = ceil((index + 1) * window - now)
   local count = 0
+  -- A key that already holds this window keeps its expiry, which is already the window's end:
+  -- SET ... KEEPTTL costs Redis much less than SET ... PX, which removes and re-adds the expiry.
+  local fresh = false
   local stored = call('GET', key)
   if stored then
     local storedIndex, storedCount = string.match(stored, '^(%d+):(%d+)$')
     -- A count from an earlier window is stale: the window starts empty.
-    if tonumber(storedIndex) == index then count = tonumber(storedCount) end
+    if tonumber(storedIndex) == index then
+      count = tonumber(storedCount)
+      fresh = true
+    end
   end
   local allowed = 1
   local retry = 0
@@ -19,7 +33,7 @@ local function fixed_window(key, now, op, cost, limit, window)
     count = count - cost
     if count < 0 then count = 0 end
     if count > 0 then
-      call('SET', key, string.format('%d:%d', index, count), 'PX', untilEnd)
+      fixed_window_store(key, index, count, fresh, untilEnd)
     else
       call('DEL', key)
     end
@@ -29,7 +43,7 @@ local function fixed_window(key, now, op, cost, limit, window)
     retry = untilEnd
   elseif op == '0' then
     count = count + cost
-    call('SET', key, string.format('%d:%d', index, count), 'PX', untilEnd)
+    fixed_window_store(key, index, count, fresh, untilEnd)
   end
   local reset = 0
   if count > 0 then reset = untilEnd end

@@ -32,6 +32,8 @@ export function decideFixedWindow(
     retryAfterMs = untilEnd;
   } else if (operation === 'limit') {
     count = count + cost;
+    // Always the window's end: the Lua twin keeps the key's expiry (KEEPTTL) when it already holds
+    // this window, which is the same moment.
     ttlMs = untilEnd;
   }
   return {

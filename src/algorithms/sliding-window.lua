@@ -9,12 +9,17 @@ local function sliding_window(key, now, op, cost, limit, window)
   -- Share of the previous window that still overlaps the sliding window ending now.
   local weight = (window - elapsed) / window
   local previous, current = 0, 0
+  -- Whether the key already lives until the end of the next window (it held a current count of this
+  -- window): a write that keeps a current count then leaves the expiry where it is, with KEEPTTL,
+  -- which costs Redis much less than SET ... PX (that removes and re-adds the expiry).
+  local lasting = false
   local stored = call('GET', key)
   if stored then
     local storedIndex, storedPrevious, storedCurrent = string.match(stored, '^(%d+):(%d+):(%d+)$')
     storedIndex = tonumber(storedIndex)
     if storedIndex == index then
       previous, current = tonumber(storedPrevious), tonumber(storedCurrent)
+      lasting = current > 0
     elseif storedIndex == index - 1 then
       previous = tonumber(storedCurrent)
     end
@@ -51,7 +56,9 @@ local function sliding_window(key, now, op, cost, limit, window)
     keepFor = ceil(window - elapsed)
   end
   if write then
-    if keepFor > 0 then
+    if lasting and current > 0 then
+      call('SET', key, string.format('%d:%d:%d', index, previous, current), 'KEEPTTL')
+    elseif keepFor > 0 then
       call('SET', key, string.format('%d:%d:%d', index, previous, current), 'PX', keepFor)
     else
       call('DEL', key)

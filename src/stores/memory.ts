@@ -28,9 +28,16 @@ export interface MemoryStoreOptions {
   readonly prefix?: string;
 }
 
+/** One identifier's state under one limiter name, linked into the store-wide recency list. */
 interface Entry {
   state: unknown;
   expiresAt: number;
+  /** The next entry toward eviction (used less recently), and the next one toward the newest. */
+  older: Entry | undefined;
+  newer: Entry | undefined;
+  readonly identifier: string;
+  /** The table that holds it, one per limiter name. */
+  readonly table: Map<string, Entry>;
 }
 
 const DEFAULTS = { maxKeys: 100_000, sweepIntervalMs: 60_000, prefix: 'rl' } as const;
@@ -47,8 +54,13 @@ export class MemoryStore implements Store {
   readonly maxKeys: number;
   readonly prefix: string;
   readonly #clock: () => number;
-  // A Map iterates in insertion order: re-inserting on use keeps the least recently used first.
-  readonly #entries = new Map<string, Entry>();
+  // One table per limiter name, keyed by the identifier as given: no key string to build and hash per
+  // decision. Recency is a doubly linked list across every table, so a use moves an entry by relinking
+  // it (Map delete-and-set, the other way to keep LRU order, costs more than the decision itself).
+  readonly #tables = new Map<string, Map<string, Entry>>();
+  #size = 0;
+  #oldest: Entry | undefined;
+  #newest: Entry | undefined;
   #sweeper: NodeJS.Timeout | undefined;
   // The sweep judges expiry in the requests' time, which a limiter's own clock may set apart from ours.
   #lastNow = 0;
@@ -74,7 +86,7 @@ export class MemoryStore implements Store {
 
   /** The number of identifiers currently held (expired ones count until swept or touched). */
   get size(): number {
-    return this.#entries.size;
+    return this.#size;
   }
 
   keyFor(name: string, identifier: string): string {
@@ -96,32 +108,51 @@ export class MemoryStore implements Store {
       this.#lastClock = this.#clock();
     }
     this.#lastNow = now;
-    const key = stateKey(this.prefix, request.name, request.identifier);
-    const entries = this.#entries;
-    let entry = entries.get(key);
-    if (entry !== undefined) {
-      entries.delete(key);
-      if (entry.expiresAt <= now) entry = undefined;
+    const identifier = request.identifier;
+    let table = this.#tables.get(request.name);
+    if (table === undefined) {
+      table = new Map();
+      this.#tables.set(request.name, table);
+    }
+    let entry = table.get(identifier);
+    if (entry !== undefined && entry.expiresAt <= now) {
+      this.#remove(entry);
+      entry = undefined;
     }
     const outcome = request.policy.decide(entry?.state, now, request.operation, request.cost);
     if (outcome.ttlMs > 0 && outcome.state !== undefined) {
-      if (entry === undefined) entry = { state: outcome.state, expiresAt: now + outcome.ttlMs };
-      else {
-        entry.state = outcome.state;
-        entry.expiresAt = now + outcome.ttlMs;
+      if (entry === undefined) {
+        entry = {
+          state: outcome.state,
+          expiresAt: now + outcome.ttlMs,
+          older: undefined,
+          newer: undefined,
+          identifier,
+          table,
+        };
+        table.set(identifier, entry);
+        this.#size++;
+        this.#link(entry);
+        if (this.#size > this.maxKeys && this.#oldest !== undefined) this.#remove(this.#oldest);
+        return outcome;
       }
+      entry.state = outcome.state;
+      entry.expiresAt = now + outcome.ttlMs;
     } else if (outcome.ttlMs === 0) {
-      entry = undefined;
+      if (entry !== undefined) this.#remove(entry);
+      return outcome;
     }
-    if (entry !== undefined) {
-      entries.set(key, entry);
-      if (entries.size > this.maxKeys) this.#evictOldest();
+    // Any use, a denial or a peek too, makes the identifier the most recently used.
+    if (entry !== undefined && entry !== this.#newest) {
+      this.#unlink(entry);
+      this.#link(entry);
     }
     return outcome;
   }
 
   reset(name: string, identifier: string): Promise<void> {
-    this.#entries.delete(stateKey(this.prefix, name, identifier));
+    const entry = this.#tables.get(name)?.get(identifier);
+    if (entry !== undefined) this.#remove(entry);
     return Promise.resolve();
   }
 
@@ -129,18 +160,24 @@ export class MemoryStore implements Store {
   sweep(): number {
     const now = this.#lastNow + (this.#clock() - this.#lastClock);
     let dropped = 0;
-    for (const [key, entry] of this.#entries) {
+    let entry = this.#oldest;
+    while (entry !== undefined) {
+      const newer = entry.newer;
       if (entry.expiresAt <= now) {
-        this.#entries.delete(key);
+        this.#remove(entry);
         dropped++;
       }
+      entry = newer;
     }
     return dropped;
   }
 
   /** Forgets every identifier. */
   clear(): void {
-    this.#entries.clear();
+    this.#tables.clear();
+    this.#size = 0;
+    this.#oldest = undefined;
+    this.#newest = undefined;
   }
 
   /** Stops the sweep timer. The store still works; expired state is then dropped only when touched. */
@@ -149,8 +186,27 @@ export class MemoryStore implements Store {
     this.#sweeper = undefined;
   }
 
-  #evictOldest(): void {
-    const oldest = this.#entries.keys().next();
-    if (oldest.done !== true) this.#entries.delete(oldest.value);
+  /** Links an unlinked entry in as the most recently used. */
+  #link(entry: Entry): void {
+    entry.older = this.#newest;
+    entry.newer = undefined;
+    if (this.#newest === undefined) this.#oldest = entry;
+    else this.#newest.newer = entry;
+    this.#newest = entry;
+  }
+
+  #unlink(entry: Entry): void {
+    if (entry.older === undefined) this.#oldest = entry.newer;
+    else entry.older.newer = entry.newer;
+    if (entry.newer === undefined) this.#newest = entry.older;
+    else entry.newer.older = entry.older;
+    entry.older = undefined;
+    entry.newer = undefined;
+  }
+
+  #remove(entry: Entry): void {
+    this.#unlink(entry);
+    entry.table.delete(entry.identifier);
+    this.#size--;
   }
 }

@@ -1,0 +1,262 @@
+// Everything the benchmark races: each sluice algorithm on Redis, the peers on the same Redis and the
+// same ioredis client, and the seed's token-bucket script as the reference for Redis-side cost.
+import { Ratelimit } from '@upstash/ratelimit';
+import type { Redis } from 'ioredis';
+import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+import {
+  createLimiter,
+  fixedWindow,
+  gcra,
+  type Limiter,
+  MemoryStore,
+  type Policy,
+  RedisStore,
+  slidingLog,
+  slidingWindow,
+  tokenBucket,
+} from '../src/index.js';
+import type { Decide } from './load.js';
+import { upstashAdapter } from './upstash-adapter.js';
+
+/** The kinds of algorithm a sluice algorithm is paired with. */
+export type Kind = 'fixed-window' | 'sliding-window' | 'sliding-log' | 'token-bucket' | 'gcra' | 'reference';
+
+export interface Contender {
+  /** Stable id in results, e.g. `sluice.gcra` or `upstash.tokenBucket`. */
+  readonly id: string;
+  readonly library: 'sluice' | 'rate-limiter-flexible' | '@upstash/ratelimit' | 'seed';
+  /** How the library names it. */
+  readonly label: string;
+  readonly kind: Kind;
+  /** Builds the decision function (defines scripts, creates limiters); called once per run. */
+  setup(): Decide;
+  /** Script calls sent by sluice's store, when the contender is sluice on Redis. */
+  readonly calls?: () => number;
+}
+
+/**
+ * The policy parameters every contender shares: generous enough that a 10 000-identifier run never
+ * denies (throughput then compares the same work: read, decide, write), one minute long.
+ */
+export const LIMIT = 1000;
+export const WINDOW_MS = 60_000;
+
+/** A sluice algorithm, with its policy for LIMIT per `windowMs` (the token bucket refills LIMIT per window). */
+export interface SluicePolicy {
+  readonly label: string;
+  readonly kind: Kind;
+  make(windowMs?: number): Policy;
+}
+
+export const SLUICE_POLICIES: readonly SluicePolicy[] = [
+  {
+    label: 'fixedWindow',
+    kind: 'fixed-window',
+    make: (w = WINDOW_MS) => fixedWindow({ limit: LIMIT, windowMs: w }),
+  },
+  {
+    label: 'slidingLog',
+    kind: 'sliding-log',
+    make: (w = WINDOW_MS) => slidingLog({ limit: LIMIT, windowMs: w }),
+  },
+  {
+    label: 'slidingWindow',
+    kind: 'sliding-window',
+    make: (w = WINDOW_MS) => slidingWindow({ limit: LIMIT, windowMs: w }),
+  },
+  {
+    label: 'tokenBucket',
+    kind: 'token-bucket',
+    make: (w = WINDOW_MS) => tokenBucket({ capacity: LIMIT, refillPerSecond: LIMIT / (w / 1000) }),
+  },
+  { label: 'gcra', kind: 'gcra', make: (w = WINDOW_MS) => gcra({ limit: LIMIT, periodMs: w }) },
+];
+
+/** The seed's Step 3 token bucket, verbatim: one EVALSHA per decision. */
+export const SEED_TOKEN_BUCKET = `-- KEYS[1] = rl:tb:{client}; ARGV: capacity, refill rate per second, cost
+local key      = KEYS[1]
+local capacity = tonumber(ARGV[1])
+local rate     = tonumber(ARGV[2])
+local cost     = tonumber(ARGV[3])
+
+local t   = redis.call('TIME')       -- {seconds, microseconds} from the server
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+
+local state  = redis.call('HMGET', key, 'tokens', 'ts')
+local tokens = tonumber(state[1]) or capacity
+local ts     = tonumber(state[2]) or now
+
+tokens = math.min(capacity, tokens + math.max(0, now - ts) * rate / 1000)
+
+local allowed = 0
+if tokens >= cost then
+  tokens = tokens - cost
+  allowed = 1
+end
+
+redis.call('HSET', key, 'tokens', tokens, 'ts', now)
+redis.call('PEXPIRE', key, math.ceil(capacity / rate * 1000) * 2)
+return { allowed, math.floor(tokens) }
+`;
+
+type SeedClient = Redis & {
+  seedTokenBucket(key: string, capacity: string, rate: string, cost: string): Promise<[number, number]>;
+};
+
+/** A sluice limiter on Redis; `maxBatch` 1 turns coalescing off. */
+export function sluiceRedis(
+  redis: Redis,
+  policy: SluicePolicy,
+  maxBatch?: number,
+  windowMs = WINDOW_MS,
+): Contender {
+  let store: RedisStore | undefined;
+  const suffix = maxBatch === undefined ? '' : `.maxBatch${maxBatch}`;
+  return {
+    id: `sluice.${policy.label}${suffix}`,
+    library: 'sluice',
+    label: maxBatch === undefined ? policy.label : `${policy.label} (maxBatch ${maxBatch})`,
+    kind: policy.kind,
+    setup() {
+      store = new RedisStore(maxBatch === undefined ? { client: redis } : { client: redis, maxBatch });
+      const limiter: Limiter = createLimiter({ store, policy: policy.make(windowMs), name: 'bench' });
+      return (identifier) => limiter.limit(identifier).then(isAllowed);
+    },
+    calls: () => store?.calls ?? 0,
+  };
+}
+
+function isAllowed(decision: { readonly allowed: boolean }): boolean {
+  return decision.allowed;
+}
+
+/** A rate-limiter-flexible rejection is a RateLimiterRes (denied) or an Error (failed). */
+function rlfDenied(reason: unknown): boolean {
+  if (reason instanceof RateLimiterRes) return false;
+  throw reason;
+}
+
+export function peersOnRedis(redis: Redis, windowMs = WINDOW_MS): Contender[] {
+  const upstash = upstashAdapter(redis);
+  const upstashLimiter = (limiter: ConstructorParameters<typeof Ratelimit>[0]['limiter']): Decide => {
+    const ratelimit = new Ratelimit({
+      // The adapter implements the two methods the library calls; see upstash-adapter.ts.
+      redis: upstash as unknown as ConstructorParameters<typeof Ratelimit>[0]['redis'],
+      limiter,
+      prefix: 'upstash',
+      analytics: false,
+      // Its fastest setting: no per-call timer racing the reply.
+      timeout: 0,
+    });
+    return (identifier) => ratelimit.limit(identifier).then((response) => response.success);
+  };
+  return [
+    {
+      id: 'rlf.RateLimiterRedis',
+      library: 'rate-limiter-flexible',
+      label: 'RateLimiterRedis',
+      kind: 'fixed-window',
+      setup() {
+        const limiter = new RateLimiterRedis({
+          storeClient: redis,
+          points: LIMIT,
+          duration: windowMs / 1000,
+          keyPrefix: 'rlflx',
+        });
+        return (identifier) => limiter.consume(identifier).then(() => true, rlfDenied);
+      },
+    },
+    {
+      id: 'upstash.fixedWindow',
+      library: '@upstash/ratelimit',
+      label: 'fixedWindow',
+      kind: 'fixed-window',
+      setup: () => upstashLimiter(Ratelimit.fixedWindow(LIMIT, `${windowMs} ms`)),
+    },
+    {
+      id: 'upstash.slidingWindow',
+      library: '@upstash/ratelimit',
+      label: 'slidingWindow',
+      kind: 'sliding-window',
+      setup: () => upstashLimiter(Ratelimit.slidingWindow(LIMIT, `${windowMs} ms`)),
+    },
+    {
+      id: 'upstash.tokenBucket',
+      library: '@upstash/ratelimit',
+      label: 'tokenBucket',
+      kind: 'token-bucket',
+      // refillRate tokens every interval, at most maxTokens: LIMIT per window, bursts of LIMIT.
+      setup: () => upstashLimiter(Ratelimit.tokenBucket(LIMIT, `${windowMs} ms`, LIMIT)),
+    },
+  ];
+}
+
+/** The seed's token bucket, one call per decision, through ioredis's EVALSHA-then-EVAL command. */
+export function seedReference(redis: Redis): Contender {
+  return {
+    id: 'seed.tokenBucket',
+    library: 'seed',
+    label: 'Step 3 token bucket',
+    kind: 'reference',
+    setup() {
+      const client = redis as SeedClient;
+      if (typeof client.seedTokenBucket !== 'function') {
+        redis.defineCommand('seedTokenBucket', { numberOfKeys: 1, lua: SEED_TOKEN_BUCKET });
+      }
+      const capacity = String(LIMIT);
+      const rate = String(LIMIT / (WINDOW_MS / 1000));
+      return (identifier) =>
+        client.seedTokenBucket(`rl:tb:{${identifier}}`, capacity, rate, '1').then((reply) => reply[0] === 1);
+    },
+  };
+}
+
+/** The in-process stores: each sluice algorithm on a MemoryStore, and RateLimiterMemory. */
+export function memoryContenders(): Contender[] {
+  const sluice: Contender[] = SLUICE_POLICIES.map((policy) => ({
+    id: `sluice.memory.${policy.label}`,
+    library: 'sluice',
+    label: policy.label,
+    kind: policy.kind,
+    setup() {
+      const limiter = createLimiter({ store: new MemoryStore(), policy: policy.make(), name: 'bench' });
+      return (identifier) => limiter.limit(identifier).then(isAllowed);
+    },
+  }));
+  return [
+    ...sluice,
+    {
+      id: 'rlf.RateLimiterMemory',
+      library: 'rate-limiter-flexible',
+      label: 'RateLimiterMemory',
+      kind: 'fixed-window',
+      setup() {
+        const limiter = new RateLimiterMemory({ points: LIMIT, duration: WINDOW_MS / 1000 });
+        return (identifier) => limiter.consume(identifier).then(() => true, rlfDenied);
+      },
+    },
+  ];
+}
+
+/**
+ * Which peers each sluice algorithm is measured against: the same kind of algorithm. No peer keeps
+ * an exact log on Redis or implements GCRA, so the sliding log meets the nearest kind (the sliding
+ * window counters) and GCRA meets the token buckets, whose rule it is.
+ */
+export const PAIRINGS: Readonly<Record<string, { readonly peers: readonly string[]; readonly why: string }>> =
+  {
+    'sluice.fixedWindow': {
+      peers: ['rlf.RateLimiterRedis', 'upstash.fixedWindow'],
+      why: 'fixed window counters (RateLimiterRedis is one: INCRBY with an expiry per duration)',
+    },
+    'sluice.slidingWindow': { peers: ['upstash.slidingWindow'], why: 'sliding window counters' },
+    'sluice.slidingLog': {
+      peers: ['upstash.slidingWindow'],
+      why: 'no peer keeps an exact log on Redis; the nearest kind is the sliding window counter',
+    },
+    'sluice.tokenBucket': { peers: ['upstash.tokenBucket'], why: 'token buckets' },
+    'sluice.gcra': {
+      peers: ['upstash.tokenBucket'],
+      why: 'no peer implements GCRA; it is the token bucket rule kept as one timestamp',
+    },
+  };

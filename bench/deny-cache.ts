@@ -1,0 +1,119 @@
+// The deny cache: one identifier sends 100x its limit; how many of its decisions still reach Redis
+// with the cache on, and is the number allowed the same as without it?
+import {
+  createLimiter,
+  fixedWindow,
+  type LimiterOptions,
+  RedisStore,
+  SluiceError,
+  type Store,
+} from '../src/index.js';
+import type { BenchServer } from './server.js';
+
+export const DENY_CACHE_LIMIT = 100;
+export const DENY_CACHE_REQUESTS = 100 * DENY_CACHE_LIMIT;
+// An hour-long window, so that the run never straddles a window boundary (checked below).
+const WINDOW_MS = 3_600_000;
+
+export interface DenyCacheRun {
+  /** Decisions that reached the store (one Redis round trip each without coalescing). */
+  readonly storeDecisions: number;
+  /** Script calls the store sent (coalesced batches). */
+  readonly scriptCalls: number;
+  readonly allowed: number;
+}
+
+export interface DenyCacheRecord {
+  readonly measured: true;
+  readonly limit: number;
+  readonly requests: number;
+  readonly concurrency: number;
+  readonly without: DenyCacheRun;
+  readonly with: DenyCacheRun;
+  /** 1 - store decisions with the cache / without. */
+  readonly savedShare: number;
+  readonly sameAllowed: boolean;
+}
+
+export interface DenyCacheNotMeasured {
+  readonly measured: false;
+  readonly note: string;
+}
+
+/** A store that counts the decisions it is asked for, then asks the Redis store. */
+function counting(inner: RedisStore): Store & { decisions: number } {
+  const store = {
+    kind: inner.kind,
+    decisions: 0,
+    decide: (request: Parameters<Store['decide']>[0]) => {
+      store.decisions++;
+      return inner.decide(request);
+    },
+    reset: (name: string, identifier: string) => inner.reset(name, identifier),
+    keyFor: (name: string, identifier: string) => inner.keyFor(name, identifier),
+  };
+  return store;
+}
+
+async function hammer(
+  bench: BenchServer,
+  denyCache: boolean,
+  concurrency: number,
+): Promise<DenyCacheRun | DenyCacheNotMeasured> {
+  await bench.flush();
+  const redis = new RedisStore({ client: bench.client, prefix: 'deny' });
+  const store = counting(redis);
+  // `denyCache` is passed only when asked for, so this file compiles and runs before the option exists.
+  const options: LimiterOptions & { denyCache?: boolean } = {
+    store,
+    policy: fixedWindow({ limit: DENY_CACHE_LIMIT, windowMs: WINDOW_MS }),
+    name: 'hot',
+    ...(denyCache ? { denyCache: true } : {}),
+  };
+  let limiter: ReturnType<typeof createLimiter>;
+  try {
+    limiter = createLimiter(options);
+  } catch (error) {
+    if (error instanceof SluiceError && /denyCache/.test(error.message)) {
+      return { measured: false, note: 'not measured: deny cache not merged' };
+    }
+    throw error;
+  }
+  let sent = 0;
+  let allowed = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (sent < DENY_CACHE_REQUESTS) {
+        sent++;
+        if ((await limiter.limit('one-identifier')).allowed) allowed++;
+      }
+    }),
+  );
+  return { storeDecisions: store.decisions, scriptCalls: redis.calls, allowed };
+}
+
+async function awayFromBoundary(): Promise<void> {
+  const left = WINDOW_MS - (Date.now() % WINDOW_MS);
+  if (left < 30_000) await new Promise((resolve) => setTimeout(resolve, left + 100));
+}
+
+export async function denyCacheSaving(
+  bench: BenchServer,
+  concurrency: number,
+): Promise<DenyCacheRecord | DenyCacheNotMeasured> {
+  await awayFromBoundary();
+  const without = await hammer(bench, false, concurrency);
+  const withCache = await hammer(bench, true, concurrency);
+  if ('measured' in withCache) return withCache;
+  if ('measured' in without) return without;
+  return {
+    measured: true,
+    limit: DENY_CACHE_LIMIT,
+    requests: DENY_CACHE_REQUESTS,
+    concurrency,
+    without,
+    with: withCache,
+    savedShare: 1 - withCache.storeDecisions / without.storeDecisions,
+    sameAllowed: withCache.allowed === without.allowed,
+  };
+}

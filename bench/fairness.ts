@@ -1,0 +1,112 @@
+// Latency and fairness under a mix of hot and cold keys: half the decisions go to 10 hot identifiers
+// (far past their limit, so mostly denied), half to 10 000 cold ones. A coalescing store must not
+// make the cold keys wait behind the hot ones.
+import type { Contender } from './contenders.js';
+import { median, quantile, runLoad } from './load.js';
+import type { BenchServer } from './server.js';
+
+export const HOT_IDENTIFIERS = 10;
+
+export interface FairnessRecord {
+  readonly id: string;
+  readonly library: string;
+  readonly label: string;
+  readonly perSecond: number;
+  readonly hotP50Ms: number;
+  readonly hotP99Ms: number;
+  readonly coldP50Ms: number;
+  readonly coldP99Ms: number;
+  /** Share of the hot identifiers' decisions that were allowed. */
+  readonly hotAllowedShare: number;
+}
+
+export interface FairnessOptions {
+  readonly rounds: number;
+  readonly warmupMs: number;
+  readonly durationMs: number;
+  readonly concurrency: number;
+  readonly identifiers: readonly string[];
+  readonly log: (line: string) => void;
+}
+
+async function once(
+  bench: BenchServer,
+  contender: Contender,
+  options: FairnessOptions,
+): Promise<Omit<FairnessRecord, 'id' | 'library' | 'label'>> {
+  await bench.flush();
+  const cold = options.identifiers.length;
+  const identifiers = [
+    ...options.identifiers,
+    ...Array.from({ length: HOT_IDENTIFIERS }, (_, i) => `hot:${i}`),
+  ];
+  // Even decisions go to a hot identifier, odd ones walk the cold identifiers.
+  const pick = (i: number): number => (i % 2 === 0 ? cold + ((i >> 1) % HOT_IDENTIFIERS) : (i >> 1) % cold);
+  const decide = contender.setup();
+  let hotAllowed = 0;
+  let hotTotal = 0;
+  const counted = async (identifier: string): Promise<boolean> => {
+    const allowed = await decide(identifier);
+    if (identifier.startsWith('hot:')) {
+      hotTotal++;
+      if (allowed) hotAllowed++;
+    }
+    return allowed;
+  };
+  const base = { concurrency: options.concurrency, identifiers, pick };
+  await runLoad(counted, { ...base, durationMs: options.warmupMs, minDecisions: 2 * cold });
+  hotAllowed = 0;
+  hotTotal = 0;
+  const hot: number[] = [];
+  const coldLatencies: number[] = [];
+  const result = await runLoad(counted, {
+    ...base,
+    durationMs: options.durationMs,
+    observe: (index, latencyMs) => (index >= cold ? hot : coldLatencies).push(latencyMs),
+  });
+  hot.sort((a, b) => a - b);
+  coldLatencies.sort((a, b) => a - b);
+  return {
+    perSecond: result.perSecond,
+    hotP50Ms: quantile(hot, 0.5),
+    hotP99Ms: quantile(hot, 0.99),
+    coldP50Ms: quantile(coldLatencies, 0.5),
+    coldP99Ms: quantile(coldLatencies, 0.99),
+    hotAllowedShare: hotAllowed / Math.max(1, hotTotal),
+  };
+}
+
+export async function fairness(
+  bench: BenchServer,
+  contenders: readonly Contender[],
+  options: FairnessOptions,
+): Promise<FairnessRecord[]> {
+  const runs = new Map<string, Array<Awaited<ReturnType<typeof once>>>>(contenders.map((c) => [c.id, []]));
+  for (let round = 0; round < options.rounds; round++) {
+    const shift = round % contenders.length;
+    for (const contender of [...contenders.slice(shift), ...contenders.slice(0, shift)]) {
+      const record = await once(bench, contender, options);
+      runs.get(contender.id)?.push(record);
+      options.log(
+        `  round ${round + 1} ${contender.id.padEnd(34)} ${Math.round(record.perSecond).toString().padStart(7)}/s` +
+          `  hot p50 ${record.hotP50Ms.toFixed(2)} p99 ${record.hotP99Ms.toFixed(2)} ms` +
+          `  cold p50 ${record.coldP50Ms.toFixed(2)} p99 ${record.coldP99Ms.toFixed(2)} ms`,
+      );
+    }
+  }
+  return contenders.map((contender) => {
+    const records = runs.get(contender.id) ?? [];
+    const pick = (f: (r: (typeof records)[number]) => number) => median(records.map(f));
+    return {
+      id: contender.id,
+      library: contender.library,
+      label: contender.label,
+      perSecond: pick((r) => r.perSecond),
+      hotP50Ms: pick((r) => r.hotP50Ms),
+      hotP99Ms: pick((r) => r.hotP99Ms),
+      coldP50Ms: pick((r) => r.coldP50Ms),
+      coldP99Ms: pick((r) => r.coldP99Ms),
+      hotAllowedShare: pick((r) => r.hotAllowedShare),
+    };
+  });
+}

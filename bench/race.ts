@@ -1,0 +1,122 @@
+// Races contenders in interleaved rounds: each run starts from an empty database, warms up, then
+// measures decisions per second, latency, and the server's work per decision.
+import type { Contender } from './contenders.js';
+import { type LoadResult, median, runLoad } from './load.js';
+import { type BenchServer, scriptTotals } from './server.js';
+
+export interface RaceOptions {
+  readonly rounds: number;
+  readonly warmupMs: number;
+  readonly durationMs: number;
+  readonly concurrency: number;
+  readonly identifiers: readonly string[];
+  readonly log: (line: string) => void;
+  /** False for the in-process stores: no database to flush, no server statistics, no latency clock. */
+  readonly onRedis?: boolean;
+}
+
+/** One measured run of one contender. */
+export interface RunRecord extends LoadResult {
+  readonly round: number;
+  /** Script calls the server counted (EVAL, EVALSHA, FCALL). */
+  readonly scriptCalls: number;
+  /** Server time inside those calls (INFO commandstats `usec`), per decision. */
+  readonly scriptUsecPerDecision: number;
+  /** The redis-server process's CPU time (user + system, so parsing and sockets too), per decision. */
+  readonly serverCpuUsecPerDecision: number;
+}
+
+/** The median of each figure over the rounds. */
+export interface Summary {
+  readonly id: string;
+  readonly library: string;
+  readonly label: string;
+  readonly kind: string;
+  readonly perSecond: number;
+  readonly p50Ms: number;
+  readonly p99Ms: number;
+  readonly scriptUsecPerDecision: number;
+  readonly serverCpuUsecPerDecision: number;
+  readonly decisionsPerCall: number;
+  readonly allowedShare: number;
+  readonly runs: RunRecord[];
+}
+
+async function measure(
+  bench: BenchServer,
+  contender: Contender,
+  round: number,
+  options: RaceOptions,
+): Promise<RunRecord> {
+  const onRedis = options.onRedis ?? true;
+  if (onRedis) await bench.flush();
+  const decide = contender.setup();
+  const load = { concurrency: options.concurrency, identifiers: options.identifiers, latency: onRedis };
+  // Every identifier has state before the measured run: creating keys costs more than updating them.
+  await runLoad(decide, { ...load, durationMs: options.warmupMs, minDecisions: options.identifiers.length });
+  if (!onRedis) {
+    const result = await runLoad(decide, { ...load, durationMs: options.durationMs });
+    return { ...result, round, scriptCalls: 0, scriptUsecPerDecision: 0, serverCpuUsecPerDecision: 0 };
+  }
+  await bench.resetStats();
+  const cpuBefore = await bench.cpuUsec();
+  const result = await runLoad(decide, { ...load, durationMs: options.durationMs });
+  const cpuAfter = await bench.cpuUsec();
+  const totals = scriptTotals(await bench.commandStats());
+  return {
+    ...result,
+    round,
+    scriptCalls: totals.calls,
+    scriptUsecPerDecision: totals.usec / result.decisions,
+    serverCpuUsecPerDecision: (cpuAfter - cpuBefore) / result.decisions,
+  };
+}
+
+function describe(id: string, record: RunRecord): string {
+  const speed = `  round ${record.round + 1} ${id.padEnd(34)} ${Math.round(record.perSecond).toString().padStart(8)}/s`;
+  if (record.p50Ms === null || record.p99Ms === null) return speed;
+  return (
+    `${speed}  p50 ${record.p50Ms.toFixed(2)} ms  p99 ${record.p99Ms.toFixed(2)} ms` +
+    `  script ${record.scriptUsecPerDecision.toFixed(2)} µs  cpu ${record.serverCpuUsecPerDecision.toFixed(2)} µs` +
+    `  ${(record.decisions / Math.max(1, record.scriptCalls)).toFixed(1)}/call`
+  );
+}
+
+/**
+ * Runs every contender once per round, rotating the order each round so that no contender always
+ * runs first (cold) or last (after the machine has warmed), and reports medians over the rounds.
+ */
+export async function race(
+  bench: BenchServer,
+  contenders: readonly Contender[],
+  options: RaceOptions,
+): Promise<Summary[]> {
+  const runs = new Map<string, RunRecord[]>(contenders.map((c) => [c.id, []]));
+  for (let round = 0; round < options.rounds; round++) {
+    const shift = (round * Math.max(1, Math.floor(contenders.length / options.rounds))) % contenders.length;
+    const order = [...contenders.slice(shift), ...contenders.slice(0, shift)];
+    for (const contender of order) {
+      const record = await measure(bench, contender, round, options);
+      runs.get(contender.id)?.push(record);
+      options.log(describe(contender.id, record));
+    }
+  }
+  return contenders.map((contender) => {
+    const records = runs.get(contender.id) ?? [];
+    const pick = (f: (r: RunRecord) => number) => median(records.map(f));
+    return {
+      id: contender.id,
+      library: contender.library,
+      label: contender.label,
+      kind: contender.kind,
+      perSecond: pick((r) => r.perSecond),
+      p50Ms: pick((r) => r.p50Ms ?? Number.NaN),
+      p99Ms: pick((r) => r.p99Ms ?? Number.NaN),
+      scriptUsecPerDecision: pick((r) => r.scriptUsecPerDecision),
+      serverCpuUsecPerDecision: pick((r) => r.serverCpuUsecPerDecision),
+      decisionsPerCall: pick((r) => r.decisions / Math.max(1, r.scriptCalls)),
+      allowedShare: pick((r) => r.allowed / r.decisions),
+      runs: records,
+    };
+  });
+}

@@ -1,0 +1,373 @@
+// Turns a results file into BENCHMARKS.md: the targets met or not, then every table behind them.
+import { existsSync, readFileSync } from 'node:fs';
+import { PAIRINGS } from './contenders.js';
+import type { DenyCacheNotMeasured, DenyCacheRecord } from './deny-cache.js';
+import type { FairnessRecord } from './fairness.js';
+import type { Machine, Versions } from './machine.js';
+import type { MemoryRecord, SlidingLogEntryRecord } from './memory.js';
+import type { Summary } from './race.js';
+
+export interface Settings {
+  readonly rounds: number;
+  readonly warmupMs: number;
+  readonly durationMs: number;
+  readonly concurrency: number;
+  readonly identifiers: number;
+  readonly limit: number;
+  readonly windowMs: number;
+}
+
+/** Everything one `npm run bench` measured; sections not run are absent. */
+export interface Results {
+  readonly date: string;
+  readonly quick: boolean;
+  readonly machine: Machine;
+  readonly versions: Versions;
+  readonly settings: Settings;
+  readonly redis?: Summary[];
+  readonly memory?: MemoryRecord[];
+  readonly slidingLogEntry?: SlidingLogEntryRecord;
+  readonly memoryStore?: Summary[];
+  readonly denyCache?: Array<DenyCacheRecord | DenyCacheNotMeasured>;
+  readonly fairness?: FairnessRecord[];
+  readonly targets?: Target[];
+}
+
+export interface Target {
+  readonly target: string;
+  readonly measured: string;
+  /** null when the figure could not be measured in this run. */
+  readonly met: boolean | null;
+}
+
+const SEED = 'seed.tokenBucket';
+const RLF_MEMORY = 'rlf.RateLimiterMemory';
+
+function byId<T extends { readonly id: string }>(rows: readonly T[] | undefined, id: string): T | undefined {
+  return rows?.find((row) => row.id === id);
+}
+
+/** The fastest of a sluice algorithm's paired peers, by median decisions per second. */
+export function bestPeer(redis: readonly Summary[], sluiceId: string): Summary | undefined {
+  const peers = (PAIRINGS[sluiceId]?.peers ?? [])
+    .map((id) => byId(redis, id))
+    .filter((s): s is Summary => s !== undefined);
+  return peers.sort((a, b) => b.perSecond - a.perSecond)[0];
+}
+
+const ratio = (x: number): string => `${x.toFixed(2)}×`;
+const ms = (x: number): string => (Number.isFinite(x) ? x.toFixed(2) : '–');
+const count = (x: number): string => Math.round(x).toLocaleString('en-US');
+const mark = (met: boolean | null): string =>
+  met === null ? 'not measured' : met ? '**met**' : '**not met**';
+
+export function computeTargets(results: Results): Target[] {
+  const targets: Target[] = [];
+  const redis = results.redis;
+  if (redis !== undefined) {
+    for (const sluiceId of Object.keys(PAIRINGS)) {
+      const sluice = byId(redis, sluiceId);
+      const peer = bestPeer(redis, sluiceId);
+      if (sluice === undefined || peer === undefined) continue;
+      const speed = sluice.perSecond / peer.perSecond;
+      targets.push({
+        target: `${sluice.label}: ≥ 2× the decisions/s of ${peer.library} ${peer.label}, p99 no worse`,
+        measured: `${ratio(speed)}; p99 ${ms(sluice.p99Ms)} vs ${ms(peer.p99Ms)} ms`,
+        met: speed >= 2 && sluice.p99Ms <= peer.p99Ms,
+      });
+    }
+    const seed = byId(redis, SEED);
+    if (seed !== undefined) {
+      for (const [label, most] of [
+        ['tokenBucket', 0.7],
+        ['gcra', 0.7],
+        ['fixedWindow', 0.35],
+      ] as const) {
+        const sluice = byId(redis, `sluice.${label}`);
+        if (sluice === undefined) continue;
+        const share = sluice.scriptUsecPerDecision / seed.scriptUsecPerDecision;
+        targets.push({
+          target: `${label}: Redis-side µs per decision ≤ ${most}× the seed's token bucket`,
+          measured: `${ratio(share)} (${sluice.scriptUsecPerDecision.toFixed(2)} vs ${seed.scriptUsecPerDecision.toFixed(2)} µs)`,
+          met: share <= most,
+        });
+      }
+    }
+  }
+  const memoryStore = results.memoryStore;
+  const rlfMemory = byId(memoryStore, RLF_MEMORY);
+  if (memoryStore !== undefined && rlfMemory !== undefined) {
+    for (const row of memoryStore) {
+      if (row.library !== 'sluice') continue;
+      const speed = row.perSecond / rlfMemory.perSecond;
+      targets.push({
+        target: `Memory store, ${row.label}: ≥ 2× RateLimiterMemory`,
+        measured: ratio(speed),
+        met: speed >= 2,
+      });
+    }
+  }
+  for (const deny of results.denyCache ?? []) {
+    if (!deny.measured) {
+      targets.push({
+        target: 'Deny cache: ≥ 95% of Redis calls saved, same allowed count',
+        measured: deny.note,
+        met: null,
+      });
+      continue;
+    }
+    targets.push({
+      target: `Deny cache (${deny.concurrency} in flight): ≥ 95% of Redis calls saved, same allowed count`,
+      measured: `${(deny.savedShare * 100).toFixed(2)}% saved; allowed ${deny.with.allowed} with, ${deny.without.allowed} without`,
+      met: deny.savedShare >= 0.95 && deny.sameAllowed,
+    });
+  }
+  for (const label of ['fixedWindow', 'gcra', 'tokenBucket']) {
+    const row = byId(results.memory, `sluice.${label}`);
+    if (row === undefined) continue;
+    targets.push({
+      target: `${label}: ≤ 100 bytes of Redis memory per identifier (MEMORY USAGE)`,
+      measured: `${row.bytesPerIdentifier.toFixed(1)} bytes`,
+      met: row.bytesPerIdentifier <= 100,
+    });
+  }
+  return targets;
+}
+
+function table(header: readonly string[], rows: ReadonlyArray<readonly string[]>): string {
+  const line = (cells: readonly string[]) => `| ${cells.join(' | ')} |`;
+  const align = header.map((_, i) => (i === 0 ? '---' : '---:'));
+  return [line(header), line(align), ...rows.map(line)].join('\n');
+}
+
+function spread(summary: Summary): string {
+  const values = summary.runs.map((r) => r.perSecond);
+  if (values.length < 2) return '';
+  return `${count(Math.min(...values))}–${count(Math.max(...values))}`;
+}
+
+function redisSection(results: Results): string[] {
+  const redis = results.redis;
+  if (redis === undefined)
+    return ['## Throughput and latency on Redis', '', 'Not run in this benchmark.', ''];
+  const seed = byId(redis, SEED);
+  const rows = redis.map((s) => {
+    const peer = s.library === 'sluice' ? bestPeer(redis, s.id.replace(/\.maxBatch\d+$/, '')) : undefined;
+    return [
+      `${s.library} ${s.label}`,
+      count(s.perSecond),
+      spread(s),
+      ms(s.p50Ms),
+      ms(s.p99Ms),
+      s.decisionsPerCall.toFixed(1),
+      s.scriptUsecPerDecision.toFixed(2),
+      seed === undefined ? '–' : ratio(s.scriptUsecPerDecision / seed.scriptUsecPerDecision),
+      s.serverCpuUsecPerDecision.toFixed(2),
+      peer === undefined ? '' : `${ratio(s.perSecond / peer.perSecond)} ${peer.library} ${peer.label}`,
+    ];
+  });
+  return [
+    '## Throughput and latency on Redis',
+    '',
+    `${results.settings.concurrency} decisions in flight over ${count(results.settings.identifiers)} distinct identifiers, one shared ioredis client, ` +
+      `median of ${results.settings.rounds} interleaved rounds of ${results.settings.durationMs / 1000} s each (after ${results.settings.warmupMs / 1000} s of warm-up); ` +
+      `every run starts from an empty database. Policies allow ${results.settings.limit} per ${results.settings.windowMs / 1000} s, so no decision is denied: every contender does the same work (read, decide, write).`,
+    '',
+    table(
+      [
+        'contender',
+        'decisions/s',
+        'range over rounds',
+        'p50 ms',
+        'p99 ms',
+        'decisions per script call',
+        'script µs/decision',
+        '× seed script',
+        'server CPU µs/decision',
+        'vs fastest peer of the kind',
+      ],
+      rows,
+    ),
+    '',
+    '"script µs/decision" is the `usec` that `INFO commandstats` gives EVAL, EVALSHA and FCALL (which includes the commands the scripts run), ' +
+      'reset with `CONFIG RESETSTAT` before each run and divided by decisions, not calls (sluice decides many keys per call). ' +
+      '"server CPU" is the growth of `used_cpu_user + used_cpu_sys` of the redis-server process over the run, per decision: it adds what commandstats leaves out (reading and parsing commands, writing replies, the event loop).',
+    '',
+    '### Pairings',
+    '',
+    ...Object.entries(PAIRINGS).map(
+      ([id, pairing]) =>
+        `- sluice ${id.replace('sluice.', '')}: ${pairing.peers.join(', ')} (${pairing.why}).`,
+    ),
+    '',
+  ];
+}
+
+function memorySection(results: Results): string[] {
+  const memory = results.memory;
+  if (memory === undefined) return [];
+  const entry = results.slidingLogEntry;
+  return [
+    '## Redis memory per identifier',
+    '',
+    `One decision for each of ${count(results.settings.identifiers)} identifiers, then \`MEMORY USAGE <key> SAMPLES 0\` over a sample of keys (it counts the key, the value and the main table's entry, not the expiry entry); ` +
+      'the growth of `used_memory` per identifier adds the expiry entry and the hash tables.',
+    '',
+    table(
+      [
+        'contender',
+        'keys per identifier',
+        'MEMORY USAGE bytes/identifier',
+        'used_memory growth bytes/identifier',
+        'sample key',
+      ],
+      memory.map((m) => [
+        `${m.library} ${m.label}`,
+        m.keysPerIdentifier.toFixed(2),
+        m.bytesPerIdentifier.toFixed(1),
+        m.usedMemoryPerIdentifier.toFixed(1),
+        `\`${m.sampleKey}\``,
+      ]),
+    ),
+    '',
+    ...(entry === undefined
+      ? []
+      : [
+          `Sliding log, per entry: ${entry.listpackBytesPerEntry.toFixed(1)} bytes while the sorted set is a listpack (up to 128 entries, \`zset-max-listpack-entries\`), ` +
+            `${entry.skiplistBytesPerEntry.toFixed(1)} bytes once it is a skiplist (1 000 entries).`,
+          '',
+        ]),
+  ];
+}
+
+function memoryStoreSection(results: Results): string[] {
+  const rows = results.memoryStore;
+  if (rows === undefined) return [];
+  const rlf = byId(rows, RLF_MEMORY);
+  return [
+    '## Memory store',
+    '',
+    `The same ${results.settings.concurrency} in flight over ${count(results.settings.identifiers)} identifiers, in process (no latency clock: reading it would cost as much as a decision).`,
+    '',
+    table(
+      ['contender', 'decisions/s', 'range over rounds', '× RateLimiterMemory'],
+      rows.map((s) => [
+        `${s.library} ${s.label}`,
+        count(s.perSecond),
+        spread(s),
+        rlf === undefined ? '–' : ratio(s.perSecond / rlf.perSecond),
+      ]),
+    ),
+    '',
+  ];
+}
+
+function denyCacheSection(results: Results): string[] {
+  const runs = results.denyCache;
+  if (runs === undefined) return [];
+  const measured = runs.filter((r): r is DenyCacheRecord => r.measured);
+  const lines = ['## Deny cache', ''];
+  if (measured.length === 0) {
+    lines.push(`${(runs[0] as DenyCacheNotMeasured).note}.`, '');
+    return lines;
+  }
+  const first = measured[0] as DenyCacheRecord;
+  lines.push(
+    `One identifier sends ${count(first.requests)} requests, 100× its limit (fixedWindow, ${first.limit} per hour), with and without \`denyCache: true\`. ` +
+      '"store decisions" are the decisions that reached Redis; "script calls" are the coalesced calls that carried them.',
+    '',
+    table(
+      [
+        'in flight',
+        'store decisions without',
+        'with',
+        'saved',
+        'script calls without',
+        'with',
+        'allowed without',
+        'with',
+      ],
+      measured.map((r) => [
+        String(r.concurrency),
+        count(r.without.storeDecisions),
+        count(r.with.storeDecisions),
+        `${(r.savedShare * 100).toFixed(2)}%`,
+        count(r.without.scriptCalls),
+        count(r.with.scriptCalls),
+        String(r.without.allowed),
+        String(r.with.allowed),
+      ]),
+    ),
+    '',
+  );
+  return lines;
+}
+
+function fairnessSection(results: Results): string[] {
+  const rows = results.fairness;
+  if (rows === undefined) return [];
+  const uniform = results.redis;
+  return [
+    '## Hot and cold keys',
+    '',
+    `Half the decisions go to 10 hot identifiers (far past their limit, so mostly denied), half to ${count(results.settings.identifiers)} cold ones; ` +
+      `${results.settings.concurrency} in flight. A coalescing store must not make the cold keys wait behind the hot ones: compare the cold p99 with the uniform run above.`,
+    '',
+    table(
+      [
+        'contender',
+        'decisions/s',
+        'hot p50 ms',
+        'hot p99 ms',
+        'cold p50 ms',
+        'cold p99 ms',
+        'uniform p99 ms',
+        'hot allowed',
+      ],
+      rows.map((f) => [
+        `${f.library} ${f.label}`,
+        count(f.perSecond),
+        ms(f.hotP50Ms),
+        ms(f.hotP99Ms),
+        ms(f.coldP50Ms),
+        ms(f.coldP99Ms),
+        ms(byId(uniform, f.id)?.p99Ms ?? Number.NaN),
+        `${(f.hotAllowedShare * 100).toFixed(1)}%`,
+      ]),
+    ),
+    '',
+  ];
+}
+
+/** BENCHMARKS.md for a results file; `notesPath` holds the hand-written analysis appended at the end. */
+export function renderMarkdown(results: Results, resultsPath: string, notesPath: string): string {
+  const targets = computeTargets(results);
+  const { machine, versions } = results;
+  const notes = existsSync(notesPath) ? readFileSync(notesPath, 'utf8').trim() : '';
+  return [
+    `<!-- Generated by \`npm run bench\` (bench/run.ts, bench/report.ts) from ${resultsPath}; regenerate without a run by \`npm run bench -- --report ${resultsPath}\`. Edit bench/notes.md, not this file. -->`,
+    '# Benchmarks',
+    '',
+    `Measured ${results.date}${results.quick ? ' (quick run: one short round, noisier)' : ''} by \`npm run bench\`, which starts its own redis-server on 127.0.0.1 and writes \`${resultsPath}\`.`,
+    '',
+    `- Machine: ${machine.cpu}, ${machine.cores} cores, ${machine.memoryGiB} GiB; ${machine.os}; load average ${machine.loadAverageAtStart} when the run started (the machine is shared).`,
+    `- Node.js ${machine.node}; Redis ${machine.redis} (loopback, default configuration, no persistence).`,
+    `- sluice ${versions.sluice} (commit ${versions.commit}); ioredis ${versions.ioredis}; rate-limiter-flexible ${versions['rate-limiter-flexible']}; @upstash/ratelimit ${versions['@upstash/ratelimit']}.`,
+    '',
+    '## Targets',
+    '',
+    'Ratios are taken between figures measured in the same run.',
+    '',
+    table(
+      ['target', 'measured', ''],
+      targets.map((t) => [t.target, t.measured, mark(t.met)]),
+    ),
+    '',
+    ...redisSection(results),
+    ...memorySection(results),
+    ...memoryStoreSection(results),
+    ...denyCacheSection(results),
+    ...fairnessSection(results),
+    ...(notes === '' ? [] : [notes, '']),
+  ].join('\n');
+}
