@@ -12,8 +12,25 @@ export {
   type SlidingWindowState,
   slidingWindow,
 } from './algorithms/sliding-window.js';
+export {
+  type AllOptions,
+  all,
+  type CombinedDecision,
+  type CombinedLimiter,
+  type Identifiers,
+  type MemberDecision,
+} from './combine.js';
 export { ERROR_CODES, type ErrorCode, SluiceError } from './errors.js';
-export { type CallOptions, createLimiter, type Limiter } from './limiter.js';
+export { type CallOptions, createLimiter, type KeyOptions, type Limiter } from './limiter.js';
+export {
+  type LoginBudget,
+  type LoginDecision,
+  type LoginDimension,
+  type LoginGuard,
+  type LoginGuardOptions,
+  loginGuard,
+  normalizeUsername,
+} from './login-guard.js';
 export type { LimiterOptions } from './options.js';
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory.js';
 export { RedisStore, type RedisStoreOptions } from './stores/redis/store.js';
