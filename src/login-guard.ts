@@ -231,8 +231,11 @@ export function loginGuard(options: LoginGuardOptions): LoginGuard {
     succeeded: async (user) => {
       const invalid = checkIdentifier(user, 'username');
       if (invalid !== undefined) throw invalid;
+      const normalized = normalizeUsername(user);
+      const empty = checkIdentifier(normalized, 'username (normalized)');
+      if (empty !== undefined) throw empty;
       try {
-        await within(username.reset(normalizeUsername(user)), timeoutMs);
+        await within(username.reset(normalized), timeoutMs);
       } catch (error) {
         throw asSluiceError(error);
       }
