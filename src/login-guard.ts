@@ -57,7 +57,8 @@ export interface LoginDecision {
   readonly blockedBy: readonly LoginDimension[];
   /**
    * 0 when allowed; otherwise ms until an attempt would be allowed: the largest wait among the
-   * dimensions that refused. 0 also when the store could not be asked (no one knows how long).
+   * dimensions that answered and refused. A dimension whose store could not be asked adds no wait
+   * (no one knows how long the outage lasts), so a refusal for a failed store alone says 0.
    */
   readonly retryAfterMs: number;
   /** The username dimension's decision; undefined when the store could not be asked. */
@@ -69,7 +70,7 @@ export interface LoginDecision {
    * or `timeout`. The guard fails closed; answer 503 rather than 429.
    */
   readonly reason?: 'store-error' | 'timeout';
-  /** The store's error, when `reason` is present. */
+  /** The store's error, when `reason` is present and the error reached the guard. */
   readonly error?: SluiceError;
 }
 
@@ -195,7 +196,8 @@ export function loginGuard(options: LoginGuardOptions): LoginGuard {
     ]);
     const blockedBy: LoginDimension[] = [];
     let retryAfterMs = 0;
-    let failure: unknown;
+    let reason: 'store-error' | 'timeout' | undefined;
+    let error: SluiceError | undefined;
     const outcomes: Array<[LoginDimension, PromiseSettledResult<Decision>]> = [
       ['username', byUser],
       ['ip', byIp],
@@ -203,7 +205,12 @@ export function loginGuard(options: LoginGuardOptions): LoginGuard {
     for (const [dimension, outcome] of outcomes) {
       if (outcome.status === 'rejected') {
         blockedBy.push(dimension);
-        failure ??= outcome.reason;
+        reason ??= outcome.reason instanceof StoreTimeout ? 'timeout' : 'store-error';
+        error ??= asSluiceError(outcome.reason);
+      } else if (outcome.value.reason === 'store-error' || outcome.value.reason === 'timeout') {
+        // A limiter that answers for a failed store (a failure policy) may say yes: the guard still refuses.
+        blockedBy.push(dimension);
+        reason ??= outcome.value.reason;
       } else if (!outcome.value.allowed) {
         blockedBy.push(dimension);
         if (outcome.value.retryAfterMs > retryAfterMs) retryAfterMs = outcome.value.retryAfterMs;
@@ -216,12 +223,8 @@ export function loginGuard(options: LoginGuardOptions): LoginGuard {
       username: byUser.status === 'fulfilled' ? byUser.value : undefined,
       ip: byIp.status === 'fulfilled' ? byIp.value : undefined,
     };
-    if (failure === undefined) return decision;
-    return {
-      ...decision,
-      reason: failure instanceof StoreTimeout ? 'timeout' : 'store-error',
-      error: asSluiceError(failure),
-    };
+    if (reason === undefined) return decision;
+    return error === undefined ? { ...decision, reason } : { ...decision, reason, error };
   }
 
   return {
