@@ -306,6 +306,21 @@ for (const kind of BACKENDS) {
   });
 }
 
+test('key layout: unchanged without a tag, the tag in braces with one, both escaped', () => {
+  const stores: Store[] = [new MemoryStore(), new RedisStore({ client: { sendCommand: async () => null } })];
+  for (const store of stores) {
+    assert.equal(store.keyFor('api', 'x'), 'rl:api:{x}');
+    assert.equal(store.keyFor('user', '42', 'tenant:9'), 'rl:user:{tenant:9}:42');
+    assert.equal(store.keyFor('user', 'a}b', 't{9}'), 'rl:user:{t%7B9%7D}:a%7Db');
+    assert.equal(keySlot(store.keyFor('user', 'a}b', 't{9}')), keySlot('{t%7B9%7D}'));
+    assert.equal(
+      keySlot(store.keyFor('user', '42', 'tenant:9')),
+      keySlot(store.keyFor('tenant', '9', 'tenant:9')),
+    );
+    if (store instanceof MemoryStore) store.close();
+  }
+});
+
 describe('all() on Redis matches the memory store, every algorithm in one script', () => {
   const policies = (): Policy[] => [
     fixedWindow({ limit: 7, windowMs: 10_000 }),
