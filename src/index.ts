@@ -12,14 +12,8 @@ export {
   type SlidingWindowState,
   slidingWindow,
 } from './algorithms/sliding-window.js';
-export {
-  type AllOptions,
-  all,
-  type CombinedDecision,
-  type CombinedLimiter,
-  type Identifiers,
-  type MemberDecision,
-} from './combine.js';
+export { type AllOptions, all, type CombinedLimiter, type Identifiers } from './combine.js';
+export type { CombinedDecision, MemberDecision } from './combined-decision.js';
 export { ERROR_CODES, type ErrorCode, SluiceError } from './errors.js';
 export { type CallOptions, createLimiter, type KeyOptions, type Limiter } from './limiter.js';
 export {
