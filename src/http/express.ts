@@ -5,6 +5,9 @@ import { applyToNodeResponse } from './node.js';
 import { adapterFunction, type RateLimitOptions, resolveRateLimitOptions } from './options.js';
 import { nodeRequestView } from './view.js';
 
+export { type ClientIpOptions, clientIp, headerKey } from './client-key.js';
+export type { DenialInfo } from './handle.js';
+
 /** Options of the Express middleware. */
 export interface ExpressRateLimitOptions extends RateLimitOptions<Request> {
   /**

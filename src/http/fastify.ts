@@ -1,9 +1,12 @@
 // Adapter for Fastify 4 and 5: an onRequest hook. Imports Fastify's types only, never its runtime.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { type DenialInfo, denialInfo, evaluate } from './handle.js';
-import { settleOnFinish } from './node.js';
+import { settleOnFinish, withoutContentType } from './node.js';
 import { adapterFunction, type RateLimitOptions, resolveRateLimitOptions } from './options.js';
 import { nodeRequestView } from './view.js';
+
+export { type ClientIpOptions, clientIp, headerKey } from './client-key.js';
+export type { DenialInfo } from './handle.js';
 
 /** Options of the Fastify hook. */
 export interface FastifyRateLimitOptions extends RateLimitOptions<FastifyRequest> {
@@ -55,11 +58,12 @@ export function rateLimit(options: FastifyRateLimitOptions): FastifyRateLimitHoo
       return undefined;
     }
     const { refusal } = evaluation;
-    reply.code(refusal.status).headers(refusal.headers);
+    reply.code(refusal.status);
     if (onDenied === undefined) {
-      reply.send(refusal.body);
+      reply.headers(refusal.headers).send(refusal.body);
       return reply;
     }
+    reply.headers(withoutContentType(refusal.headers));
     await onDenied(request, reply, denialInfo(evaluation));
     if (!reply.sent) reply.send();
     return reply;

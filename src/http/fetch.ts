@@ -4,6 +4,9 @@ import { rateLimitHeaders } from './headers.js';
 import { adapterFunction, type RateLimitOptions, resolveRateLimitOptions } from './options.js';
 import { fetchRequestView } from './view.js';
 
+export { type ClientIpOptions, clientIp, headerKey } from './client-key.js';
+export type { DenialInfo } from './handle.js';
+
 /** Options of the fetch adapter. */
 export interface FetchRateLimitOptions extends RateLimitOptions<Request> {
   /** Answers a refused request instead of the default problem+json response; the refusal's headers are added. */

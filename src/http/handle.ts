@@ -144,15 +144,22 @@ export async function evaluate<Req>(
     await refundAll(limiters, decisions, key, cost, config.onRefundError);
     throw failure.reason;
   }
-  const added = limiters.map((limiter, index) => ({
-    name: limiter.name,
-    windowMs: limiter.policy.windowMs,
-    decision: decisions[index] as Decision,
-  }));
+  const refused = decisions.some((decision) => isEnforcedDenial(decision as Decision));
+  if (refused) await refundAll(limiters, decisions, key, cost, config.onRefundError);
+  const added = limiters.map((limiter, index) => {
+    const decision = decisions[index] as Decision;
+    return {
+      name: limiter.name,
+      windowMs: limiter.policy.windowMs,
+      // A refunded grant reports what is left after the refund, as a later request would see it.
+      decision:
+        refused && consumed(decision)
+          ? { ...decision, remaining: Math.min(decision.limit, decision.remaining + cost) }
+          : decision,
+    };
+  });
   const entries = entriesFor(state, added);
-
-  if (added.some((entry) => isEnforcedDenial(entry.decision))) {
-    await refundAll(limiters, decisions, key, cost, config.onRefundError);
+  if (refused) {
     const refusal = refusalFor(entries, { ...config.problem, style: config.styles }) as Refusal;
     return { kind: 'deny', refusal, key, entries };
   }

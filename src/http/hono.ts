@@ -5,6 +5,9 @@ import { rateLimitHeaders } from './headers.js';
 import { adapterFunction, type RateLimitOptions, resolveRateLimitOptions } from './options.js';
 import { fetchRequestView } from './view.js';
 
+export { type ClientIpOptions, clientIp, headerKey } from './client-key.js';
+export type { DenialInfo } from './handle.js';
+
 /** Options of the Hono middleware. */
 export interface HonoRateLimitOptions extends RateLimitOptions<Context> {
   /**

@@ -5,6 +5,9 @@ import { adapterFunction, type RateLimitOptions, resolveRateLimitOptions } from 
 import type { Refusal } from './problem.js';
 import { nodeRequestView, type RequestView } from './view.js';
 
+export { type ClientIpOptions, clientIp, headerKey } from './client-key.js';
+export type { DenialInfo } from './handle.js';
+
 /** Options of the node:http adapter. */
 export interface NodeRateLimitOptions extends RateLimitOptions<IncomingMessage> {
   /**
@@ -37,6 +40,12 @@ export interface NodeRateLimiter {
 export function setNodeHeaders(response: ServerResponse, headers: Record<string, string>): void {
   if (response.headersSent) return;
   for (const [name, value] of Object.entries(headers)) response.setHeader(name, value);
+}
+
+/** The refusal's headers minus its Content-Type, for a denial handler that sends its own body. */
+export function withoutContentType(headers: Record<string, string>): Record<string, string> {
+  const { 'Content-Type': _contentType, ...rest } = headers;
+  return rest;
 }
 
 /** Sends the default refusal: status, headers, problem+json body. */
@@ -79,7 +88,7 @@ export async function applyToNodeResponse<Req, Res extends ServerResponse>(
     return false;
   }
   response.statusCode = evaluation.refusal.status;
-  setNodeHeaders(response, evaluation.refusal.headers);
+  setNodeHeaders(response, withoutContentType(evaluation.refusal.headers));
   await onDenied(request, response, denialInfo(evaluation));
   return false;
 }
