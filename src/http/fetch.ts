@@ -20,19 +20,22 @@ export interface FetchRateLimitOptions extends RateLimitOptions<Request> {
   readonly remoteAddress?: (request: Request, ...context: never[]) => string | undefined;
 }
 
-/** A fetch handler: the request, then whatever the runtime passes along. */
+/** Your fetch handler: the request, then whatever the runtime passes along (typed as you like). */
 export type FetchHandler = (request: Request, ...context: never[]) => Response | Promise<Response>;
+
+/** A handler the runtime can call with any extra arguments (Deno's `info`, Bun's `server`). */
+export type WrappedFetchHandler = (request: Request, ...context: unknown[]) => Promise<Response>;
 
 /** The fetch-style limiter. */
 export interface FetchRateLimiter {
   /** A 429 (or configured) Response for a refused request, `undefined` when it may go on. */
-  (request: Request, ...context: never[]): Promise<Response | undefined>;
+  (request: Request, ...context: unknown[]): Promise<Response | undefined>;
   /** The rate-limit headers to add to your response for an allowed request. */
   headers(request: Request): Headers;
   /** With the bare guard and a `count` mode: report the response's status once it is known. */
   complete(request: Request, status: number): void;
   /** A whole fetch handler: the guard, your handler, headers on its response, and the count settled. */
-  wrap(handler: FetchHandler): FetchHandler;
+  wrap(handler: FetchHandler): WrappedFetchHandler;
 }
 
 /** Copies headers onto a response, recreating it when its headers are immutable (a fetched Response). */
@@ -72,8 +75,9 @@ export function rateLimit(options: FetchRateLimitOptions): FetchRateLimiter {
   const remoteAddress = adapterFunction('remoteAddress', options.remoteAddress);
   const settlers = new WeakMap<Request, (status: number, finished: boolean) => void>();
 
-  const guard = async (request: Request, ...context: never[]): Promise<Response | undefined> => {
-    const address = remoteAddress === undefined ? undefined : remoteAddress(request, ...context);
+  const guard = async (request: Request, ...context: unknown[]): Promise<Response | undefined> => {
+    // The caller's functions declare what their runtime passes; we forward it untouched.
+    const address = remoteAddress === undefined ? undefined : remoteAddress(request, ...(context as never[]));
     const evaluation = await evaluate(config, request, fetchRequestView(request, address), request);
     if (evaluation.kind === 'skip') return undefined;
     if (evaluation.kind === 'allow') {
@@ -93,13 +97,13 @@ export function rateLimit(options: FetchRateLimitOptions): FetchRateLimiter {
     settlers.delete(request);
     settle?.(status, finished);
   };
-  const wrap = (handler: FetchHandler): FetchHandler => {
+  const wrap = (handler: FetchHandler): WrappedFetchHandler => {
     return async (request, ...context) => {
       const refused = await guard(request, ...context);
       if (refused !== undefined) return refused;
       let response: Response;
       try {
-        response = await handler(request, ...context);
+        response = await handler(request, ...(context as never[]));
       } catch (error) {
         complete(request, 500, false);
         throw error;

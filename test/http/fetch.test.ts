@@ -100,3 +100,25 @@ describe('fetch: specifics', () => {
     assert.equal((await limiter.peek('(unknown)')).remaining, 1);
   });
 });
+
+describe('fetch: runtime arguments', () => {
+  it('remoteAddress receives what the runtime passes after the request, typed by the caller', async () => {
+    const made = memoryLimiter(2);
+    try {
+      interface ServeInfo {
+        readonly remoteAddr: { readonly hostname: string };
+      }
+      const limit = rateLimit({
+        limiter: made.limiter,
+        remoteAddress: (_request, info: ServeInfo) => info.remoteAddr.hostname,
+      });
+      const serve: (request: Request, info: ServeInfo) => Promise<Response> = limit.wrap(
+        () => new Response('ok'),
+      );
+      await serve(new Request('http://example.test/'), { remoteAddr: { hostname: '2001:db8:5:6a00::9' } });
+      assert.equal((await made.limiter.peek('2001:db8:5:6a00::/56')).remaining, 1);
+    } finally {
+      made.close();
+    }
+  });
+});
