@@ -43,19 +43,31 @@ export interface DenialInfo {
   readonly entries: readonly PolicyDecision[];
 }
 
-/** Decisions already taken on each request object, so that several middlewares add items, not overwrite. */
-const taken = new WeakMap<object, PolicyDecision[]>();
+/** What one middleware took on a request, to be given back once (a later refusal, or the count mode). */
+interface Grant {
+  refund(): Promise<void>;
+}
 
-function entriesFor(state: object, added: readonly PolicyDecision[]): readonly PolicyDecision[] {
-  const list = taken.get(state) ?? [];
-  list.push(...added);
-  taken.set(state, list);
-  return list;
+/** Per request: the decisions of every middleware (so each adds its items) and what each took. */
+interface RequestState {
+  readonly entries: PolicyDecision[];
+  readonly grants: Grant[];
+}
+
+const requests = new WeakMap<object, RequestState>();
+
+function stateOf(request: object): RequestState {
+  let state = requests.get(request);
+  if (state === undefined) {
+    state = { entries: [], grants: [] };
+    requests.set(request, state);
+  }
+  return state;
 }
 
 /** The decisions taken on a request so far (for adapters that write headers late). */
-export function decisionsOn(state: object): readonly PolicyDecision[] {
-  return taken.get(state) ?? [];
+export function decisionsOn(request: object): readonly PolicyDecision[] {
+  return requests.get(request)?.entries ?? [];
 }
 
 function usableKey(value: unknown): string | undefined {
@@ -144,36 +156,49 @@ export async function evaluate<Req>(
     await refundAll(limiters, decisions, key, cost, config.onRefundError);
     throw failure.reason;
   }
-  const refused = decisions.some((decision) => isEnforcedDenial(decision as Decision));
-  if (refused) await refundAll(limiters, decisions, key, cost, config.onRefundError);
-  const added = limiters.map((limiter, index) => {
-    const decision = decisions[index] as Decision;
-    return {
+  const requestState = stateOf(state);
+  const first = requestState.entries.length;
+  requestState.entries.push(
+    ...limiters.map((limiter, index) => ({
       name: limiter.name,
       windowMs: limiter.policy.windowMs,
-      // A refunded grant reports what is left after the refund, as a later request would see it.
-      decision:
-        refused && consumed(decision)
-          ? { ...decision, remaining: Math.min(decision.limit, decision.remaining + cost) }
-          : decision,
-    };
-  });
-  const entries = entriesFor(state, added);
-  if (refused) {
+      decision: decisions[index] as Decision,
+    })),
+  );
+  let refunded: Promise<void> | undefined;
+  const grant: Grant = {
+    refund() {
+      refunded ??= (() => {
+        // The headers then report what is left after the refund, as the next request will see it.
+        decisions.forEach((decision, index) => {
+          if (decision === undefined || !consumed(decision)) return;
+          const remaining = Math.min(decision.limit, decision.remaining + cost);
+          const entry = requestState.entries[first + index] as PolicyDecision;
+          requestState.entries[first + index] = { ...entry, decision: { ...decision, remaining } };
+        });
+        return refundAll(limiters, decisions, key, cost, config.onRefundError);
+      })();
+      return refunded;
+    },
+  };
+  const entries = requestState.entries;
+
+  if (decisions.some((decision) => isEnforcedDenial(decision as Decision))) {
+    // A refused request takes nothing: neither here nor in the middlewares that ran before on it.
+    await Promise.all([grant, ...requestState.grants].map((taken) => taken.refund()));
     const refusal = refusalFor(entries, { ...config.problem, style: config.styles }) as Refusal;
     return { kind: 'deny', refusal, key, entries };
   }
+  requestState.grants.push(grant);
 
   let settle: ((status: number, finished: boolean) => void) | undefined;
   if (config.count !== 'all') {
     let done = false;
-    const chargedKey = key;
     settle = (status, finished) => {
       if (done) return;
       done = true;
       const failed = !finished || config.isFailure(status);
-      if (failed === (config.count === 'failed')) return;
-      void refundAll(limiters, decisions, chargedKey, cost, config.onRefundError);
+      if (failed !== (config.count === 'failed')) void grant.refund();
     };
   }
   return {

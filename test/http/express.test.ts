@@ -59,7 +59,8 @@ describe('express: specifics', () => {
 
   it('an app-wide and a route middleware each add their item to one RateLimit field', async () => {
     const app = express();
-    app.use(rateLimit({ limiter: limiterOf(10, 'global') }));
+    const globalLimiter = limiterOf(10, 'global');
+    app.use(rateLimit({ limiter: globalLimiter }));
     app.get('/search', rateLimit({ limiter: limiterOf(2, 'search') }), (_req, res) => {
       res.send('found');
     });
@@ -67,6 +68,15 @@ describe('express: specifics', () => {
     assert.equal(reply.status, 200);
     assert.deepEqual(rateLimitItem(reply.headers, 'global'), { r: 9, t: SECONDS_LEFT });
     assert.deepEqual(rateLimitItem(reply.headers, 'search'), { r: 1, t: SECONDS_LEFT });
+    await request(app).get('/search');
+    const refused = await request(app).get('/search');
+    assert.equal(refused.status, 429);
+    assert.deepEqual(rateLimitItem(refused.headers, 'global'), { r: 8, t: SECONDS_LEFT });
+    assert.equal(
+      (await globalLimiter.peek('127.0.0.1')).remaining,
+      8,
+      "the route's refusal gave back the app-wide grant",
+    );
   });
 
   it('per-route policies: the first matching route rule decides, others use the default limiter', async () => {

@@ -54,12 +54,22 @@ describe('fastify: specifics', () => {
   it('a global hook and a route hook each add their item', async () => {
     const app = Fastify();
     apps.push(app);
-    app.addHook('onRequest', rateLimit({ limiter: limiterOf(10, 'global') }));
+    const globalLimiter = limiterOf(10, 'global');
+    app.addHook('onRequest', rateLimit({ limiter: globalLimiter }));
     app.get('/search', { onRequest: rateLimit({ limiter: limiterOf(2, 'search') }) }, async () => 'found');
     const reply = await app.inject({ url: '/search' });
     assert.equal(reply.statusCode, 200);
     assert.deepEqual(rateLimitItem(reply.headers, 'global'), { r: 9, t: SECONDS_LEFT });
     assert.deepEqual(rateLimitItem(reply.headers, 'search'), { r: 1, t: SECONDS_LEFT });
+    await app.inject({ url: '/search' });
+    const refused = await app.inject({ url: '/search' });
+    assert.equal(refused.statusCode, 429);
+    assert.deepEqual(rateLimitItem(refused.headers, 'global'), { r: 8, t: SECONDS_LEFT });
+    assert.equal(
+      (await globalLimiter.peek('127.0.0.1')).remaining,
+      8,
+      "the route's refusal gave back the global grant",
+    );
   });
 
   it('an error of a cost function reaches the error handler; nothing is counted', async () => {

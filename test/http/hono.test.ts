@@ -56,7 +56,8 @@ describe('hono: specifics', () => {
 
   it('an outer and an inner middleware each add their item, whatever order they render in', async () => {
     const app = new Hono();
-    app.use(rateLimit({ limiter: limiterOf(10, 'global') }));
+    const globalLimiter = limiterOf(10, 'global');
+    app.use(rateLimit({ limiter: globalLimiter }));
     app.use('/search', rateLimit({ limiter: limiterOf(2, 'search') }));
     app.get('/search', (c) => c.text('found'));
     const reply = await app.request('/search', {}, nodeEnv('203.0.113.9'));
@@ -64,6 +65,15 @@ describe('hono: specifics', () => {
     const headers = Object.fromEntries(reply.headers);
     assert.deepEqual(rateLimitItem(headers, 'global'), { r: 9, t: SECONDS_LEFT });
     assert.deepEqual(rateLimitItem(headers, 'search'), { r: 1, t: SECONDS_LEFT });
+    await app.request('/search', {}, nodeEnv('203.0.113.9'));
+    const refused = await app.request('/search', {}, nodeEnv('203.0.113.9'));
+    assert.equal(refused.status, 429);
+    assert.deepEqual(rateLimitItem(Object.fromEntries(refused.headers), 'global'), { r: 8, t: SECONDS_LEFT });
+    assert.equal(
+      (await globalLimiter.peek('203.0.113.9')).remaining,
+      8,
+      'the inner refusal gave back the outer grant',
+    );
   });
 
   it('without a peer address, requests share the (unknown) bucket, or are refused with missingKey: deny', async () => {
