@@ -50,7 +50,12 @@ interface Batch {
   readonly operation: Operation;
   readonly now: number | undefined;
   readonly items: Pending[];
+  /** Units of cost in the batch: the log inserts one entry per unit, so its batches are bounded by cost. */
+  cost: number;
 }
+
+/** The most log entries one coalesced call may insert (each is a sorted-set insert on the server). */
+const MAX_LOG_BATCH_COST = 1000;
 
 const DEFAULTS = { prefix: 'rl', mode: 'scripts', maxBatch: 128 } as const;
 const COSTS = Array.from({ length: 101 }, (_, i) => String(i));
@@ -197,13 +202,15 @@ export class RedisStore implements Store {
         batch === undefined ||
         batch.operation !== operation ||
         batch.now !== now ||
-        batch.items.length >= this.maxBatch
+        batch.items.length >= this.maxBatch ||
+        (policy.script === 'sliding-log' && batch.cost + item.request.cost > MAX_LOG_BATCH_COST)
       ) {
         if (batch !== undefined) this.#send(batch);
-        batch = { policy, operation, now, items: [] };
+        batch = { policy, operation, now, items: [], cost: 0 };
         bySlot.set(slot, batch);
       }
       batch.items.push(item);
+      batch.cost += item.request.cost;
     }
     for (const bySlot of open.values()) for (const batch of bySlot.values()) this.#send(batch);
   };
