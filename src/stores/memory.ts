@@ -2,6 +2,7 @@
 import { stateKey } from '../keys.js';
 import type { Store, StoreRequest, StoreResult } from '../types.js';
 import { keyPart, knownKeys, optionsObject, positiveInteger } from '../validate.js';
+import { atomicRequestsError } from './atomic.js';
 
 /** Options of {@link MemoryStore}. */
 export interface MemoryStoreOptions {
@@ -28,7 +29,7 @@ export interface MemoryStoreOptions {
   readonly prefix?: string;
 }
 
-/** One identifier's state under one limiter name, linked into the store-wide recency list. */
+/** One identifier's state under one limiter name (and tag), linked into the store-wide recency list. */
 interface Entry {
   state: unknown;
   expiresAt: number;
@@ -36,7 +37,7 @@ interface Entry {
   older: Entry | undefined;
   newer: Entry | undefined;
   readonly identifier: string;
-  /** The table that holds it, one per limiter name. */
+  /** The table that holds it, one per limiter name and tag. */
   readonly table: Map<string, Entry>;
 }
 
@@ -54,9 +55,10 @@ export class MemoryStore implements Store {
   readonly maxKeys: number;
   readonly prefix: string;
   readonly #clock: () => number;
-  // One table per limiter name, keyed by the identifier as given: no key string to build and hash per
-  // decision. Recency is a doubly linked list across every table, so a use moves an entry by relinking
-  // it (Map delete-and-set, the other way to keep LRU order, costs more than the decision itself).
+  // One table per limiter name (and tag), keyed by the identifier as given: no key string to build
+  // and hash per decision. Recency is a doubly linked list across every table, so a use moves an
+  // entry by relinking it (Map delete-and-set, the other way to keep LRU order, costs more than the
+  // decision itself).
   readonly #tables = new Map<string, Map<string, Entry>>();
   #size = 0;
   #oldest: Entry | undefined;
@@ -89,8 +91,8 @@ export class MemoryStore implements Store {
     return this.#size;
   }
 
-  keyFor(name: string, identifier: string): string {
-    return stateKey(this.prefix, name, identifier);
+  keyFor(name: string, identifier: string, tag?: string): string {
+    return stateKey(this.prefix, name, identifier, tag);
   }
 
   decide(request: StoreRequest): Promise<StoreResult> {
@@ -99,21 +101,62 @@ export class MemoryStore implements Store {
 
   /** Decides synchronously; what `decide` resolves to. */
   decideNow(request: StoreRequest): StoreResult {
+    return this.#decideAt(request, this.#now(request.now));
+  }
+
+  decideAll(requests: readonly StoreRequest[]): Promise<StoreResult[]> {
+    try {
+      return Promise.resolve(this.decideAllNow(requests));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /**
+   * Decides several requests together, synchronously, as the Redis store's combined script does:
+   * every key is looked at first, and `limit` takes from each only when all allow. Throws
+   * ERR_SLUICE_CROSS_SLOT for keys that could not share a script on Redis Cluster, so that code
+   * tested on this store behaves the same on Redis.
+   */
+  decideAllNow(requests: readonly StoreRequest[]): StoreResult[] {
+    const keys = requests.map((r) => stateKey(this.prefix, r.name, r.identifier, r.tag));
+    const invalid = atomicRequestsError(requests, keys);
+    if (invalid !== undefined) throw invalid;
+    const first = requests[0];
+    if (first === undefined) return [];
+    const now = this.#now(first.now);
+    const looked = requests.map((r) => this.#decideAt({ ...r, operation: 'peek' }, now));
+    if (first.operation !== 'limit' || looked.some((result) => !result.allowed)) return looked;
+    return requests.map((r) => this.#decideAt(r, now));
+  }
+
+  #now(given: number | undefined): number {
     let now: number;
-    if (request.now === undefined) {
+    if (given === undefined) {
       now = this.#clock();
       this.#lastClock = now;
     } else {
-      now = request.now;
+      now = given;
       this.#lastClock = this.#clock();
     }
     this.#lastNow = now;
-    const identifier = request.identifier;
-    let table = this.#tables.get(request.name);
+    return now;
+  }
+
+  /** The table of a limiter name and tag. Names have no braces, so `name{tag` never equals a name. */
+  #table(name: string, tag: string | undefined): Map<string, Entry> {
+    const tableKey = tag === undefined ? name : `${name}{${tag}`;
+    let table = this.#tables.get(tableKey);
     if (table === undefined) {
       table = new Map();
-      this.#tables.set(request.name, table);
+      this.#tables.set(tableKey, table);
     }
+    return table;
+  }
+
+  #decideAt(request: StoreRequest, now: number): StoreResult {
+    const identifier = request.identifier;
+    const table = this.#table(request.name, request.tag);
     let entry = table.get(identifier);
     if (entry !== undefined && entry.expiresAt <= now) {
       this.#remove(entry);
@@ -150,8 +193,8 @@ export class MemoryStore implements Store {
     return outcome;
   }
 
-  reset(name: string, identifier: string): Promise<void> {
-    const entry = this.#tables.get(name)?.get(identifier);
+  reset(name: string, identifier: string, tag?: string): Promise<void> {
+    const entry = this.#tables.get(tag === undefined ? name : `${name}{${tag}`)?.get(identifier);
     if (entry !== undefined) this.#remove(entry);
     return Promise.resolve();
   }
