@@ -1,7 +1,7 @@
 // Bytes of Redis memory per tracked identifier (MEMORY USAGE over a sample of keys), and per entry
 // of the sliding log, for each sluice algorithm and each peer.
 import type { Redis } from 'ioredis';
-import { createLimiter, RedisStore, slidingLog } from '../src/index.js';
+import { createLimiter, RedisStore, SLIDING_LOG_MAX_LIMIT, slidingLog } from '../src/index.js';
 import type { Contender } from './contenders.js';
 import type { BenchServer } from './server.js';
 
@@ -23,7 +23,7 @@ export interface MemoryRecord {
 export interface SlidingLogEntryRecord {
   /** Bytes per entry while the log is a listpack (up to 128 entries). */
   readonly listpackBytesPerEntry: number;
-  /** Bytes per entry once it is a skiplist (1 000 entries). */
+  /** Bytes per entry once it is a skiplist (1 000 entries, the largest log). */
   readonly skiplistBytesPerEntry: number;
 }
 
@@ -83,17 +83,17 @@ export async function memoryPerIdentifier(
   };
 }
 
-/** The sliding log's cost per entry: logs of 1, 101 and 1 001 entries, compared. */
+/** The sliding log's cost per entry: logs of 1, 101 and 1 000 entries (the ceiling), compared. */
 export async function slidingLogPerEntry(bench: BenchServer): Promise<SlidingLogEntryRecord> {
   await bench.flush();
   const store = new RedisStore({ client: bench.client, prefix: 'rl' });
   const limiter = createLimiter({
     store,
-    policy: slidingLog({ limit: 5000, windowMs: 600_000 }),
+    policy: slidingLog({ limit: SLIDING_LOG_MAX_LIMIT, windowMs: 600_000 }),
     name: 'log',
   });
   const sizes = new Map<number, number>();
-  for (const entries of [1, 101, 1001]) {
+  for (const entries of [1, 101, SLIDING_LOG_MAX_LIMIT]) {
     const ids = Array.from({ length: 20 }, (_, i) => `entries-${entries}-${i}`);
     for (const id of ids) {
       // One entry per unit: a cost of `entries` writes them in one call.
@@ -108,6 +108,6 @@ export async function slidingLogPerEntry(bench: BenchServer): Promise<SlidingLog
   const one = sizes.get(1) ?? 0;
   return {
     listpackBytesPerEntry: ((sizes.get(101) ?? 0) - one) / 100,
-    skiplistBytesPerEntry: ((sizes.get(1001) ?? 0) - one) / 1000,
+    skiplistBytesPerEntry: ((sizes.get(SLIDING_LOG_MAX_LIMIT) ?? 0) - one) / (SLIDING_LOG_MAX_LIMIT - 1),
   };
 }

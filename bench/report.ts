@@ -234,7 +234,7 @@ function memorySection(results: Results): string[] {
       ? []
       : [
           `Sliding log, per entry: ${entry.listpackBytesPerEntry.toFixed(1)} bytes while the sorted set is a listpack (up to 128 entries, \`zset-max-listpack-entries\`), ` +
-            `${entry.skiplistBytesPerEntry.toFixed(1)} bytes once it is a skiplist (1 000 entries).`,
+            `${entry.skiplistBytesPerEntry.toFixed(1)} bytes once it is a skiplist (1 000 entries, the ceiling).`,
           '',
         ]),
   ];

@@ -15,8 +15,9 @@ local function fixed_window(key, now, op, cost, limit, window)
   -- The key lives until its window ends, never longer.
   local untilEnd = ceil((index + 1) * window - now)
   local count = 0
-  -- A key that already holds this window keeps its expiry, which is already the window's end:
-  -- SET ... KEEPTTL costs Redis much less than SET ... PX, which removes and re-adds the expiry.
+  -- On the server's clock, a key that already holds this window keeps its expiry, which is already
+  -- the window's end: SET ... KEEPTTL costs Redis much less than SET ... PX, which removes and
+  -- re-adds the expiry. (server_clock: see prelude.lua.)
   local fresh = false
   local stored = call('GET', key)
   if stored then
@@ -24,7 +25,7 @@ local function fixed_window(key, now, op, cost, limit, window)
     -- A count from an earlier window is stale: the window starts empty.
     if tonumber(storedIndex) == index then
       count = tonumber(storedCount)
-      fresh = true
+      fresh = server_clock
     end
   end
   local allowed = 1

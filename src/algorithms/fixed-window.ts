@@ -33,8 +33,8 @@ export function decideFixedWindow(
     retryAfterMs = untilEnd;
   } else if (operation === 'limit') {
     count = count + cost;
-    // Always the window's end: the Lua twin keeps the key's expiry (KEEPTTL) when it already holds
-    // this window, which is the same moment.
+    // Always the window's end: on the server's clock the Lua twin keeps the expiry (KEEPTTL) of a
+    // key that already holds this window, which is the same moment.
     ttlMs = untilEnd;
   }
   return {

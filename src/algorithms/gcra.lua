@@ -12,8 +12,26 @@ local function gcra_units(tat, now, interval, tolerance)
   return n
 end
 
+-- The TAT is kept exactly. When it is a whole number of microseconds (a clock with microsecond steps,
+-- such as TIME, and an interval of whole microseconds) it is stored as minus that number: an integer
+-- that Redis keeps inside the key's object (72 bytes per key here, against 104 for the 17-digit
+-- decimal). A TAT is never negative, so the sign tells the two forms apart.
+local function gcra_encode(tat)
+  local micros = tat * 1000
+  if micros == floor(micros) and micros < 9007199254740992 and micros / 1000 == tat then
+    return string.format('%d', -micros)
+  end
+  return tat
+end
+
+local function gcra_decode(stored)
+  local value = tonumber(stored)
+  if value and value < 0 then return -value / 1000 end
+  return value
+end
+
 local function gcra(key, now, op, cost, interval, tolerance)
-  local tat = tonumber(call('GET', key)) or now
+  local tat = gcra_decode(call('GET', key)) or now
   if tat < now then tat = now end
   local allowed = 1
   local retry = 0
@@ -35,7 +53,7 @@ local function gcra(key, now, op, cost, interval, tolerance)
   end
   if write then
     if tat > now then
-      call('SET', key, tat, 'PX', ceil(tat - now))
+      call('SET', key, gcra_encode(tat), 'PX', ceil(tat - now))
     else
       call('DEL', key)
     end

@@ -52,6 +52,8 @@ export function decideGcra(
     }
   }
   const keep = tat > now;
+  // The Lua twin stores a TAT of whole microseconds as an integer (minus the count of µs) and any
+  // other as a decimal; both read back exactly, so the form never changes a decision.
   return {
     allowed,
     remaining: unitsAvailable(tat, now, intervalMs, toleranceMs),

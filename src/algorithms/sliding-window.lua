@@ -10,8 +10,9 @@ local function sliding_window(key, now, op, cost, limit, window)
   local weight = (window - elapsed) / window
   local previous, current = 0, 0
   -- Whether the key already lives until the end of the next window (it held a current count of this
-  -- window): a write that keeps a current count then leaves the expiry where it is, with KEEPTTL,
-  -- which costs Redis much less than SET ... PX (that removes and re-adds the expiry).
+  -- window, on the server's clock: see server_clock in prelude.lua): a write that keeps a current
+  -- count then leaves the expiry where it is, with KEEPTTL, which costs Redis much less than
+  -- SET ... PX (that removes and re-adds the expiry).
   local lasting = false
   local stored = call('GET', key)
   if stored then
@@ -19,7 +20,7 @@ local function sliding_window(key, now, op, cost, limit, window)
     storedIndex = tonumber(storedIndex)
     if storedIndex == index then
       previous, current = tonumber(storedPrevious), tonumber(storedCurrent)
-      lasting = current > 0
+      lasting = server_clock and current > 0
     elseif storedIndex == index - 1 then
       previous = tonumber(storedCurrent)
     end

@@ -58,8 +58,8 @@ export function decideSlidingWindow(
       write = true;
     }
   }
-  // Until the end of the next window while there is a current count (the Lua twin then keeps an
-  // expiry already set to that moment, with KEEPTTL), else until the end of this one.
+  // Until the end of the next window while there is a current count (on the server's clock the Lua
+  // twin then keeps an expiry already set to that moment, with KEEPTTL), else until the end of this one.
   let keepFor = 0;
   if (current > 0) keepFor = Math.ceil(2 * windowMs - elapsed);
   else if (previous > 0) keepFor = Math.ceil(windowMs - elapsed);

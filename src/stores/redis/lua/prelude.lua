@@ -6,11 +6,17 @@ local floor, ceil = math.floor, math.ceil
 local EPSILON = 1e-6
 local EPSILON_MS = 1e-3
 
+-- Whether `now` came from TIME. Expiries then run on the clock decisions are made by, so a key whose
+-- expiry already marks the right moment may keep it (SET ... KEEPTTL). A caller's clock may run
+-- backwards or slower than Redis's, and then every write sets its expiry anew.
+local server_clock = false
+
 -- The time in ms: the caller's when given (tests replay timelines), else the server's.
 -- TIME inside the script: app servers disagree about the clock.
 local function clock(given)
   local now = tonumber(given)
   if now then return now end
+  server_clock = true
   local t = call('TIME')
   return tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
 end
