@@ -96,6 +96,11 @@ export interface Store {
   readonly kind: string;
   /** Decides one request atomically. */
   decide(request: StoreRequest): Promise<StoreResult>;
+  /**
+   * Decides at once, for stores that need no I/O (the memory store). A limiter calls it instead of
+   * `decide` when present, and then needs no timeout.
+   */
+  decideNow?(request: StoreRequest): StoreResult;
   /** Deletes one identifier's state for a limiter. */
   reset(name: string, identifier: string): Promise<void>;
   /** The key under which an identifier's state is kept, for tools and tests. */

@@ -11,6 +11,7 @@ import {
 } from '../../types.js';
 import { keyPart, knownKeys, optionsObject, positiveInteger } from '../../validate.js';
 import { type Commander, toCommander } from './adapters.js';
+import { warnAboutClientSettings } from './client-settings.js';
 import { LIBRARY_CODE, SCRIPTS, type Script } from './scripts.js';
 import { keySlot } from './slot.js';
 
@@ -82,6 +83,7 @@ export class RedisStore implements Store {
     const raw = optionsObject('RedisStore options', options, true);
     knownKeys('RedisStore', raw, ['client', 'prefix', 'mode', 'maxBatch']);
     this.#commander = toCommander(raw.client);
+    warnAboutClientSettings(raw.client, this.#commander.client, this.#commander.cluster);
     this.prefix = raw.prefix === undefined ? DEFAULTS.prefix : keyPart('RedisStore.prefix', raw.prefix);
     if (raw.mode !== undefined && raw.mode !== 'scripts' && raw.mode !== 'functions') {
       throw invalidOption('RedisStore.mode', "'scripts' or 'functions'", raw.mode);

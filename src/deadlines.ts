@@ -1,0 +1,88 @@
+// One timer for every call in flight. A limiter's calls all wait the same `timeoutMs`, so their
+// deadlines come in the order the calls were made: only the earliest needs a timer, and a call
+// allocates none.
+import { performance } from 'node:perf_hooks';
+
+/** A call that may run out of time. The queue sets `deadline`; the call sets `settled` when answered. */
+export interface Expiring {
+  deadline: number;
+  settled: boolean;
+  /** Called once the deadline has passed and the call is still unsettled. */
+  expire(): void;
+}
+
+/**
+ * A FIFO of deadlines, swept by a single `unref`'d timer armed for the earliest one. Settled calls
+ * stay in the queue until the sweep passes them, which costs a slot, not a timer.
+ *
+ * @example
+ * const deadlines = new Deadlines(50);
+ * deadlines.add(call); // call.expire() runs after 50 ms unless call.settled was set first
+ */
+export class Deadlines {
+  readonly timeoutMs: number;
+  /** Timers armed so far: at most one per sweep, not one per call. For tests. */
+  timersArmed = 0;
+  #queue: Expiring[] = [];
+  #head = 0;
+  #timer: NodeJS.Timeout | undefined;
+  #sweeping = false;
+
+  constructor(timeoutMs: number) {
+    this.timeoutMs = timeoutMs;
+  }
+
+  /** Calls still in the queue (settled ones count until swept). */
+  get size(): number {
+    return this.#queue.length - this.#head;
+  }
+
+  /** Starts the clock on `call`. */
+  add(call: Expiring): void {
+    call.deadline = performance.now() + this.timeoutMs;
+    this.#queue.push(call);
+    // A call started from inside a sweep (by an expire() callback) is armed for by the sweep.
+    if (this.#timer === undefined && !this.#sweeping) this.#arm(this.timeoutMs);
+  }
+
+  #arm(delayMs: number): void {
+    this.timersArmed++;
+    // Node's timers run on whole milliseconds and may fire a fraction early: the sweep re-arms then.
+    this.#timer = setTimeout(this.#sweep, delayMs < 1 ? 1 : Math.ceil(delayMs));
+    this.#timer.unref();
+  }
+
+  readonly #sweep = (): void => {
+    this.#timer = undefined;
+    this.#sweeping = true;
+    const now = performance.now();
+    const queue = this.#queue;
+    let head = this.#head;
+    while (head < queue.length) {
+      const call = queue[head] as Expiring;
+      if (!call.settled) {
+        if (call.deadline > now) break;
+        call.settled = true;
+        try {
+          call.expire();
+        } catch {
+          // expire() settles a promise and calls guarded hooks: it does not throw, and one that did must not stop the sweep.
+        }
+      }
+      head++;
+    }
+    this.#sweeping = false;
+    if (head === queue.length) {
+      this.#queue = [];
+      this.#head = 0;
+      return;
+    }
+    // Drop the swept prefix now and then, so the array does not grow with the call rate.
+    if (head > 1024 && head * 2 > queue.length) {
+      this.#queue = queue.slice(head);
+      head = 0;
+    }
+    this.#head = head;
+    this.#arm((this.#queue[head] as Expiring).deadline - now);
+  };
+}
