@@ -12,7 +12,7 @@ export interface Expiring {
 }
 
 /**
- * A FIFO of deadlines, swept by a single `unref`'d timer armed for the earliest one. Settled calls
+ * A FIFO of deadlines, swept by a single timer armed for the earliest one. Settled calls
  * stay in the queue until the sweep passes them, which costs a slot, not a timer.
  *
  * @example
@@ -48,8 +48,9 @@ export class Deadlines {
   #arm(delayMs: number): void {
     this.timersArmed++;
     // Node's timers run on whole milliseconds and may fire a fraction early: the sweep re-arms then.
+    // Not unref'd: a caller awaiting a decision is work in progress, and a store with no socket of its
+    // own must still get its answer. The timer exists only while calls are in the queue.
     this.#timer = setTimeout(this.#sweep, delayMs < 1 ? 1 : Math.ceil(delayMs));
-    this.#timer.unref();
   }
 
   readonly #sweep = (): void => {

@@ -13,8 +13,10 @@ export {
   slidingWindow,
 } from './algorithms/sliding-window.js';
 export { ERROR_CODES, type ErrorCode, SluiceError } from './errors.js';
+export { DENY_RETRY_AFTER_MS, type FailureMode } from './failure.js';
+export type { DecisionHook, ErrorHook, HookContext } from './hooks.js';
 export { type CallOptions, createLimiter, type Limiter } from './limiter.js';
-export type { LimiterOptions } from './options.js';
+export { LIMITER_DEFAULTS, type LimiterOptions } from './options.js';
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory.js';
 export { RedisStore, type RedisStoreOptions } from './stores/redis/store.js';
 export type {
