@@ -50,8 +50,14 @@ export class Deadlines {
     // Node's timers run on whole milliseconds and may fire a fraction early: the sweep re-arms then.
     // Not unref'd: a caller awaiting a decision is work in progress, and a store with no socket of its
     // own must still get its answer. The timer exists only while calls are in the queue.
-    this.#timer = setTimeout(this.#sweep, delayMs < 1 ? 1 : Math.ceil(delayMs));
+    this.#timer = setTimeout(this.#due, delayMs < 1 ? 1 : Math.ceil(delayMs));
   }
+
+  // The timer only schedules the sweep: after a blocked event loop, timers run before the poll phase
+  // reads the replies already waiting on the socket, and those calls were answered in time.
+  readonly #due = (): void => {
+    setImmediate(this.#sweep);
+  };
 
   readonly #sweep = (): void => {
     this.#timer = undefined;
