@@ -90,7 +90,11 @@ for (const { kind, mode } of VARIANTS) {
           const expected = await Promise.all(calls.map((c) => call(inMemory, c)));
           const actual = await Promise.all(calls.map((c) => call(onRedis, c)));
           decisions += calls.length;
-          assert.deepEqual(actual, expected, `seed ${seed}, step ${step}, now ${now}: ${JSON.stringify(calls)}`);
+          assert.deepEqual(
+            actual,
+            expected,
+            `seed ${seed}, step ${step}, now ${now}: ${JSON.stringify(calls)}`,
+          );
         }
         assert.ok(decisions >= STEPS);
       });

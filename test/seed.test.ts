@@ -6,8 +6,8 @@ import {
   createLimiter,
   fixedWindow,
   MemoryStore,
-  slidingLog,
   type Store,
+  slidingLog,
   tokenBucket,
 } from '../src/index.js';
 import { type RedisServer, startRedis } from './helpers/redis-server.js';

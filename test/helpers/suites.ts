@@ -1,21 +1,25 @@
 // What every Redis-backed suite shares: the store variants to run under, and the end-of-suite hygiene checks.
 import assert from 'node:assert/strict';
 import { RedisStore } from '../../src/index.js';
-import { type ClientKind, CLIENT_KINDS, type Connected, connect } from './clients.js';
+import { CLIENT_KINDS, type ClientKind, type Connected, connect } from './clients.js';
 
 export type Mode = 'scripts' | 'functions';
 
 /** Every client library in both modes: each Redis suite runs under all four. */
-export const VARIANTS: ReadonlyArray<{ readonly kind: ClientKind; readonly mode: Mode }> = CLIENT_KINDS.flatMap((kind) =>
-  (['scripts', 'functions'] as const).map((mode) => ({ kind, mode })),
-);
+export const VARIANTS: ReadonlyArray<{ readonly kind: ClientKind; readonly mode: Mode }> =
+  CLIENT_KINDS.flatMap((kind) => (['scripts', 'functions'] as const).map((mode) => ({ kind, mode })));
 
 export interface Variant {
   readonly connected: Connected;
   readonly store: RedisStore;
 }
 
-export async function openVariant(kind: ClientKind, mode: Mode, port: number, prefix = 'rl'): Promise<Variant> {
+export async function openVariant(
+  kind: ClientKind,
+  mode: Mode,
+  port: number,
+  prefix = 'rl',
+): Promise<Variant> {
   const connected = await connect(kind, port);
   return { connected, store: new RedisStore({ client: connected.client, prefix, mode }) };
 }
@@ -25,7 +29,10 @@ export async function keysWithoutExpiry(connected: Connected, pattern = '*'): Pr
   const found: string[] = [];
   let cursor = '0';
   do {
-    const [next, keys] = (await connected.command('SCAN', cursor, 'MATCH', pattern, 'COUNT', 1000)) as [string, string[]];
+    const [next, keys] = (await connected.command('SCAN', cursor, 'MATCH', pattern, 'COUNT', 1000)) as [
+      string,
+      string[],
+    ];
     cursor = String(next);
     for (const key of keys) {
       if (Number(await connected.command('PTTL', key)) === -1) found.push(key);
@@ -38,8 +45,6 @@ export async function keysWithoutExpiry(connected: Connected, pattern = '*'): Pr
 export async function assertHygiene(connected: Connected): Promise<void> {
   assert.deepEqual(await keysWithoutExpiry(connected), [], 'every key has an expiry');
   const slowlog = (await connected.command('SLOWLOG', 'GET', 128)) as unknown[][];
-  const scripts = slowlog.filter((entry) =>
-    JSON.stringify(entry[3] ?? '').match(/EVALSHA|EVAL|FCALL/i),
-  );
+  const scripts = slowlog.filter((entry) => JSON.stringify(entry[3] ?? '').match(/EVALSHA|EVAL|FCALL/i));
   assert.deepEqual(scripts, [], 'no limiter script in SLOWLOG');
 }
