@@ -196,6 +196,7 @@ describe('deny cache', () => {
         store: new RedisStore({ client: client.client }),
         policy: fixedWindow({ limit: 1, windowMs: 600_000 }),
         name: 'down',
+        timeoutMs: 10_000,
         denyCache: true,
         onStoreError: 'allow',
       });

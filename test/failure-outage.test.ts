@@ -62,6 +62,9 @@ async function outage(
     await server.kill('SIGKILL');
     const deadAt = performance.now();
     await sleep(600);
+    // While down, an identifier of its own shows the policy plainly, call by call.
+    const plain: boolean[] = [];
+    for (let i = 0; i <= LIMIT; i++) plain.push((await limiter.limit('plain')).allowed);
     const restartedAt = performance.now();
     await server.restart();
     const upAt = performance.now();
@@ -97,11 +100,12 @@ async function outage(
         const granted = during.filter((s) => s.identifier === identifier && s.decision.allowed).length;
         assert.ok(granted <= LIMIT, `${identifier}: ${granted} allowed by the fallback`);
       }
-      assert.ok(
-        during.some((s) => !s.decision.allowed && s.decision.retryAfterMs > 0),
-        'the fallback denied',
-      );
     }
+    const expected = mode === 'allow' ? true : mode === 'deny' ? false : undefined;
+    assert.deepEqual(
+      plain,
+      Array.from({ length: LIMIT + 1 }, (_, i) => expected ?? i < LIMIT),
+    );
 
     // 3. The failures reached onError, typed; nothing rejected or went unhandled.
     assert.ok(errors.length > 0, 'onError saw the outage');
@@ -111,9 +115,8 @@ async function outage(
     assert.deepEqual(unhandled.seen, []);
 
     // 4. After the restart the decisions are Redis's: the new server holds the counters.
+    // (waitFor above saw 200 decisions in a row made by Redis after the restart.)
     assert.ok(Number(await connected.command('DBSIZE')) > 0, 'the restarted server holds counters');
-    const after = samples.filter((s) => s.startedAt > recoveredAt - 1);
-    assert.ok(after.every((s) => s.decision.reason === undefined));
 
     const inFlight = samples.filter((s) => s.startedAt < killedAt && s.startedAt + s.elapsedMs > killedAt);
     const waited = during.filter((s) => s.elapsedMs >= TIMEOUT_MS - 1).length;

@@ -46,6 +46,7 @@ describe('shadow mode and hooks', () => {
           store,
           policy: fixedWindow({ limit: 3, windowMs: 600_000 }),
           name: 'shadow',
+          timeoutMs: 10_000,
           enforce: false,
           onDecision: (decision, context) => hooked.push([decision, context]),
         });
@@ -94,6 +95,7 @@ describe('shadow mode and hooks', () => {
         store,
         policy: fixedWindow({ limit: 1, windowMs: 600_000 }),
         name: 'shadow-cache',
+        timeoutMs: 10_000,
         enforce: false,
         denyCache: true,
         onStoreError: 'deny',
@@ -137,6 +139,7 @@ describe('shadow mode and hooks', () => {
         store: new RedisStore({ client: connected.client }),
         policy: fixedWindow({ limit: 5, windowMs: 600_000 }),
         name: 'ctx',
+        timeoutMs: 10_000,
         onStoreError: 'fallback',
         onDecision: (_decision, context) => contexts.push(context),
       });
@@ -182,6 +185,7 @@ describe('shadow mode and hooks', () => {
           store,
           policy: fixedWindow({ limit: 2, windowMs: 600_000 }),
           name,
+          timeoutMs: 10_000,
           onStoreError: 'deny',
           onDecision,
           onError,
