@@ -11,7 +11,7 @@ import { startRedis } from './helpers/redis-server.js';
 import { VARIANTS } from './helpers/suites.js';
 
 const LIMIT = 2000;
-const FLUSHES = 5;
+const FLUSHES = 10;
 
 /** `calls` of one command from INFO commandstats, e.g. `evalsha`; 0 when absent. */
 function commandCalls(info: string, command: string): number {
@@ -44,7 +44,7 @@ describe('SCRIPT FLUSH and FUNCTION FLUSH under load', () => {
         await sleep(100);
         for (let i = 0; i < FLUSHES; i++) {
           await admin.command(...flush);
-          await sleep(60);
+          await sleep(30);
         }
         await sleep(100);
         await load.stop();
@@ -64,7 +64,8 @@ describe('SCRIPT FLUSH and FUNCTION FLUSH under load', () => {
         // The flushes did bite: the store had to send the script bodies (or the library) again.
         const reloads =
           mode === 'scripts' ? commandCalls(info, 'eval') : commandCalls(info, 'function\\|load');
-        assert.ok(reloads >= FLUSHES, `${reloads} reloads for ${FLUSHES} flushes`);
+        // (Two flushes with no call between them need one reload, hence not one per flush.)
+        assert.ok(reloads >= FLUSHES / 2, `${reloads} reloads for ${FLUSHES} flushes`);
         t.diagnostic(
           `${kind} ${mode}: ${samples.length} decisions, all from Redis, across ${FLUSHES} flushes; ${reloads} ${mode === 'scripts' ? 'EVAL' : 'FUNCTION LOAD'} reloads`,
         );
