@@ -45,6 +45,38 @@ export class Deadlines {
     if (this.#timer === undefined && !this.#sweeping) this.#arm(this.timeoutMs);
   }
 
+  /**
+   * Starts `start()` against a deadline; exactly one of the callbacks runs, whichever comes first.
+   * What the promise settles with after the deadline is dropped (and a late rejection is handled).
+   */
+  race<T>(
+    start: () => Promise<T>,
+    answered: (value: T) => void,
+    failed: (error: unknown) => void,
+    expired: () => void,
+  ): void {
+    const call: Expiring = { deadline: 0, settled: false, expire: expired };
+    let pending: Promise<T>;
+    try {
+      pending = start();
+    } catch (error) {
+      pending = Promise.reject(error);
+    }
+    pending.then(
+      (value) => {
+        if (call.settled) return;
+        call.settled = true;
+        answered(value);
+      },
+      (error: unknown) => {
+        if (call.settled) return;
+        call.settled = true;
+        failed(error);
+      },
+    );
+    this.add(call);
+  }
+
   #arm(delayMs: number): void {
     this.timersArmed++;
     // Node's timers run on whole milliseconds and may fire a fraction early: the sweep re-arms then.

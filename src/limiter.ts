@@ -1,7 +1,7 @@
 // createLimiter(): validates each call, asks the store within a deadline, falls back when it fails, and
 // shapes the decision. Knows no Redis, no HTTP.
 import { performance } from 'node:perf_hooks';
-import { Deadlines, type Expiring } from './deadlines.js';
+import { Deadlines } from './deadlines.js';
 import { DenyCache } from './deny-cache.js';
 import { describeValue, ERROR_CODES, SluiceError } from './errors.js';
 import { Failover } from './failure.js';
@@ -181,37 +181,24 @@ export function createLimiter(options: LimiterOptions): Limiter {
   }
 
   /** Asks the store, settling with the first of its answer and the deadline; a late answer is dropped. */
+  /** Asks the store, settling with the first of its answer and the deadline; a late answer is dropped. */
   function ask(request: StoreRequest, probe: boolean, startedAt: number, epoch: number): Promise<Decision> {
     return new Promise<Decision>((resolve) => {
-      const call: Expiring = {
-        deadline: 0,
-        settled: false,
-        expire() {
-          if (probe) failover.probeDone();
-          resolve(failed(request, 'timeout', timeoutError()));
-        },
-      };
-      let answer: Promise<StoreResult>;
-      try {
-        answer = store.decide(request);
-      } catch (error) {
-        answer = Promise.reject(error);
-      }
-      answer.then(
+      deadlines.race(
+        () => store.decide(request),
         (result) => {
-          if (call.settled) return;
-          call.settled = true;
           if (probe) failover.probeDone();
           resolve(fromStore(request, result, startedAt, epoch));
         },
-        (error: unknown) => {
-          if (call.settled) return;
-          call.settled = true;
+        (error) => {
           if (probe) failover.probeDone();
           resolve(failed(request, 'store-error', storeError(error)));
         },
+        () => {
+          if (probe) failover.probeDone();
+          resolve(failed(request, 'timeout', timeoutError()));
+        },
       );
-      deadlines.add(call);
     });
   }
 
@@ -262,30 +249,17 @@ export function createLimiter(options: LimiterOptions): Limiter {
     failover.forget(name, identifier);
     return new Promise<void>((resolve, reject) => {
       const fail = (error: SluiceError): void => {
-        if (onError !== undefined)
+        if (onError !== undefined) {
           callHook('onError', onError, error, context(identifier, 'reset', 0, undefined));
+        }
         reject(error);
       };
-      const call: Expiring = { deadline: 0, settled: false, expire: () => fail(timeoutError()) };
-      let done: Promise<void>;
-      try {
-        done = store.reset(name, identifier);
-      } catch (error) {
-        done = Promise.reject(error);
-      }
-      done.then(
-        () => {
-          if (call.settled) return;
-          call.settled = true;
-          resolve();
-        },
-        (error: unknown) => {
-          if (call.settled) return;
-          call.settled = true;
-          fail(storeError(error));
-        },
+      deadlines.race(
+        () => store.reset(name, identifier),
+        resolve,
+        (error) => fail(storeError(error)),
+        () => fail(timeoutError()),
       );
-      deadlines.add(call);
     });
   }
 
