@@ -3,8 +3,8 @@
 // allocates none.
 import { performance } from 'node:perf_hooks';
 
-/** A call that may run out of time. The queue sets `deadline`; the call sets `settled` when answered. */
-export interface Expiring {
+/** A call that may run out of time. */
+interface Expiring {
   deadline: number;
   settled: boolean;
   /** Called once the deadline has passed and the call is still unsettled. */
@@ -12,12 +12,14 @@ export interface Expiring {
 }
 
 /**
- * A FIFO of deadlines, swept by a single timer armed for the earliest one. Settled calls
- * stay in the queue until the sweep passes them, which costs a slot, not a timer.
+ * A FIFO of deadlines, swept by a single timer armed for the earliest one. Settled calls stay in
+ * the queue until the sweep passes them, which costs a slot, not a timer. The timer keeps the
+ * process alive only while some call is unsettled: a caller awaiting a decision is work in
+ * progress, but a process whose calls are all answered must not linger until the next sweep.
  *
  * @example
  * const deadlines = new Deadlines(50);
- * deadlines.add(call); // call.expire() runs after 50 ms unless call.settled was set first
+ * deadlines.race(() => store.decide(request), onAnswer, onError, onTimeout); // exactly one runs
  */
 export class Deadlines {
   readonly timeoutMs: number;
@@ -25,6 +27,7 @@ export class Deadlines {
   timersArmed = 0;
   #queue: Expiring[] = [];
   #head = 0;
+  #unsettled = 0;
   #timer: NodeJS.Timeout | undefined;
   #sweeping = false;
 
@@ -32,17 +35,9 @@ export class Deadlines {
     this.timeoutMs = timeoutMs;
   }
 
-  /** Calls still in the queue (settled ones count until swept). */
-  get size(): number {
-    return this.#queue.length - this.#head;
-  }
-
-  /** Starts the clock on `call`. */
-  add(call: Expiring): void {
-    call.deadline = performance.now() + this.timeoutMs;
-    this.#queue.push(call);
-    // A call started from inside a sweep (by an expire() callback) is armed for by the sweep.
-    if (this.#timer === undefined && !this.#sweeping) this.#arm(this.timeoutMs);
+  /** Calls started and not yet answered, failed or expired. */
+  get pending(): number {
+    return this.#unsettled;
   }
 
   /**
@@ -65,24 +60,41 @@ export class Deadlines {
     pending.then(
       (value) => {
         if (call.settled) return;
-        call.settled = true;
+        this.#settle(call);
         answered(value);
       },
       (error: unknown) => {
         if (call.settled) return;
-        call.settled = true;
+        this.#settle(call);
         failed(error);
       },
     );
-    this.add(call);
+    this.#add(call);
+  }
+
+  #add(call: Expiring): void {
+    call.deadline = performance.now() + this.timeoutMs;
+    this.#queue.push(call);
+    this.#unsettled++;
+    const timer = this.#timer;
+    if (timer === undefined) {
+      // A call started from inside a sweep (by an expire() callback) is armed for by the sweep.
+      if (!this.#sweeping) this.#arm(this.timeoutMs);
+    } else if (!timer.hasRef()) {
+      timer.ref();
+    }
+  }
+
+  #settle(call: Expiring): void {
+    call.settled = true;
+    if (--this.#unsettled === 0) this.#timer?.unref();
   }
 
   #arm(delayMs: number): void {
     this.timersArmed++;
     // Node's timers run on whole milliseconds and may fire a fraction early: the sweep re-arms then.
-    // Not unref'd: a caller awaiting a decision is work in progress, and a store with no socket of its
-    // own must still get its answer. The timer exists only while calls are in the queue.
     this.#timer = setTimeout(this.#due, delayMs < 1 ? 1 : Math.ceil(delayMs));
+    if (this.#unsettled === 0) this.#timer.unref();
   }
 
   // The timer only schedules the sweep: after a blocked event loop, timers run before the poll phase
@@ -101,7 +113,7 @@ export class Deadlines {
       const call = queue[head] as Expiring;
       if (!call.settled) {
         if (call.deadline > now) break;
-        call.settled = true;
+        this.#settle(call);
         try {
           call.expire();
         } catch {

@@ -125,6 +125,24 @@ describe('failure options', () => {
     await assert.rejects(limiter.reset('v'), { code: ERROR_CODES.TIMEOUT });
   });
 
+  test('the deadline keeps the process alive only while a call waits', async () => {
+    const refTimers = (): number => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+    const store = manualStore();
+    const limiter = createLimiter({
+      store,
+      policy: gcra({ limit: 5, periodMs: 1000 }),
+      name: 'ref',
+      timeoutMs: 60_000,
+    });
+    const before = refTimers();
+    const waiting = limiter.limit('x');
+    assert.equal(refTimers(), before + 1, 'a call waits: the timer holds the process');
+    store.answer({ allowed: true, remaining: 4, resetMs: 200, retryAfterMs: 0 });
+    assert.equal((await waiting).reason, undefined);
+    // Answered: the timer stays armed for its sweep, but no longer holds the process for 60 s.
+    assert.equal(refTimers(), before);
+  });
+
   test('the memory store decides at once (no deadline), with the deny cache and shadow mode', async () => {
     let now = 1_000_000;
     const seen: Decision[] = [];
