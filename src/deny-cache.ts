@@ -16,15 +16,24 @@ export interface CachedDenial {
 }
 
 /**
- * A bounded LRU of the store's denials, per identifier. A denial of cost `c` with `retryAfterMs` `r`
+ * The cache key of an identifier (and its tag, if the call named one), one-to-one: an untagged
+ * identifier is its own key unless it starts with NUL, which marks the escaped forms.
+ */
+function keyOf(identifier: string, tag: string | undefined): string {
+  if (tag !== undefined) return `\u0000${JSON.stringify([tag, identifier])}`;
+  return identifier.charCodeAt(0) === 0 ? `\u0000${JSON.stringify([identifier])}` : identifier;
+}
+
+/**
+ * A bounded LRU of the store's denials, per identifier (and tag). A denial of cost `c` with `retryAfterMs` `r`
  * answers, until `r` has passed, only requests of cost `c` or more: the policies are monotone in cost
  * (more units are never granted sooner than fewer), and what other requests consume meanwhile only
  * pushes the retry later. A smaller request still goes to the store, which may grant it.
  *
  * @example
  * const cache = new DenyCache(10_000);
- * cache.remember('client-42', 5, denied, startedAt, cache.epoch);
- * cache.lookup('client-42', 1, now); // undefined: a cost-1 request may still fit
+ * cache.remember('client-42', undefined, 5, denied, startedAt, cache.epoch);
+ * cache.lookup('client-42', undefined, 1, now); // undefined: a cost-1 request may still fit
  */
 export class DenyCache {
   readonly maxEntries: number;
@@ -54,6 +63,7 @@ export class DenyCache {
    */
   remember(
     identifier: string,
+    tag: string | undefined,
     cost: number,
     decision: { readonly remaining: number; readonly resetMs: number; readonly retryAfterMs: number },
     at: number,
@@ -61,8 +71,9 @@ export class DenyCache {
   ): void {
     if (decision.retryAfterMs <= 0 || epoch !== this.#epoch) return;
     const entries = this.#entries;
-    entries.delete(identifier);
-    entries.set(identifier, {
+    const key = keyOf(identifier, tag);
+    entries.delete(key);
+    entries.set(key, {
       cost,
       until: at + decision.retryAfterMs,
       resetAt: at + decision.resetMs,
@@ -75,17 +86,18 @@ export class DenyCache {
   }
 
   /** The cached denial that answers a request of `cost` at `now`, if any. */
-  lookup(identifier: string, cost: number, now: number): CachedDenial | undefined {
+  lookup(identifier: string, tag: string | undefined, cost: number, now: number): CachedDenial | undefined {
     const entries = this.#entries;
-    const denial = entries.get(identifier);
+    const key = keyOf(identifier, tag);
+    const denial = entries.get(key);
     if (denial === undefined) return undefined;
     if (denial.until <= now) {
-      entries.delete(identifier);
+      entries.delete(key);
       return undefined;
     }
     if (cost < denial.cost) return undefined;
-    entries.delete(identifier);
-    entries.set(identifier, denial);
+    entries.delete(key);
+    entries.set(key, denial);
     const resetMs = Math.ceil(denial.resetAt - now);
     return {
       remaining: denial.remaining,
@@ -95,8 +107,8 @@ export class DenyCache {
   }
 
   /** Drops what is known of an identifier (after a refund or reset, which may grant more). */
-  forget(identifier: string): void {
+  forget(identifier: string, tag: string | undefined): void {
     this.#epoch++;
-    this.#entries.delete(identifier);
+    this.#entries.delete(keyOf(identifier, tag));
   }
 }

@@ -75,8 +75,8 @@ export class Failover {
   }
 
   /** Forgets an identifier in the fallback store (on `reset`). */
-  forget(name: string, identifier: string): void {
-    this.#fallback?.reset(name, identifier);
+  forget(name: string, identifier: string, tag: string | undefined): void {
+    this.#fallback?.reset(name, identifier, tag);
   }
 
   /** A decision made without the store, for a store failure of the given kind (the last one by default). */

@@ -12,10 +12,21 @@ export {
   type SlidingWindowState,
   slidingWindow,
 } from './algorithms/sliding-window.js';
+export { type AllOptions, all, type CombinedLimiter, type Identifiers } from './combine.js';
+export type { CombinedDecision, MemberDecision } from './combined-decision.js';
 export { ERROR_CODES, type ErrorCode, SluiceError } from './errors.js';
 export { DENY_RETRY_AFTER_MS, type FailureMode } from './failure.js';
 export type { DecisionHook, ErrorHook, HookContext } from './hooks.js';
-export { type CallOptions, createLimiter, type Limiter } from './limiter.js';
+export { type CallOptions, createLimiter, type KeyOptions, type Limiter } from './limiter.js';
+export {
+  type LoginBudget,
+  type LoginDecision,
+  type LoginDimension,
+  type LoginGuard,
+  type LoginGuardOptions,
+  loginGuard,
+  normalizeUsername,
+} from './login-guard.js';
 export { LIMITER_DEFAULTS, type LimiterOptions } from './options.js';
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory.js';
 export { RedisStore, type RedisStoreOptions } from './stores/redis/store.js';

@@ -16,6 +16,22 @@ export interface CallOptions {
    * @default 1
    */
   readonly cost?: number;
+  /**
+   * A hash tag shared with other keys: the key becomes `<prefix>:<name>:{<tag>}:<identifier>`, so
+   * limiters whose calls name the same tag keep their keys in one cluster slot and `all()` can
+   * decide them in one script (the seed's `rl:{tenant:9}:user:42` and `rl:{tenant:9}:total`). The
+   * tag is part of the key: calls with and without it count separately, so give it on every call
+   * for that identifier. Choose one per entity (a tenant), never a constant: a constant tag would
+   * put every identifier on one shard.
+   * @default undefined (the identifier is its own tag)
+   */
+  readonly tag?: string;
+}
+
+/** Options of `reset` (and `refund`'s third argument). */
+export interface KeyOptions {
+  /** The tag the calls were made with, if any (see {@link CallOptions.tag}). */
+  readonly tag?: string;
 }
 
 /** A rate limiter bound to one store, one policy and one name. */
@@ -28,31 +44,33 @@ export interface Limiter {
   /** The decision `limit` would give, consuming nothing. `remaining` is what is left now. */
   peek(identifier: string, options?: CallOptions): Promise<Decision>;
   /** Gives back `amount` units (at most what is in use), e.g. for a request that turned out free. */
-  refund(identifier: string, amount?: number): Promise<Decision>;
+  refund(identifier: string, amount?: number, options?: KeyOptions): Promise<Decision>;
   /** Forgets the identifier: its next request starts with a full allowance. */
-  reset(identifier: string): Promise<void>;
+  reset(identifier: string, options?: KeyOptions): Promise<void>;
 }
 
 const MAX_IDENTIFIER_BYTES = 1024;
 
-function checkIdentifier(identifier: unknown): SluiceError | undefined {
+/** Checks an identifier; `option` names it in the message. */
+export function checkIdentifier(identifier: unknown, option = 'identifier'): SluiceError | undefined {
   if (typeof identifier !== 'string' || identifier.length === 0) {
     return new SluiceError(
       ERROR_CODES.INVALID_IDENTIFIER,
-      `Expected \`identifier\` to be a non-empty string, got ${describeValue(identifier)}.`,
+      `Expected \`${option}\` to be a non-empty string, got ${describeValue(identifier)}.`,
     );
   }
   // UTF-8 takes at most 3 bytes per UTF-16 unit: only long strings need measuring.
   if (identifier.length * 3 > MAX_IDENTIFIER_BYTES && Buffer.byteLength(identifier) > MAX_IDENTIFIER_BYTES) {
     return new SluiceError(
       ERROR_CODES.INVALID_IDENTIFIER,
-      `Expected \`identifier\` to be at most ${MAX_IDENTIFIER_BYTES} bytes of UTF-8, got ${Buffer.byteLength(identifier)} bytes.`,
+      `Expected \`${option}\` to be at most ${MAX_IDENTIFIER_BYTES} bytes of UTF-8, got ${Buffer.byteLength(identifier)} bytes.`,
     );
   }
   return undefined;
 }
 
-function checkCost(option: string, cost: unknown, policy: Policy): SluiceError | undefined {
+/** Checks a cost or refund amount against what the policy can grant. */
+export function checkCost(option: string, cost: unknown, policy: Policy): SluiceError | undefined {
   if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 1) {
     return new SluiceError(
       ERROR_CODES.INVALID_COST,
@@ -66,6 +84,32 @@ function checkCost(option: string, cost: unknown, policy: Policy): SluiceError |
     );
   }
   return undefined;
+}
+
+/** Checks a call's tag: absent, or a valid identifier (escaped into the key the same way). */
+export function checkTag(tag: unknown): SluiceError | undefined {
+  return tag === undefined ? undefined : checkIdentifier(tag, 'tag');
+}
+
+/** Reads a limiter's clock, validated: milliseconds, `undefined` for the store's clock, or the error. */
+export function readClock(clock: (() => number) | undefined): number | SluiceError | undefined {
+  if (clock === undefined) return undefined;
+  const value = clock();
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
+    return new SluiceError(
+      ERROR_CODES.INVALID_CLOCK,
+      `Expected \`clock\` to return a finite number of milliseconds of at least 0, got ${describeValue(value)}.`,
+    );
+  }
+  return value;
+}
+
+// The clock of each limiter createLimiter made, for all(): one atomic script runs at one time.
+const CLOCKS = new WeakMap<Limiter, (() => number) | undefined>();
+
+/** Whether `createLimiter` made this limiter, and its clock (`undefined`: the store's). */
+export function limiterClock(limiter: Limiter): { readonly clock: (() => number) | undefined } | undefined {
+  return CLOCKS.has(limiter) ? { clock: CLOCKS.get(limiter) } : undefined;
 }
 
 /**
@@ -94,17 +138,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
   // A store that decides in process needs neither a deadline nor a promise of its own.
   const decideNow = typeof store.decideNow === 'function' ? store.decideNow.bind(store) : undefined;
 
-  function now(): number | SluiceError | undefined {
-    if (clock === undefined) return undefined;
-    const value = clock();
-    if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
-      return new SluiceError(
-        ERROR_CODES.INVALID_CLOCK,
-        `Expected \`clock\` to return a finite number of milliseconds of at least 0, got ${describeValue(value)}.`,
-      );
-    }
-    return value;
-  }
+  const now = (): number | SluiceError | undefined => readClock(clock);
 
   function context(
     identifier: string,
@@ -142,7 +176,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
   function fromStore(request: StoreRequest, result: StoreResult, startedAt: number, epoch: number): Decision {
     failover.succeeded();
     if (denyCache !== undefined && !result.allowed && request.operation !== 'refund') {
-      denyCache.remember(request.identifier, request.cost, result, startedAt, epoch);
+      denyCache.remember(request.identifier, request.tag, request.cost, result, startedAt, epoch);
     }
     const decision: Decision = {
       allowed: result.allowed,
@@ -207,19 +241,20 @@ export function createLimiter(options: LimiterOptions): Limiter {
     identifier: string,
     cost: number,
     costOption: string,
+    tag: string | undefined,
   ): Promise<Decision> {
-    const invalid = checkIdentifier(identifier) ?? checkCost(costOption, cost, policy);
+    const invalid = checkIdentifier(identifier) ?? checkCost(costOption, cost, policy) ?? checkTag(tag);
     if (invalid !== undefined) return Promise.reject(invalid);
     const time = now();
     if (time instanceof SluiceError) return Promise.reject(time);
-    const request: StoreRequest = { policy, name, identifier, operation, cost, now: time };
+    const request: StoreRequest = { policy, name, identifier, tag, operation, cost, now: time };
     let startedAt = 0;
     let epoch = 0;
     if (denyCache !== undefined) {
       startedAt = time ?? performance.now();
-      if (operation === 'refund') denyCache.forget(identifier);
+      if (operation === 'refund') denyCache.forget(identifier, tag);
       else {
-        const hit = denyCache.lookup(identifier, cost, startedAt);
+        const hit = denyCache.lookup(identifier, tag, cost, startedAt);
         if (hit !== undefined) {
           const cached: Decision = { allowed: false, limit, ...hit, reason: 'cached' };
           return Promise.resolve(deliver(cached, request, undefined));
@@ -242,11 +277,12 @@ export function createLimiter(options: LimiterOptions): Limiter {
     return ask(request, admitted === 'probe', startedAt, epoch);
   }
 
-  function reset(identifier: string): Promise<void> {
-    const invalid = checkIdentifier(identifier);
+  function reset(identifier: string, options?: KeyOptions): Promise<void> {
+    const tag = options?.tag;
+    const invalid = checkIdentifier(identifier) ?? checkTag(tag);
     if (invalid !== undefined) return Promise.reject(invalid);
-    denyCache?.forget(identifier);
-    failover.forget(name, identifier);
+    denyCache?.forget(identifier, tag);
+    failover.forget(name, identifier, tag);
     return new Promise<void>((resolve, reject) => {
       const fail = (error: SluiceError): void => {
         if (onError !== undefined) {
@@ -255,7 +291,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
         reject(error);
       };
       deadlines.race(
-        () => store.reset(name, identifier),
+        () => (tag === undefined ? store.reset(name, identifier) : store.reset(name, identifier, tag)),
         resolve,
         (error) => fail(storeError(error)),
         () => fail(timeoutError()),
@@ -263,13 +299,15 @@ export function createLimiter(options: LimiterOptions): Limiter {
     });
   }
 
-  return {
+  const limiter: Limiter = {
     name,
     policy,
     store,
-    limit: (identifier, options) => run('limit', identifier, options?.cost ?? 1, 'cost'),
-    peek: (identifier, options) => run('peek', identifier, options?.cost ?? 1, 'cost'),
-    refund: (identifier, amount = 1) => run('refund', identifier, amount, 'amount'),
+    limit: (identifier, options) => run('limit', identifier, options?.cost ?? 1, 'cost', options?.tag),
+    peek: (identifier, options) => run('peek', identifier, options?.cost ?? 1, 'cost', options?.tag),
+    refund: (identifier, amount = 1, options) => run('refund', identifier, amount, 'amount', options?.tag),
     reset,
   };
+  CLOCKS.set(limiter, clock);
+  return limiter;
 }

@@ -21,9 +21,12 @@ before(async () => {
 });
 after(async () => {
   const admin = await connect('ioredis', server.port);
-  await assertHygiene(admin);
-  await admin.close();
-  await server.stop();
+  try {
+    await assertHygiene(admin);
+  } finally {
+    await admin.close();
+    await server.stop();
+  }
 });
 
 /** Worker processes that stay up for every round of one client kind. */

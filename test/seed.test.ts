@@ -95,8 +95,11 @@ for (const { kind, mode } of VARIANTS) {
       variant = await openVariant(kind, mode, server.port, `seed-${kind}-${mode}`);
     });
     after(async () => {
-      await assertHygiene(variant.connected);
-      await variant.connected.close();
+      try {
+        await assertHygiene(variant.connected);
+      } finally {
+        await variant.connected.close();
+      }
     });
 
     test('fixed window counts 1, 2, 3, 4 with a positive PTTL', async () => {

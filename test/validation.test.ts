@@ -115,9 +115,9 @@ describe('bad configuration throws at construction', () => {
     ['no options at all', () => tokenBucket(undefined as never), INVALID, 'tokenBucket options'],
     [
       'sliding log above its ceiling',
-      () => slidingLog({ limit: 10_001, windowMs: 1000 }),
+      () => slidingLog({ limit: 1001, windowMs: 1000 }),
       ERROR_CODES.LIMIT_TOO_HIGH,
-      '10000',
+      'at most 1000',
       'slidingWindow',
       'gcra',
     ],
