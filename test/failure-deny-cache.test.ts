@@ -35,7 +35,7 @@ after(async () => {
 
 /** Two limiters on one Redis with one clock: one with the deny cache, one without. */
 function pair(policy: () => Policy, name: string, denyCache: true | { maxEntries: number } = true) {
-  const clock = { now: START, realStart: performance.now() };
+  const clock = { now: START, lastReal: performance.now() };
   const cachedStore = new RedisStore({ client: connected.client });
   const plainStore = new RedisStore({ client: connected.client });
   const make = (store: RedisStore, suffix: string, cache: boolean): Limiter =>
@@ -68,9 +68,15 @@ const POLICIES: ReadonlyArray<[string, () => Policy]> = [
   ['gcra', () => gcra({ limit: 10, periodMs: WINDOW_MS, burst: 5 })],
 ];
 
-/** Moves the simulated clock by `stepMs`, and never behind real time since the start. */
-function advance(clock: { now: number; realStart: number }, stepMs: number): void {
-  clock.now = Math.max(clock.now + stepMs, START + Math.ceil(performance.now() - clock.realStart));
+/**
+ * Moves the simulated clock by `stepMs`, or by the real time since the last move if that is more:
+ * the simulation never runs slower than Redis's clock, which expires keys.
+ */
+function advance(clock: { now: number; lastReal: number }, stepMs: number): void {
+  const real = performance.now();
+  const realMs = Math.ceil(real - clock.lastReal);
+  clock.lastReal = real;
+  clock.now += Math.max(stepMs, realMs);
 }
 
 describe('deny cache', () => {
@@ -166,6 +172,27 @@ describe('deny cache', () => {
     await cached.refund('x', 5);
     const afterRefund = await cached.limit('x', { cost: 5 });
     assert.deepEqual([afterRefund.allowed, afterRefund.reason], [true, undefined]);
+  });
+
+  test('tags: a denial is remembered per identifier and tag, and no identifier can pose as a tagged one', async () => {
+    const { cached, cachedStore } = pair(() => fixedWindow({ limit: 1, windowMs: 60_000 }), 'tags');
+    await cached.limit('x', { tag: 't1' });
+    assert.equal((await cached.limit('x', { tag: 't1' })).reason, undefined);
+    assert.equal((await cached.limit('x', { tag: 't1' })).reason, 'cached');
+    const calls = cachedStore.calls;
+    for (const [identifier, tag] of [
+      ['x', undefined],
+      ['x', 't2'],
+      ['\u0000["t1","x"]', undefined],
+    ] as const) {
+      const decision = await cached.limit(identifier, tag === undefined ? {} : { tag });
+      assert.deepEqual(
+        [decision.allowed, decision.reason],
+        [true, undefined],
+        JSON.stringify([identifier, tag]),
+      );
+    }
+    assert.equal(cachedStore.calls, calls + 3);
   });
 
   test('bounded: maxEntries identifiers at most, the least recently used out first', async () => {
