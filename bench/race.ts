@@ -24,6 +24,8 @@ export interface RunRecord extends LoadResult {
   readonly scriptUsecPerDecision: number;
   /** The redis-server process's CPU time (user + system, so parsing and sockets too), per decision. */
   readonly serverCpuUsecPerDecision: number;
+  /** Decisions the store did not make (timeouts, store errors): 0 in a fair run. */
+  readonly notFromStore: number;
 }
 
 /** The median of each figure over the rounds. */
@@ -39,6 +41,8 @@ export interface Summary {
   readonly serverCpuUsecPerDecision: number;
   readonly decisionsPerCall: number;
   readonly allowedShare: number;
+  /** Decisions the store did not make, summed over the rounds. */
+  readonly notFromStore: number;
   readonly runs: RunRecord[];
 }
 
@@ -56,11 +60,20 @@ async function measure(
   await runLoad(decide, { ...load, durationMs: options.warmupMs, minDecisions: options.identifiers.length });
   if (!onRedis) {
     const result = await runLoad(decide, { ...load, durationMs: options.durationMs });
-    return { ...result, round, scriptCalls: 0, scriptUsecPerDecision: 0, serverCpuUsecPerDecision: 0 };
+    return {
+      ...result,
+      round,
+      scriptCalls: 0,
+      scriptUsecPerDecision: 0,
+      serverCpuUsecPerDecision: 0,
+      notFromStore: 0,
+    };
   }
   await bench.resetStats();
   const cpuBefore = await bench.cpuUsec();
+  const undecidedBefore = contender.notFromStore?.() ?? 0;
   const result = await runLoad(decide, { ...load, durationMs: options.durationMs });
+  const undecided = (contender.notFromStore?.() ?? 0) - undecidedBefore;
   const cpuAfter = await bench.cpuUsec();
   const totals = scriptTotals(await bench.commandStats());
   return {
@@ -69,6 +82,7 @@ async function measure(
     scriptCalls: totals.calls,
     scriptUsecPerDecision: totals.usec / result.decisions,
     serverCpuUsecPerDecision: (cpuAfter - cpuBefore) / result.decisions,
+    notFromStore: undecided,
   };
 }
 
@@ -78,7 +92,8 @@ function describe(id: string, record: RunRecord): string {
   return (
     `${speed}  p50 ${record.p50Ms.toFixed(2)} ms  p99 ${record.p99Ms.toFixed(2)} ms` +
     `  script ${record.scriptUsecPerDecision.toFixed(2)} µs  cpu ${record.serverCpuUsecPerDecision.toFixed(2)} µs` +
-    `  ${(record.decisions / Math.max(1, record.scriptCalls)).toFixed(1)}/call`
+    `  ${(record.decisions / Math.max(1, record.scriptCalls)).toFixed(1)}/call` +
+    (record.notFromStore > 0 ? `  ${record.notFromStore} NOT FROM THE STORE` : '')
   );
 }
 
@@ -116,6 +131,7 @@ export async function race(
       serverCpuUsecPerDecision: pick((r) => r.serverCpuUsecPerDecision),
       decisionsPerCall: pick((r) => r.decisions / Math.max(1, r.scriptCalls)),
       allowedShare: pick((r) => r.allowed / r.decisions),
+      notFromStore: records.reduce((sum, r) => sum + r.notFromStore, 0),
       runs: records,
     };
   });

@@ -3,11 +3,12 @@
 //
 //   npm run bench                      the full run (a few minutes), writes the results and BENCHMARKS.md
 //   npm run bench -- --quick           one short round of everything, printed only
-//   npm run bench -- --only redis,memory   some sections: redis, memory, memory-store, deny-cache, fairness
+//   npm run bench -- --only redis,memory   some sections: redis, batch, memory, memory-store, deny-cache, fairness
 //   npm run bench -- --filter gcra,=rlf.RateLimiterRedis   only these contenders (substring, or =exact id)
 //   npm run bench -- --report <file>   regenerates BENCHMARKS.md from a results file, without a run
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { gcra } from '../src/index.js';
 import {
   type Contender,
   LIMIT,
@@ -27,10 +28,12 @@ import { race } from './race.js';
 import { computeTargets, type Results, renderMarkdown, type Settings } from './report.js';
 import { startBenchServer } from './server.js';
 
-const SECTIONS = ['redis', 'memory', 'memory-store', 'deny-cache', 'fairness'] as const;
+const SECTIONS = ['redis', 'batch', 'memory', 'memory-store', 'deny-cache', 'fairness'] as const;
 type Section = (typeof SECTIONS)[number];
 
 const ROOT = process.cwd();
+/** maxBatch values swept for GCRA (1 is one call per decision; 128 the default). */
+const MAX_BATCH_SIZES = [1, 8, 32, 64, 128, 256] as const;
 const NOTES = join('bench', 'notes.md');
 
 interface Args {
@@ -83,9 +86,9 @@ async function main(): Promise<void> {
         windowMs: WINDOW_MS,
       }
     : {
-        rounds: 3,
-        warmupMs: 700,
-        durationMs: 3000,
+        rounds: 4,
+        warmupMs: 500,
+        durationMs: 2000,
         concurrency: 200,
         identifiers: 10_000,
         limit: LIMIT,
@@ -122,13 +125,30 @@ async function main(): Promise<void> {
       const contenders: Contender[] = [...sluice, ...single, ...peers, seedReference(client)];
       results = { ...results, redis: await race(bench, chosen(contenders), raceOptions) };
     }
+    if (args.only.has('batch')) {
+      log('Coalescing: maxBatch');
+      const gcraPolicy = SLUICE_POLICIES.find((p) => p.label === 'gcra') as SluicePolicy;
+      const sizes = MAX_BATCH_SIZES.map((size) => sluiceRedis(client, gcraPolicy, size));
+      const batchOptions = {
+        ...raceOptions,
+        rounds: args.quick ? 1 : 2,
+        durationMs: args.quick ? 700 : 1500,
+      };
+      results = { ...results, batch: await race(bench, chosen(sizes), batchOptions) };
+    }
     if (args.only.has('memory')) {
       log('Redis memory per identifier');
       const memory = [];
       // Day-long periods: one decision's state must outlive the section (a 1-minute GCRA forgets an identifier after 60 ms).
       const day = 86_400_000;
+      // GCRA keeps a TAT of whole microseconds as an integer; 7 per day has an interval that is not one.
+      const uneven: SluicePolicy = {
+        label: 'gcra (7 per day: a decimal TAT)',
+        kind: 'gcra',
+        make: (w = day) => gcra({ limit: 7, periodMs: w }),
+      };
       const longLived = [
-        ...SLUICE_POLICIES.map((policy) => sluiceRedis(client, policy, undefined, day)),
+        ...[...SLUICE_POLICIES, uneven].map((policy) => sluiceRedis(client, policy, undefined, day)),
         ...peersOnRedis(client, day),
       ];
       for (const contender of chosen(longLived)) {
@@ -142,7 +162,11 @@ async function main(): Promise<void> {
       log('Memory store');
       results = {
         ...results,
-        memoryStore: await race(bench, chosen(memoryContenders()), { ...raceOptions, onRedis: false }),
+        memoryStore: await race(bench, chosen(memoryContenders()), {
+          ...raceOptions,
+          durationMs: args.quick ? 700 : 1500,
+          onRedis: false,
+        }),
       };
     }
     if (args.only.has('deny-cache')) {
@@ -157,7 +181,7 @@ async function main(): Promise<void> {
       const fairOptions = {
         ...raceOptions,
         rounds: args.quick ? 1 : 2,
-        durationMs: args.quick ? 700 : 2000,
+        durationMs: args.quick ? 700 : 1500,
         warmupMs: args.quick ? 200 : 500,
       };
       results = { ...results, fairness: await fairness(bench, fair, fairOptions) };

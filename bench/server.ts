@@ -36,10 +36,11 @@ function infoField(info: string, field: string): string | undefined {
 
 export async function startBenchServer(): Promise<BenchServer> {
   const server = await startRedis();
-  const options = { host: server.host, port: server.port, lazyConnect: true, maxRetriesPerRequest: 1 };
-  const admin = new Redis(options);
-  // Nothing in the benchmark should ever wait behind a dead connection.
-  const client = new Redis({ ...options, enableOfflineQueue: true });
+  const options = { host: server.host, port: server.port, lazyConnect: true };
+  const admin = new Redis({ ...options, maxRetriesPerRequest: 1 });
+  // Set up as sluice's README asks (no offline queue, no resend after a lost connection); the peers
+  // share it, and none of this matters on a connection that stays up.
+  const client = new Redis({ ...options, enableOfflineQueue: false, maxRetriesPerRequest: 0 });
   await Promise.all([admin.connect(), client.connect()]);
   const version = infoField(await admin.info('server'), 'redis_version') ?? 'unknown';
   return {
