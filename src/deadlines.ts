@@ -72,8 +72,17 @@ export class Deadlines {
     this.#add(call);
   }
 
+  /** Entries held, settled ones not yet dropped included. For tests. */
+  get queued(): number {
+    return this.#queue.length - this.#head;
+  }
+
   #add(call: Expiring): void {
     call.deadline = performance.now() + this.timeoutMs;
+    // Calls mostly settle in the order they started: drop the settled ones at the head now, so the
+    // queue (and the closures its entries hold) stays about the size of what is in flight, not of
+    // every call made in the last timeoutMs. A sweep in progress owns the queue: it trims itself.
+    if (!this.#sweeping) this.#trim();
     this.#queue.push(call);
     this.#unsettled++;
     const timer = this.#timer;
@@ -83,6 +92,20 @@ export class Deadlines {
     } else if (!timer.hasRef()) {
       timer.ref();
     }
+  }
+
+  #trim(): void {
+    const queue = this.#queue;
+    let head = this.#head;
+    while (head < queue.length && (queue[head] as Expiring).settled) head++;
+    if (head === queue.length) {
+      if (queue.length > 0) this.#queue = [];
+      head = 0;
+    } else if (head > 1024 && head * 2 > queue.length) {
+      this.#queue = queue.slice(head);
+      head = 0;
+    }
+    this.#head = head;
   }
 
   #settle(call: Expiring): void {
