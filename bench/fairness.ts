@@ -2,7 +2,7 @@
 // (far past their limit, so mostly denied), half to 10 000 cold ones. A coalescing store must not
 // make the cold keys wait behind the hot ones.
 import type { Contender } from './contenders.js';
-import { median, quantile, runLoad } from './load.js';
+import { collectGarbage, median, quantile, runLoad } from './load.js';
 import type { BenchServer } from './server.js';
 
 export const HOT_IDENTIFIERS = 10;
@@ -57,6 +57,7 @@ async function once(
   await runLoad(counted, { ...base, durationMs: options.warmupMs, minDecisions: 2 * cold });
   hotAllowed = 0;
   hotTotal = 0;
+  collectGarbage();
   const hot: number[] = [];
   const coldLatencies: number[] = [];
   const result = await runLoad(counted, {

@@ -40,6 +40,14 @@ export function quantile(sorted: Float64Array | number[], q: number): number {
   return sorted[rank] as number;
 }
 
+/**
+ * Collects garbage now when node runs with --expose-gc (npm run bench does), so that a run does not
+ * pay for the garbage of the one before it.
+ */
+export function collectGarbage(): void {
+  (globalThis as { gc?: () => void }).gc?.();
+}
+
 /** Runs the loop until `durationMs` has passed and every decision in flight has settled. */
 export async function runLoad(decide: Decide, options: LoadOptions): Promise<LoadResult> {
   const { concurrency, identifiers, durationMs, pick, observe } = options;

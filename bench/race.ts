@@ -1,7 +1,7 @@
 // Races contenders in interleaved rounds: each run starts from an empty database, warms up, then
 // measures decisions per second, latency, and the server's work per decision.
 import type { Contender } from './contenders.js';
-import { type LoadResult, median, runLoad } from './load.js';
+import { collectGarbage, type LoadResult, median, runLoad } from './load.js';
 import { type BenchServer, scriptTotals } from './server.js';
 
 export interface RaceOptions {
@@ -58,6 +58,7 @@ async function measure(
   const load = { concurrency: options.concurrency, identifiers: options.identifiers, latency: onRedis };
   // Every identifier has state before the measured run: creating keys costs more than updating them.
   await runLoad(decide, { ...load, durationMs: options.warmupMs, minDecisions: options.identifiers.length });
+  collectGarbage();
   if (!onRedis) {
     const result = await runLoad(decide, { ...load, durationMs: options.durationMs });
     return {

@@ -87,9 +87,51 @@ describe('expiries of the window policies', () => {
   }
 });
 
+describe('the two forms of a fixed window count', () => {
+  test('a window index and limit that fit are one integer; others are text; each policy reads both', async () => {
+    const { connected, store } = await openVariant('ioredis', 'scripts', server.port, 'forms');
+    try {
+      let now = 1_700_000_000_000;
+      const clock = () => now;
+      const key = store.keyFor('f', 'id');
+      // Fits: an index below 2^32 (1 s windows) and a limit below 2^21.
+      const packed = createLimiter({
+        store,
+        policy: fixedWindow({ limit: 5, windowMs: 1000 }),
+        name: 'f',
+        clock,
+      });
+      // Does not fit: a limit of 2^21, the same window.
+      const text = createLimiter({
+        store,
+        policy: fixedWindow({ limit: 2_097_152, windowMs: 1000 }),
+        name: 'f',
+        clock,
+      });
+      assert.equal((await packed.limit('id', { cost: 2 })).remaining, 3);
+      assert.equal(String(await connected.command('GET', key)), String(1_700_000_000 * 2 ** 21 + 2));
+      assert.equal((await text.limit('id')).remaining, 2_097_152 - 3, 'the text policy read the integer');
+      assert.equal(String(await connected.command('GET', key)), '1700000000:3');
+      assert.equal((await packed.limit('id')).remaining, 1, 'the integer policy read the text');
+      assert.equal(String(await connected.command('GET', key)), String(1_700_000_000 * 2 ** 21 + 4));
+      assert.equal((await packed.limit('id', { cost: 2 })).allowed, false);
+      assert.equal((await packed.peek('id')).remaining, 1, 'a denial took nothing');
+      assert.equal((await packed.refund('id', 3)).remaining, 4);
+      now += 1000;
+      assert.equal((await packed.limit('id')).remaining, 4, 'the next window starts empty');
+      // A window of 1 ms has indices far above 2^32: text again.
+      const fine = createLimiter({ store, policy: fixedWindow({ limit: 5, windowMs: 1 }), name: 'g', clock });
+      assert.equal((await fine.limit('id')).remaining, 4);
+      assert.equal(String(await connected.command('GET', store.keyFor('g', 'id'))), `${now}:1`);
+    } finally {
+      await connected.close();
+    }
+  });
+});
+
 describe('bytes per identifier', () => {
   const policies: ReadonlyArray<[string, () => Policy, string]> = [
-    ['fixedWindow', () => fixedWindow({ limit: 1000, windowMs: DAY_MS }), 'embstr'],
+    ['fixedWindow', () => fixedWindow({ limit: 1000, windowMs: DAY_MS }), 'int'],
     ['gcra', () => gcra({ limit: 1000, periodMs: DAY_MS }), 'int'],
     ['tokenBucket', () => tokenBucket({ capacity: 1000, refillPerSecond: 0.01 }), 'int'],
   ];

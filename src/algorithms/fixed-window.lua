@@ -1,12 +1,40 @@
--- Fixed window: windows aligned to the clock; one value per identifier, "<window index>:<count>".
+-- Fixed window: windows aligned to the clock; one value per identifier, the window's index and count.
 -- Twin of fixed-window.ts; the two change together. Composed into scripts after stores/redis/lua/prelude.lua.
 -- fixed_window(key, now, op, cost, limit, window) -> allowed, remaining, resetMs, retryAfterMs
 --   op: '0' limit, '1' peek, '2' refund; window in ms.
-local function fixed_window_store(key, index, count, fresh, untilEnd)
-  if fresh then
-    call('SET', key, string.format('%d:%d', index, count), 'KEEPTTL')
+--
+-- The value is one integer, index x 2^21 + count, whenever both fit in it exactly: an index below
+-- 2^32 (windows of a second or more, until 2106) and a limit below 2^21. Redis keeps such a value
+-- inside the key's object, and INCRBY takes a request in one command. Otherwise the value is the
+-- text "<index>:<count>". Either form is read whatever the policy, so changing one loses nothing.
+local FIXED_WINDOW_SPAN = 2097152 -- 2^21: counts stay below it
+local FIXED_WINDOW_INDICES = 4294967296 -- 2^32
+
+local function fixed_window_read(stored)
+  if not stored then return nil, 0 end
+  local packed = tonumber(stored)
+  if packed then
+    local index = floor(packed / FIXED_WINDOW_SPAN)
+    return index, packed - index * FIXED_WINDOW_SPAN
+  end
+  local index, count = string.match(stored, '^(%d+):(%d+)$')
+  return tonumber(index), tonumber(count) or 0
+end
+
+-- On the server's clock, a key that already holds this window keeps its expiry, which is already
+-- the window's end (`fresh`): SET ... KEEPTTL costs Redis much less than SET ... PX, which removes
+-- and re-adds the expiry. (server_clock: see prelude.lua.)
+local function fixed_window_write(key, index, count, limit, fresh, untilEnd)
+  local value
+  if index < FIXED_WINDOW_INDICES and limit < FIXED_WINDOW_SPAN then
+    value = string.format('%d', index * FIXED_WINDOW_SPAN + count)
   else
-    call('SET', key, string.format('%d:%d', index, count), 'PX', untilEnd)
+    value = string.format('%d:%d', index, count)
+  end
+  if fresh then
+    call('SET', key, value, 'KEEPTTL')
+  else
+    call('SET', key, value, 'PX', untilEnd)
   end
 end
 
@@ -14,19 +42,39 @@ local function fixed_window(key, now, op, cost, limit, window)
   local index = floor(now / window)
   -- The key lives until its window ends, never longer.
   local untilEnd = ceil((index + 1) * window - now)
-  local count = 0
-  -- On the server's clock, a key that already holds this window keeps its expiry, which is already
-  -- the window's end: SET ... KEEPTTL costs Redis much less than SET ... PX, which removes and
-  -- re-adds the expiry. (server_clock: see prelude.lua.)
-  local fresh = false
-  local stored = call('GET', key)
-  if stored then
-    local storedIndex, storedCount = string.match(stored, '^(%d+):(%d+)$')
-    -- A count from an earlier window is stale: the window starts empty.
-    if tonumber(storedIndex) == index then
-      count = tonumber(storedCount)
-      fresh = server_clock
+  if op == '0' and index < FIXED_WINDOW_INDICES and limit < FIXED_WINDOW_SPAN then
+    -- One command for a request that fits: INCRBY adds the cost to the count in place. The value
+    -- before it is the result minus the cost. (pcall: a text value or a key of another type fails
+    -- INCRBY without writing, and is then read below; GET raises the WRONGTYPE to the caller.)
+    local moved = redis.pcall('INCRBY', key, cost)
+    if type(moved) == 'number' then
+      local before = moved - cost
+      local storedIndex = floor(before / FIXED_WINDOW_SPAN)
+      -- 0 before: INCRBY created the key (a count of 0 is never stored).
+      if before > 0 and storedIndex == index then
+        local count = before - storedIndex * FIXED_WINDOW_SPAN
+        if count + cost <= limit then
+          -- A caller's clock may run backwards or slower than Redis's: set the expiry anew.
+          if not server_clock then call('PEXPIRE', key, untilEnd) end
+          return 1, limit - count - cost, untilEnd, 0
+        end
+        -- A denied request consumes nothing.
+        call('DECRBY', key, cost)
+        return 0, limit - count, untilEnd, untilEnd
+      end
+      -- A new key, or a count from an earlier window (stale): the window starts empty, and a cost
+      -- never exceeds the limit.
+      call('SET', key, string.format('%d', index * FIXED_WINDOW_SPAN + cost), 'PX', untilEnd)
+      return 1, limit - cost, untilEnd, 0
     end
+  end
+  local count = 0
+  local fresh = false
+  local storedIndex, storedCount = fixed_window_read(call('GET', key))
+  -- A count from an earlier window is stale: the window starts empty.
+  if storedIndex == index then
+    count = storedCount
+    fresh = server_clock
   end
   local allowed = 1
   local retry = 0
@@ -34,7 +82,7 @@ local function fixed_window(key, now, op, cost, limit, window)
     count = count - cost
     if count < 0 then count = 0 end
     if count > 0 then
-      fixed_window_store(key, index, count, fresh, untilEnd)
+      fixed_window_write(key, index, count, limit, fresh, untilEnd)
     else
       call('DEL', key)
     end
@@ -44,7 +92,7 @@ local function fixed_window(key, now, op, cost, limit, window)
     retry = untilEnd
   elseif op == '0' then
     count = count + cost
-    fixed_window_store(key, index, count, fresh, untilEnd)
+    fixed_window_write(key, index, count, limit, fresh, untilEnd)
   end
   local reset = 0
   if count > 0 then reset = untilEnd end

@@ -3,7 +3,10 @@ import { describeShare, resolveShare, scaleLimit } from '../share.js';
 import type { Operation, Outcome, Policy } from '../types.js';
 import { durationMs, knownKeys, optionsObject, positiveInteger } from '../validate.js';
 
-/** The state kept per identifier: which window, and how many units it has used. */
+/**
+ * The state kept per identifier: which window, and how many units it has used. (On Redis, one
+ * integer, index × 2^21 + count, when both fit; see fixed-window.lua.)
+ */
 export interface FixedWindowState {
   readonly index: number;
   readonly count: number;
@@ -33,8 +36,8 @@ export function decideFixedWindow(
     retryAfterMs = untilEnd;
   } else if (operation === 'limit') {
     count = count + cost;
-    // Always the window's end: on the server's clock the Lua twin keeps the expiry (KEEPTTL) of a
-    // key that already holds this window, which is the same moment.
+    // Always the window's end: on the server's clock the Lua twin keeps the expiry of a key that
+    // already holds this window (INCRBY, SET ... KEEPTTL), which is the same moment.
     ttlMs = untilEnd;
   }
   return {
