@@ -117,14 +117,18 @@ export function sluiceRedis(
   policy: SluicePolicy,
   maxBatch?: number,
   windowMs = WINDOW_MS,
+  denyCache = false,
 ): Contender {
   let store: RedisStore | undefined;
   let notFromStore = 0;
-  const suffix = maxBatch === undefined ? '' : `.maxBatch${maxBatch}`;
+  const suffix = (maxBatch === undefined ? '' : `.maxBatch${maxBatch}`) + (denyCache ? '.denyCache' : '');
   return {
     id: `sluice.${policy.label}${suffix}`,
     library: 'sluice',
-    label: maxBatch === undefined ? policy.label : `${policy.label} (maxBatch ${maxBatch})`,
+    label:
+      policy.label +
+      (maxBatch === undefined ? '' : ` (maxBatch ${maxBatch})`) +
+      (denyCache ? ' (denyCache)' : ''),
     kind: policy.kind,
     setup() {
       store = new RedisStore(maxBatch === undefined ? { client: redis } : { client: redis, maxBatch });
@@ -133,6 +137,7 @@ export function sluiceRedis(
         policy: policy.make(windowMs),
         name: 'bench',
         timeoutMs: BENCH_TIMEOUT_MS,
+        denyCache,
       });
       return (identifier) =>
         limiter.limit(identifier).then((decision) => {

@@ -177,7 +177,18 @@ async function main(): Promise<void> {
     }
     if (args.only.has('fairness')) {
       log('Hot and cold keys');
-      const fair = chosen([...sluice, ...peers]);
+      // @upstash/ratelimit answers denied identifiers from its ephemeral cache by default; sluice's
+      // deny cache is opt-in: both ways are shown.
+      const cached = ['fixedWindow', 'gcra'].map((label) =>
+        sluiceRedis(
+          client,
+          SLUICE_POLICIES.find((p) => p.label === label) as SluicePolicy,
+          undefined,
+          WINDOW_MS,
+          true,
+        ),
+      );
+      const fair = chosen([...sluice, ...cached, ...peers]);
       const fairOptions = {
         ...raceOptions,
         rounds: args.quick ? 1 : 2,
