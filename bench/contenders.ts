@@ -5,6 +5,7 @@ import type { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import {
   createLimiter,
+  type Decision,
   fixedWindow,
   gcra,
   type Limiter,
@@ -15,7 +16,7 @@ import {
   slidingWindow,
   tokenBucket,
 } from '../src/index.js';
-import type { Decide } from './load.js';
+import type { Decider } from './load.js';
 import { upstashAdapter } from './upstash-adapter.js';
 
 /** The kinds of algorithm a sluice algorithm is paired with. */
@@ -28,8 +29,8 @@ export interface Contender {
   /** How the library names it. */
   readonly label: string;
   readonly kind: Kind;
-  /** Builds the decision function (defines scripts, creates limiters); called once per run. */
-  setup(): Decide;
+  /** Builds the decider (defines scripts, creates limiters); called once per run. */
+  setup(): Decider;
   /** Script calls sent by sluice's store, when the contender is sluice on Redis. */
   readonly calls?: () => number;
   /** Decisions so far that the store did not make (a `reason` such as `timeout`); sluice only. */
@@ -139,30 +140,31 @@ export function sluiceRedis(
         timeoutMs: BENCH_TIMEOUT_MS,
         denyCache,
       });
-      return (identifier) =>
-        limiter.limit(identifier).then((decision) => {
+      return {
+        decide: (identifier: string) => limiter.limit(identifier),
+        allowed: (decision: Decision) => {
           if (decision.reason !== undefined) notFromStore++;
           return decision.allowed;
-        });
+        },
+      } as Decider;
     },
     calls: () => store?.calls ?? 0,
     notFromStore: () => notFromStore,
   };
 }
 
-function isAllowed(decision: { readonly allowed: boolean }): boolean {
-  return decision.allowed;
-}
-
-/** A rate-limiter-flexible rejection is a RateLimiterRes (denied) or an Error (failed). */
-function rlfDenied(reason: unknown): boolean {
-  if (reason instanceof RateLimiterRes) return false;
-  throw reason;
+/** rate-limiter-flexible resolves an allowed request and rejects a denied one with a RateLimiterRes. */
+function rlfDecider(consume: (identifier: string) => Promise<unknown>): Decider {
+  return {
+    decide: consume,
+    allowed: () => true,
+    denial: (reason) => reason instanceof RateLimiterRes,
+  };
 }
 
 export function peersOnRedis(redis: Redis, windowMs = WINDOW_MS): Contender[] {
   const upstash = upstashAdapter(redis);
-  const upstashLimiter = (limiter: ConstructorParameters<typeof Ratelimit>[0]['limiter']): Decide => {
+  const upstashLimiter = (limiter: ConstructorParameters<typeof Ratelimit>[0]['limiter']): Decider => {
     const ratelimit = new Ratelimit({
       // The adapter implements the two methods the library calls; see upstash-adapter.ts.
       redis: upstash as unknown as ConstructorParameters<typeof Ratelimit>[0]['redis'],
@@ -172,7 +174,10 @@ export function peersOnRedis(redis: Redis, windowMs = WINDOW_MS): Contender[] {
       // Its fastest setting: no per-call timer racing the reply.
       timeout: 0,
     });
-    return (identifier) => ratelimit.limit(identifier).then((response) => response.success);
+    return {
+      decide: (identifier: string) => ratelimit.limit(identifier),
+      allowed: (response: { readonly success: boolean }) => response.success,
+    } as Decider;
   };
   return [
     {
@@ -187,7 +192,7 @@ export function peersOnRedis(redis: Redis, windowMs = WINDOW_MS): Contender[] {
           duration: windowMs / 1000,
           keyPrefix: 'rlflx',
         });
-        return (identifier) => limiter.consume(identifier).then(() => true, rlfDenied);
+        return rlfDecider((identifier) => limiter.consume(identifier));
       },
     },
     {
@@ -229,8 +234,10 @@ export function seedReference(redis: Redis): Contender {
       }
       const capacity = String(LIMIT);
       const rate = String(LIMIT / (WINDOW_MS / 1000));
-      return (identifier) =>
-        client.seedTokenBucket(`rl:tb:{${identifier}}`, capacity, rate, '1').then((reply) => reply[0] === 1);
+      return {
+        decide: (identifier: string) => client.seedTokenBucket(`rl:tb:{${identifier}}`, capacity, rate, '1'),
+        allowed: (reply: [number, number]) => reply[0] === 1,
+      } as Decider;
     },
   };
 }
@@ -244,7 +251,10 @@ export function memoryContenders(): Contender[] {
     kind: policy.kind,
     setup() {
       const limiter = createLimiter({ store: new MemoryStore(), policy: policy.make(), name: 'bench' });
-      return (identifier) => limiter.limit(identifier).then(isAllowed);
+      return {
+        decide: (identifier: string) => limiter.limit(identifier),
+        allowed: (decision: Decision) => decision.allowed,
+      } as Decider;
     },
   }));
   return [
@@ -256,7 +266,7 @@ export function memoryContenders(): Contender[] {
       kind: 'fixed-window',
       setup() {
         const limiter = new RateLimiterMemory({ points: LIMIT, duration: WINDOW_MS / 1000 });
-        return (identifier) => limiter.consume(identifier).then(() => true, rlfDenied);
+        return rlfDecider((identifier) => limiter.consume(identifier));
       },
     },
   ];

@@ -42,29 +42,26 @@ async function once(
   ];
   // Even decisions go to a hot identifier, odd ones walk the cold identifiers.
   const pick = (i: number): number => (i % 2 === 0 ? cold + ((i >> 1) % HOT_IDENTIFIERS) : (i >> 1) % cold);
-  const decide = contender.setup();
-  let hotAllowed = 0;
-  let hotTotal = 0;
-  const counted = async (identifier: string): Promise<boolean> => {
-    const allowed = await decide(identifier);
-    if (identifier.startsWith('hot:')) {
-      hotTotal++;
-      if (allowed) hotAllowed++;
-    }
-    return allowed;
-  };
+  const decider = contender.setup();
   const base = { concurrency: options.concurrency, identifiers, pick };
-  await runLoad(counted, { ...base, durationMs: options.warmupMs, minDecisions: 2 * cold });
-  hotAllowed = 0;
-  hotTotal = 0;
+  await runLoad(decider, { ...base, durationMs: options.warmupMs, minDecisions: 2 * cold });
   collectGarbage();
+  let hotAllowed = 0;
   const hot: number[] = [];
   const coldLatencies: number[] = [];
-  const result = await runLoad(counted, {
+  const result = await runLoad(decider, {
     ...base,
     durationMs: options.durationMs,
-    observe: (index, latencyMs) => (index >= cold ? hot : coldLatencies).push(latencyMs),
+    observe: (index, latencyMs, allowed) => {
+      if (index >= cold) {
+        hot.push(latencyMs);
+        if (allowed) hotAllowed++;
+      } else {
+        coldLatencies.push(latencyMs);
+      }
+    },
   });
+  const hotTotal = hot.length;
   hot.sort((a, b) => a - b);
   coldLatencies.sort((a, b) => a - b);
   return {

@@ -2,8 +2,18 @@
 // identifiers taken round robin, with every decision's latency recorded.
 import { performance } from 'node:perf_hooks';
 
-/** One decision of a contender: resolves to whether the request was allowed. */
-export type Decide = (identifier: string) => Promise<boolean>;
+/**
+ * How a contender decides: one call per decision, and how to read its answer. The loop awaits the
+ * call's own promise (no `.then` of ours in between, which would cost as much as an in-process
+ * decision).
+ */
+export interface Decider<T = unknown> {
+  decide(identifier: string): Promise<T>;
+  /** Whether the answer allowed the request. */
+  allowed(answer: T): boolean;
+  /** For a library that rejects a denied request (rate-limiter-flexible): whether a rejection is a denial. */
+  denial?(reason: unknown): boolean;
+}
 
 export interface LoadOptions {
   /** Decisions kept in flight at once. */
@@ -17,8 +27,8 @@ export interface LoadOptions {
   readonly latency?: boolean;
   /** Picks the identifier of the i-th decision; round robin over `identifiers` by default. */
   readonly pick?: (index: number) => number;
-  /** Called with the identifier index and latency of every decision, e.g. to split hot from cold. */
-  readonly observe?: (identifierIndex: number, latencyMs: number) => void;
+  /** Called with the identifier index, latency and verdict of every decision, e.g. to split hot from cold. */
+  readonly observe?: (identifierIndex: number, latencyMs: number, allowed: boolean) => void;
 }
 
 export interface LoadResult {
@@ -49,7 +59,7 @@ export function collectGarbage(): void {
 }
 
 /** Runs the loop until `durationMs` has passed and every decision in flight has settled. */
-export async function runLoad(decide: Decide, options: LoadOptions): Promise<LoadResult> {
+export async function runLoad<T>(decider: Decider<T>, options: LoadOptions): Promise<LoadResult> {
   const { concurrency, identifiers, durationMs, pick, observe } = options;
   const minDecisions = options.minDecisions ?? 0;
   const latency = options.latency ?? true;
@@ -69,17 +79,30 @@ export async function runLoad(decide: Decide, options: LoadOptions): Promise<Loa
       const index = pick === undefined ? next++ % identifiers.length : pick(next++);
       const identifier = identifiers[index] as string;
       if (samples === undefined) {
-        if (await decide(identifier)) allowed++;
+        let ok: boolean;
+        try {
+          ok = decider.allowed(await decider.decide(identifier));
+        } catch (reason) {
+          if (decider.denial?.(reason) !== true) throw reason;
+          ok = false;
+        }
+        if (ok) allowed++;
         // An in-process store answers in microtasks, so the timer never gets its turn: read the clock now and then.
         if ((++count & 1023) === 0 && performance.now() > deadline) running = false;
       } else {
         const t0 = performance.now();
-        const ok = await decide(identifier);
+        let ok: boolean;
+        try {
+          ok = decider.allowed(await decider.decide(identifier));
+        } catch (reason) {
+          if (decider.denial?.(reason) !== true) throw reason;
+          ok = false;
+        }
         const elapsed = performance.now() - t0;
         if (ok) allowed++;
         if (count < MAX_SAMPLES) samples[count] = elapsed;
         count++;
-        if (observe !== undefined) observe(index, elapsed);
+        if (observe !== undefined) observe(index, elapsed, ok);
         // A saturated event loop can starve the timer: the clock is read anyway here.
         if (t0 > deadline) running = false;
       }

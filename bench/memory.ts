@@ -57,12 +57,12 @@ export async function memoryPerIdentifier(
 ): Promise<MemoryRecord> {
   await bench.flush();
   const before = await bench.usedMemory();
-  const decide = contender.setup();
+  const decider = contender.setup();
   // Once per identifier: a run long enough to reach each, stopped by count rather than time.
   let next = 0;
   await Promise.all(
     Array.from({ length: 50 }, async () => {
-      while (next < identifiers.length) await decide(identifiers[next++] as string);
+      while (next < identifiers.length) await decider.decide(identifiers[next++] as string);
     }),
   );
   const after = await bench.usedMemory();

@@ -54,13 +54,13 @@ async function measure(
 ): Promise<RunRecord> {
   const onRedis = options.onRedis ?? true;
   if (onRedis) await bench.flush();
-  const decide = contender.setup();
+  const decider = contender.setup();
   const load = { concurrency: options.concurrency, identifiers: options.identifiers, latency: onRedis };
   // Every identifier has state before the measured run: creating keys costs more than updating them.
-  await runLoad(decide, { ...load, durationMs: options.warmupMs, minDecisions: options.identifiers.length });
+  await runLoad(decider, { ...load, durationMs: options.warmupMs, minDecisions: options.identifiers.length });
   collectGarbage();
   if (!onRedis) {
-    const result = await runLoad(decide, { ...load, durationMs: options.durationMs });
+    const result = await runLoad(decider, { ...load, durationMs: options.durationMs });
     return {
       ...result,
       round,
@@ -73,7 +73,7 @@ async function measure(
   await bench.resetStats();
   const cpuBefore = await bench.cpuUsec();
   const undecidedBefore = contender.notFromStore?.() ?? 0;
-  const result = await runLoad(decide, { ...load, durationMs: options.durationMs });
+  const result = await runLoad(decider, { ...load, durationMs: options.durationMs });
   const undecided = (contender.notFromStore?.() ?? 0) - undecidedBefore;
   const cpuAfter = await bench.cpuUsec();
   const totals = scriptTotals(await bench.commandStats());
