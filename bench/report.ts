@@ -186,7 +186,7 @@ function redisSection(results: Results): string[] {
     '',
     `${results.settings.concurrency} decisions in flight over ${count(results.settings.identifiers)} distinct identifiers, one shared ioredis client, ` +
       `median of ${results.settings.rounds} interleaved rounds of ${results.settings.durationMs / 1000} s each (after ${results.settings.warmupMs / 1000} s of warm-up); ` +
-      `every run starts from an empty database. Policies allow ${results.settings.limit} per ${results.settings.windowMs / 1000} s, so no decision is denied: every contender does the same work (read, decide, write).`,
+      `every run starts from an empty database. Policies allow ${results.settings.limit} per ${results.settings.windowMs / 1000} s (token buckets: ${results.settings.limit} refilling 20 per second), so no decision is denied: every contender does the same work (read, decide, write).`,
     '',
     table(
       [
@@ -210,10 +210,13 @@ function redisSection(results: Results): string[] {
     '',
     '### Pairings',
     '',
-    ...Object.entries(PAIRINGS).map(
-      ([id, pairing]) =>
-        `- sluice ${id.replace('sluice.', '')}: ${pairing.peers.join(', ')} (${pairing.why}).`,
-    ),
+    ...Object.entries(PAIRINGS).map(([id, pairing]) => {
+      const names = pairing.peers.map((peer) => {
+        const row = byId(redis, peer);
+        return row === undefined ? peer : `${row.library} ${row.label}`;
+      });
+      return `- sluice ${id.replace('sluice.', '')}: ${names.join(', ')}: ${pairing.why}.`;
+    }),
     '',
   ];
 }
