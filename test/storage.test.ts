@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { createLimiter, fixedWindow, gcra, type Policy, slidingWindow, tokenBucket } from '../src/index.js';
+import { decodeFixedWindow, decodeTat } from '../src/stores/redis/stored.js';
 import { type Connected, connect } from './helpers/clients.js';
 import { type RedisServer, startRedis } from './helpers/redis-server.js';
 import { openVariant, type Variant } from './helpers/suites.js';
@@ -110,8 +111,13 @@ describe('the two forms of a fixed window count', () => {
       });
       assert.equal((await packed.limit('id', { cost: 2 })).remaining, 3);
       assert.equal(String(await connected.command('GET', key)), String(1_700_000_000 * 2 ** 21 + 2));
+      assert.deepEqual(decodeFixedWindow(String(await connected.command('GET', key))), {
+        index: 1_700_000_000,
+        count: 2,
+      });
       assert.equal((await text.limit('id')).remaining, 2_097_152 - 3, 'the text policy read the integer');
       assert.equal(String(await connected.command('GET', key)), '1700000000:3');
+      assert.deepEqual(decodeFixedWindow('1700000000:3'), { index: 1_700_000_000, count: 3 });
       assert.equal((await packed.limit('id')).remaining, 1, 'the integer policy read the text');
       assert.equal(String(await connected.command('GET', key)), String(1_700_000_000 * 2 ** 21 + 4));
       assert.equal((await packed.limit('id', { cost: 2 })).allowed, false);
@@ -147,6 +153,14 @@ describe('bytes per identifier', () => {
         assert.equal(await connected.command('OBJECT', 'ENCODING', key), encoding);
         const bytes = Number(await connected.command('MEMORY', 'USAGE', key, 'SAMPLES', '0'));
         assert.ok(bytes <= 100, `${bytes} bytes`);
+        const stored = String(await connected.command('GET', key));
+        if (label === 'fixedWindow') {
+          assert.equal(decodeFixedWindow(stored)?.count, 2);
+        } else {
+          // Two units taken: the TAT is two intervals (86.4 s, 100 s) ahead of the server's clock.
+          const tat = decodeTat(stored) ?? Number.NaN;
+          assert.ok(stored.startsWith('-') && tat > Date.now() && tat < Date.now() + 300_000, stored);
+        }
         await connected.command('DEL', key);
       } finally {
         await connected.close();
@@ -168,6 +182,7 @@ describe('bytes per identifier', () => {
       let tat = now;
       for (let i = 0; i < 7; i++) tat += 3000 / 7;
       assert.equal(Number(stored), tat, `stored ${stored}`);
+      assert.equal(decodeTat(stored), tat);
     } finally {
       await connected.close();
     }

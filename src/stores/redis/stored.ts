@@ -1,0 +1,30 @@
+// Reads back the values the scripts store (src/algorithms/*.lua), for tools and tests that look at
+// Redis directly. The scripts are the source of these formats; the storage tests hold both to them.
+
+/** 2^21: a fixed window count packed with its window index stays below it. */
+const FIXED_WINDOW_SPAN = 2 ** 21;
+
+/**
+ * A fixed window value: one integer, index × 2^21 + count, when both fit; otherwise the text
+ * `"<index>:<count>"`. Returns undefined for anything else.
+ */
+export function decodeFixedWindow(
+  value: string,
+): { readonly index: number; readonly count: number } | undefined {
+  const text = /^(\d+):(\d+)$/.exec(value);
+  if (text !== null) return { index: Number(text[1]), count: Number(text[2]) };
+  if (!/^\d+$/.test(value)) return undefined;
+  const packed = BigInt(value);
+  const span = BigInt(FIXED_WINDOW_SPAN);
+  return { index: Number(packed / span), count: Number(packed % span) };
+}
+
+/**
+ * A GCRA or token bucket value, the theoretical arrival time in ms: minus a whole number of
+ * microseconds (`"-1764681234567123"`), or the decimal itself. Returns undefined for anything else.
+ */
+export function decodeTat(value: string): number | undefined {
+  if (!/^-?\d+(\.\d+)?(e[+-]?\d+)?$/i.test(value)) return undefined;
+  const number = Number(value);
+  return number < 0 ? -number / 1000 : number;
+}
