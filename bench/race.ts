@@ -1,5 +1,8 @@
 // Races contenders in interleaved rounds: each run starts from an empty database, warms up, then
 // measures decisions per second, latency, and the server's work per decision.
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import type { Contender } from './contenders.js';
 import { collectGarbage, type LoadResult, median, runLoad } from './load.js';
 import { type BenchServer, scriptTotals } from './server.js';
@@ -11,9 +14,11 @@ export interface RaceOptions {
   readonly concurrency: number;
   readonly identifiers: readonly string[];
   readonly log: (line: string) => void;
-  /** False for the in-process stores: no database to flush, no server statistics, no latency clock. */
-  readonly onRedis?: boolean;
+  /** Measures one run elsewhere (the in-process stores run in a child process each); Redis by default. */
+  readonly measure?: (contender: Contender, round: number) => Promise<RunRecord>;
 }
+
+const run = promisify(execFile);
 
 /** One measured run of one contender. */
 export interface RunRecord extends LoadResult {
@@ -52,24 +57,12 @@ async function measure(
   round: number,
   options: RaceOptions,
 ): Promise<RunRecord> {
-  const onRedis = options.onRedis ?? true;
-  if (onRedis) await bench.flush();
+  await bench.flush();
   const decider = contender.setup();
-  const load = { concurrency: options.concurrency, identifiers: options.identifiers, latency: onRedis };
+  const load = { concurrency: options.concurrency, identifiers: options.identifiers };
   // Every identifier has state before the measured run: creating keys costs more than updating them.
   await runLoad(decider, { ...load, durationMs: options.warmupMs, minDecisions: options.identifiers.length });
   collectGarbage();
-  if (!onRedis) {
-    const result = await runLoad(decider, { ...load, durationMs: options.durationMs });
-    return {
-      ...result,
-      round,
-      scriptCalls: 0,
-      scriptUsecPerDecision: 0,
-      serverCpuUsecPerDecision: 0,
-      notFromStore: 0,
-    };
-  }
   await bench.resetStats();
   const cpuBefore = await bench.cpuUsec();
   const undecidedBefore = contender.notFromStore?.() ?? 0;
@@ -84,6 +77,34 @@ async function measure(
     scriptUsecPerDecision: totals.usec / result.decisions,
     serverCpuUsecPerDecision: (cpuAfter - cpuBefore) / result.decisions,
     notFromStore: undecided,
+  };
+}
+
+/** Runs one in-process contender in a child process (bench/memory-worker.ts). */
+export async function measureInChild(
+  contender: Contender,
+  round: number,
+  options: RaceOptions,
+): Promise<RunRecord> {
+  const worker = fileURLToPath(new URL('./memory-worker.js', import.meta.url));
+  const args = [
+    '--expose-gc',
+    worker,
+    contender.id,
+    String(options.warmupMs),
+    String(options.durationMs),
+    String(options.concurrency),
+    String(options.identifiers.length),
+  ];
+  const { stdout } = await run(process.execPath, args, { maxBuffer: 1 << 20 });
+  const result = JSON.parse(stdout) as LoadResult;
+  return {
+    ...result,
+    round,
+    scriptCalls: 0,
+    scriptUsecPerDecision: 0,
+    serverCpuUsecPerDecision: 0,
+    notFromStore: 0,
   };
 }
 
@@ -112,7 +133,10 @@ export async function race(
     const shift = (round * Math.max(1, Math.floor(contenders.length / options.rounds))) % contenders.length;
     const order = [...contenders.slice(shift), ...contenders.slice(0, shift)];
     for (const contender of order) {
-      const record = await measure(bench, contender, round, options);
+      const record =
+        options.measure === undefined
+          ? await measure(bench, contender, round, options)
+          : await options.measure(contender, round);
       runs.get(contender.id)?.push(record);
       options.log(describe(contender.id, record));
     }

@@ -24,7 +24,7 @@ import { denyCacheSaving } from './deny-cache.js';
 import { fairness } from './fairness.js';
 import { machine, versions } from './machine.js';
 import { memoryPerIdentifier, slidingLogPerEntry } from './memory.js';
-import { race } from './race.js';
+import { measureInChild, race } from './race.js';
 import { computeTargets, type Results, renderMarkdown, type Settings } from './report.js';
 import { startBenchServer } from './server.js';
 
@@ -161,15 +161,19 @@ async function main(): Promise<void> {
     }
     if (args.only.has('memory-store')) {
       log('Memory store');
+      // Short and many rounds (in-process figures move most with the machine's load), each run in a
+      // process of its own.
+      const memoryOptions = {
+        ...raceOptions,
+        rounds: args.quick ? 1 : MEMORY_STORE_ROUNDS,
+        durationMs: args.quick ? 700 : 1000,
+        warmupMs: 300,
+      };
       results = {
         ...results,
         memoryStore: await race(bench, chosen(memoryContenders()), {
-          ...raceOptions,
-          // Short and many: in-process figures move most with the machine's load.
-          rounds: args.quick ? 1 : MEMORY_STORE_ROUNDS,
-          durationMs: args.quick ? 700 : 1000,
-          warmupMs: 200,
-          onRedis: false,
+          ...memoryOptions,
+          measure: (contender, round) => measureInChild(contender, round, memoryOptions),
         }),
       };
     }

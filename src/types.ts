@@ -64,8 +64,9 @@ export interface Policy<S = unknown> {
   /** A stable text naming the policy and its parameters, e.g. `tokenBucket(capacity=100,refillPerSecond=10)`. */
   readonly description: string;
   /**
-   * The pure twin of the script. `state` is what the previous call returned (possibly mutated in
-   * place for the sliding log, whose state is large); `now` is in milliseconds.
+   * The pure twin of the script. `state` is what the previous call returned, which the built-in
+   * twins update in place and return (the log is large; the windows' small objects would otherwise
+   * be replaced on every request); `now` is in milliseconds.
    */
   decide(state: S | undefined, now: number, operation: Operation, cost: number): Outcome<S>;
 }

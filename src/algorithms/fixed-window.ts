@@ -5,11 +5,23 @@ import { durationMs, knownKeys, optionsObject, positiveInteger } from '../valida
 
 /**
  * The state kept per identifier: which window, and how many units it has used. (On Redis, one
- * integer, index × 2^21 + count, when both fit; see fixed-window.lua.)
+ * integer, index × 2^21 + count, when both fit; see fixed-window.lua.) The twin updates it in place.
  */
 export interface FixedWindowState {
-  readonly index: number;
-  readonly count: number;
+  index: number;
+  count: number;
+}
+
+/**
+ * The state to keep, written into the previous one when there is one: the memory store then holds
+ * one object per identifier for good, instead of a new one per request that outlives the young
+ * generation (and costs a full collection to reclaim).
+ */
+function keep(stored: FixedWindowState | undefined, index: number, count: number): FixedWindowState {
+  if (stored === undefined) return { index, count };
+  stored.index = index;
+  stored.count = count;
+  return stored;
 }
 
 /** Decides one request against a fixed window of `windowMs` holding `limit` units. */
@@ -45,7 +57,7 @@ export function decideFixedWindow(
     remaining: limit - count,
     resetMs: count > 0 ? untilEnd : 0,
     retryAfterMs,
-    state: ttlMs > 0 ? { index, count } : stored,
+    state: ttlMs > 0 ? keep(stored, index, count) : stored,
     ttlMs,
   };
 }

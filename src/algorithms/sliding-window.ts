@@ -8,9 +8,23 @@ const EPSILON = 1e-6;
 
 /** The state kept per identifier: the current window's index and the two counts. */
 export interface SlidingWindowState {
-  readonly index: number;
-  readonly previous: number;
-  readonly current: number;
+  index: number;
+  previous: number;
+  current: number;
+}
+
+/** The state to keep, written into the previous one when there is one (see fixed-window.ts). */
+function keep(
+  stored: SlidingWindowState | undefined,
+  index: number,
+  previous: number,
+  current: number,
+): SlidingWindowState {
+  if (stored === undefined) return { index, previous, current };
+  stored.index = index;
+  stored.previous = previous;
+  stored.current = current;
+  return stored;
 }
 
 /** Decides one request: `previous × (1 − elapsed/window) + current` must leave room for `cost`. */
@@ -70,7 +84,7 @@ export function decideSlidingWindow(
     remaining,
     resetMs: keepFor,
     retryAfterMs,
-    state: write && keepFor > 0 ? { index, previous, current } : stored,
+    state: write && keepFor > 0 ? keep(stored, index, previous, current) : stored,
     ttlMs: write ? keepFor : -1,
   };
 }
