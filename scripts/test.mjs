@@ -1,5 +1,5 @@
 // `npm test`: builds the tests with tsc, checks redis-server is there, and runs every suite with node:test.
-import { spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
