@@ -1,0 +1,83 @@
+// Cluster and Sentinel clients of both libraries, configured as the README recommends, for the cluster suites.
+import { Cluster, Redis } from 'ioredis';
+import { createCluster } from 'redis';
+import type { ClientKind } from './clients.js';
+
+export interface ClusterClient {
+  readonly kind: ClientKind;
+  /** The client itself, as an application would pass it to RedisStore. */
+  readonly client: unknown;
+  close(): Promise<void>;
+}
+
+/**
+ * Connects a cluster client to the seed nodes. The options are the ones the README's "Running on
+ * Redis Cluster" section recommends; the failover suite measures them.
+ */
+export async function connectCluster(
+  kind: ClientKind,
+  rootNodes: ReadonlyArray<{ host: string; port: number }>,
+): Promise<ClusterClient> {
+  if (kind === 'ioredis') {
+    const client = new Cluster(
+      rootNodes.map(({ host, port }) => ({ host, port })),
+      {
+        lazyConnect: true,
+        scaleReads: 'master',
+        maxRedirections: 16,
+        retryDelayOnFailover: 100,
+        retryDelayOnClusterDown: 100,
+        retryDelayOnTryAgain: 100,
+        enableOfflineQueue: true,
+        redisOptions: { maxRetriesPerRequest: 1 },
+      },
+    );
+    client.on('error', () => {});
+    await client.connect();
+    return {
+      kind,
+      client,
+      close: async () => {
+        client.disconnect();
+      },
+    };
+  }
+  const client = createCluster({
+    rootNodes: rootNodes.map(({ host, port }) => ({ socket: { host, port } })),
+    maxCommandRedirections: 16,
+    defaults: { socket: { reconnectStrategy: (retries: number) => Math.min(50 * 2 ** retries, 500) } },
+  });
+  client.on('error', () => {});
+  await client.connect();
+  return {
+    kind,
+    client,
+    close: async () => {
+      client.destroy();
+    },
+  };
+}
+
+/** An ioredis client that finds the primary through Sentinel. */
+export async function connectSentinel(
+  sentinels: ReadonlyArray<{ host: string; port: number }>,
+  name: string,
+): Promise<ClusterClient> {
+  const client = new Redis({
+    sentinels: sentinels.map(({ host, port }) => ({ host, port })),
+    name,
+    lazyConnect: true,
+    maxRetriesPerRequest: 1,
+    sentinelRetryStrategy: (times: number) => Math.min(times * 50, 500),
+    retryStrategy: (times: number) => Math.min(times * 50, 500),
+  });
+  client.on('error', () => {});
+  await client.connect();
+  return {
+    kind: 'ioredis',
+    client,
+    close: async () => {
+      client.disconnect();
+    },
+  };
+}
