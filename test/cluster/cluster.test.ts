@@ -2,6 +2,7 @@
 // check against the memory store, the 500-at-100 concurrency test, key spread, and script/function reloads.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { Cluster } from 'ioredis';
 import {
   createLimiter,
   fixedWindow,
@@ -291,3 +292,25 @@ for (const kind of CLIENT_KINDS) {
     });
   }
 }
+
+test('ioredis: a NOSCRIPT wrapped in "Too many Cluster redirections" still reloads the script on that node', async () => {
+  // maxRedirections 0 makes ioredis wrap the first error, as it wraps the last one after a long failover.
+  const ioredis = new Cluster(
+    cluster.rootNodes.map(({ host, port }) => ({ host, port })),
+    { maxRedirections: 0, lazyConnect: true },
+  );
+  ioredis.on('error', () => {});
+  await ioredis.connect();
+  try {
+    const store = new RedisStore({ client: ioredis, prefix: 'rl-wrapped' });
+    const limiter = createLimiter({ store, policy: gcra({ limit: 5, periodMs: HOUR }), name: 'wrapped' });
+    const owner = await cluster.primaryOf(keySlot(store.keyFor('wrapped', 'a')));
+    await cluster.command(owner.port, 'SCRIPT', 'FLUSH');
+    const decision = await limiter.limit('a');
+    assert.equal(decision.allowed, true);
+    assert.equal(decision.remaining, 4);
+    assert.equal(store.calls, 2);
+  } finally {
+    ioredis.disconnect();
+  }
+});

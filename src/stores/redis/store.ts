@@ -54,8 +54,12 @@ interface Batch {
 const DEFAULTS = { prefix: 'rl', mode: 'scripts', maxBatch: 128 } as const;
 const COSTS = Array.from({ length: 101 }, (_, i) => String(i));
 
-function isErrorStarting(error: unknown, prefix: string): boolean {
-  return error instanceof Error && error.message.startsWith(prefix);
+// ioredis Cluster wraps the reply that ends a run of redirections, e.g. when a replica promoted in
+// a failover (it has no scripts) answers the last retry: the script still did not run.
+const NOSCRIPT = /^(?:Too many Cluster redirections\. Last error: ReplyError: )?NOSCRIPT/;
+
+function isNoScript(error: unknown): boolean {
+  return error instanceof Error && NOSCRIPT.test(error.message);
 }
 
 /**
@@ -213,7 +217,7 @@ export class RedisStore implements Store {
       return await this.#commander.send(args, key);
     } catch (error) {
       // Only NOSCRIPT earns a resend: any other error may have run the script, and a resend would count twice.
-      if (!isErrorStarting(error, 'NOSCRIPT')) throw error;
+      if (!isNoScript(error)) throw error;
       const retry = args.slice();
       retry[0] = 'EVAL';
       retry[1] = script.body;
@@ -237,6 +241,7 @@ export class RedisStore implements Store {
 
 function storeError(error: unknown): SluiceError {
   if (error instanceof SluiceError) return error;
-  const message = error instanceof Error ? error.message : String(error);
+  // node-redis rejects a timed-out command with an empty message: its name is the news.
+  const message = error instanceof Error ? error.message || error.name : String(error);
   return new SluiceError(ERROR_CODES.STORE, `Redis store failed: ${message}`, { cause: error });
 }
