@@ -62,6 +62,23 @@ function isNoScript(error: unknown): boolean {
   return error instanceof Error && NOSCRIPT.test(error.message);
 }
 
+const TRYAGAIN = /^(?:Too many Cluster redirections\. Last error: ReplyError: )?TRYAGAIN/;
+
+function isTryAgain(error: unknown): boolean {
+  return error instanceof Error && TRYAGAIN.test(error.message);
+}
+
+/** The items grouped by key, each group in arrival order. */
+function byKey(items: readonly Pending[]): Pending[][] {
+  const groups = new Map<string, Pending[]>();
+  for (const item of items) {
+    const group = groups.get(item.key);
+    if (group === undefined) groups.set(item.key, [item]);
+    else group.push(item);
+  }
+  return [...groups.values()];
+}
+
 /**
  * Keeps state in Redis, Valkey or Redis Cluster. Every decision is made by one Lua script (or
  * Redis Function) on the server, reading the server's clock unless the limiter brings its own.
@@ -190,6 +207,15 @@ export class RedisStore implements Store {
         }
       },
       (error: unknown) => {
+        // TRYAGAIN: the slot is being migrated and only some of these keys have moved. Redis refused
+        // before running anything, and a call of one key cannot meet it (the client follows ASK).
+        if (isTryAgain(error)) {
+          const parts = byKey(items);
+          if (parts.length > 1) {
+            for (const part of parts) this.#send({ ...batch, items: part });
+            return;
+          }
+        }
         const wrapped = storeError(error);
         for (const item of items) item.reject(wrapped);
       },
