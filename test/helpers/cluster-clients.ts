@@ -23,13 +23,14 @@ export async function connectCluster(
       rootNodes.map(({ host, port }) => ({ host, port })),
       {
         lazyConnect: true,
+        // Limiter state is written by every call: never route to replicas.
         scaleReads: 'master',
-        maxRedirections: 16,
+        // The retry budget (here 64 x 100 ms) must outlast a failover (about twice cluster-node-timeout).
+        maxRedirections: 64,
         retryDelayOnFailover: 100,
         retryDelayOnClusterDown: 100,
         retryDelayOnTryAgain: 100,
         enableOfflineQueue: true,
-        redisOptions: { maxRetriesPerRequest: 1 },
       },
     );
     client.on('error', () => {});
@@ -45,7 +46,15 @@ export async function connectCluster(
   const client = createCluster({
     rootNodes: rootNodes.map(({ host, port }) => ({ socket: { host, port } })),
     maxCommandRedirections: 16,
-    defaults: { socket: { reconnectStrategy: (retries: number) => Math.min(50 * 2 ** retries, 500) } },
+    // Rediscover the topology 300 ms after a node starts reconnecting (default 5000 ms): until then,
+    // commands for a dead primary's slots wait for it.
+    topologyRefreshOnReconnectionAttemptStrategy: 300,
+    defaults: {
+      socket: {
+        connectTimeout: 1000,
+        reconnectStrategy: (retries: number) => Math.min(50 * 2 ** retries, 500),
+      },
+    },
   });
   client.on('error', () => {});
   await client.connect();

@@ -1,0 +1,452 @@
+// sluice under topology changes on a real Redis Cluster, with ioredis and node-redis in both modes: a slot
+// migration (redis-cli --cluster reshard), CLUSTER FAILOVER on a replica, and a primary killed with SIGKILL,
+// each under load.
+import assert from 'node:assert/strict';
+import { after, afterEach, before, test } from 'node:test';
+import {
+  createLimiter,
+  type Decision,
+  fixedWindow,
+  gcra,
+  type Limiter,
+  type Policy,
+  RedisStore,
+  slidingLog,
+  slidingWindow,
+  tokenBucket,
+} from '../../src/index.js';
+import { LIBRARY_NAME } from '../../src/stores/redis/scripts.js';
+import { keySlot } from '../../src/stores/redis/slot.js';
+import { CLIENT_KINDS, type ClientKind } from '../helpers/clients.js';
+import { type ClusterClient, connectCluster } from '../helpers/cluster-clients.js';
+import { type Load, type LoadOptions, type Outcome, sleep, startLoad, summarize } from '../helpers/load.js';
+import { type ClusterNode, type RedisCluster, reshard, startCluster } from '../helpers/redis-cluster.js';
+import { infoFields, pollUntil } from '../helpers/resp.js';
+
+const HOUR = 3_600_000;
+const T0 = 1_700_002_800_000;
+/** So large that nothing is denied: every call is counted, and the count can be checked afterwards. */
+const HUGE = 1_000_000;
+
+interface Rig {
+  readonly kind: ClientKind;
+  readonly mode: 'scripts' | 'functions';
+  readonly label: string;
+  readonly store: RedisStore;
+}
+
+let cluster: RedisCluster;
+const clients: ClusterClient[] = [];
+const rigs: Rig[] = [];
+
+before(async () => {
+  // A node unreachable for 1 s is failed over: the failover tests stay short.
+  cluster = await startCluster({ nodeTimeoutMs: 1000 });
+  for (const kind of CLIENT_KINDS) {
+    for (const mode of ['scripts', 'functions'] as const) {
+      const client = await connectCluster(kind, cluster.rootNodes);
+      clients.push(client);
+      // One prefix per rig: the four rigs never share a key, so each one's counts can be checked.
+      const store = new RedisStore({ client: client.client, mode, prefix: `rl-${kind}-${mode}` });
+      rigs.push({ kind, mode, label: `${kind}/${mode}`, store });
+    }
+  }
+});
+
+const running = new Set<Load>();
+
+/** Starts a load that is stopped after the test even when an assertion fails first. */
+function trackedLoad(options: LoadOptions): Load {
+  const started = startLoad(options);
+  running.add(started);
+  return started;
+}
+
+afterEach(async () => {
+  await Promise.all([...running].map((each) => each.stop()));
+  running.clear();
+});
+
+after(async () => {
+  await Promise.all(clients.map((client) => client.close()));
+  await cluster?.stop();
+});
+
+/** A limiter that counts what it was granted, per identifier, to compare with Redis afterwards. */
+function countingLimiter(rig: Rig, name: string): { limiter: Limiter; grants: Map<string, number> } {
+  const limiter = createLimiter({
+    store: rig.store,
+    policy: fixedWindow({ limit: HUGE, windowMs: HOUR }),
+    name,
+    clock: () => T0,
+  });
+  const grants = new Map<string, number>();
+  const counted: Limiter = {
+    ...limiter,
+    limit: async (identifier, options) => {
+      const decision = await limiter.limit(identifier, options);
+      if (decision.allowed && decision.reason === undefined) {
+        grants.set(identifier, (grants.get(identifier) ?? 0) + 1);
+      }
+      return decision;
+    },
+  };
+  return { limiter: counted, grants };
+}
+
+/** For each identifier, how far Redis's count is from the grants seen: 0 everywhere when exact. */
+async function countErrors(limiter: Limiter, grants: Map<string, number>): Promise<Map<string, number>> {
+  const off = new Map<string, number>();
+  for (const [identifier, granted] of grants) {
+    const counted = HUGE - (await limiter.peek(identifier)).remaining;
+    if (counted !== granted) off.set(identifier, counted - granted);
+  }
+  return off;
+}
+
+const POLICIES: ReadonlyArray<readonly [string, () => Policy]> = [
+  ['fixedWindow', () => fixedWindow({ limit: 100, windowMs: HOUR })],
+  ['slidingLog', () => slidingLog({ limit: 100, windowMs: HOUR })],
+  ['slidingWindow', () => slidingWindow({ limit: 100, windowMs: HOUR })],
+  ['tokenBucket', () => tokenBucket({ capacity: 100, refillPerSecond: 100 / 3600 })],
+  ['gcra', () => gcra({ limit: 100, periodMs: HOUR })],
+];
+
+/** 500 concurrent requests at a limit of 100, for every algorithm: exactly 100 must pass. */
+async function assertExactBursts(rig: Rig, name: string, identifier: string): Promise<void> {
+  for (const [label, make] of POLICIES) {
+    const limiter = createLimiter({
+      store: rig.store,
+      policy: make(),
+      name: `${name}-${label}`,
+      clock: () => T0,
+    });
+    const decisions = await Promise.all(Array.from({ length: 500 }, () => limiter.limit(identifier)));
+    assert.equal(
+      decisions.filter((decision) => decision.allowed).length,
+      100,
+      `${rig.label} ${label} on ${identifier}`,
+    );
+  }
+}
+
+async function errorStats(): Promise<Record<string, number>> {
+  const totals: Record<string, number> = {};
+  for (const server of cluster.servers) {
+    if (server.process.exitCode !== null || server.process.signalCode !== null) continue;
+    const fields = infoFields(await cluster.command(server.port, 'INFO', 'errorstats'));
+    for (const [field, value] of Object.entries(fields)) {
+      const count = Number(/count=(\d+)/.exec(value)?.[1] ?? 0);
+      const name = field.replace('errorstat_', '');
+      totals[name] = (totals[name] ?? 0) + count;
+    }
+  }
+  return totals;
+}
+
+async function resetStats(): Promise<void> {
+  for (const server of cluster.servers) {
+    if (server.process.exitCode === null && server.process.signalCode === null) {
+      await cluster.command(server.port, 'CONFIG', 'RESETSTAT');
+    }
+  }
+}
+
+function primaries(nodes: ClusterNode[]): ClusterNode[] {
+  return nodes.filter((node) => node.role === 'primary' && !node.failed && node.slots.length > 0);
+}
+
+function describeRun(label: string, outcomes: readonly Outcome[], since = 0): string {
+  const summary = summarize(outcomes);
+  const window =
+    summary.firstErrorAt === undefined
+      ? 'none'
+      : `from +${summary.firstErrorAt - since} to +${(summary.lastErrorAt ?? 0) - since} ms`;
+  return `${label}: ${summary.total} calls, ${summary.decided} decided by Redis, ${summary.errors} errors ${JSON.stringify(summary.codes)}, failures ${window}, longest wait ${summary.longestWaitMs} ms`;
+}
+
+test('a slot half migrated: Redis refuses a batch over its keys with TRYAGAIN, and sluice resends it one key per call', async () => {
+  const [source, target] = primaries(await cluster.topology()) as [ClusterNode, ClusterNode];
+  const [low, high] = source.slots[0] as [number, number];
+  // Two identifiers that share a slot of the source.
+  const seen = new Map<number, string>();
+  let pair: [string, string, number] | undefined;
+  for (let i = 0; pair === undefined; i++) {
+    const identifier = `half-${i}`;
+    const slot = keySlot(`{${identifier}}`);
+    if (slot < low || slot > high) continue;
+    const other = seen.get(slot);
+    if (other === undefined) seen.set(slot, identifier);
+    else pair = [other, identifier, slot];
+  }
+  const [a, b, slot] = pair;
+  const limiters = rigs.map((rig) => ({ rig, limiter: countingLimiter(rig, 'half').limiter }));
+  for (const { limiter } of limiters) {
+    await limiter.limit(a);
+    await limiter.limit(b);
+  }
+  // Start moving the slot by hand and move only a's keys: the slot now has keys on both nodes.
+  assert.equal(await cluster.command(target.port, 'CLUSTER', 'SETSLOT', slot, 'IMPORTING', source.id), 'OK');
+  assert.equal(await cluster.command(source.port, 'CLUSTER', 'SETSLOT', slot, 'MIGRATING', target.id), 'OK');
+  for (const { rig } of limiters) {
+    const key = rig.store.keyFor('half', a);
+    assert.equal(
+      await cluster.command(source.port, 'MIGRATE', '127.0.0.1', target.port, '', 0, 5000, 'KEYS', key),
+      'OK',
+    );
+  }
+  await resetStats();
+  // a and b in the same tick: one script call over both keys.
+  const bursts = limiters.map(({ rig, limiter }) => ({
+    rig,
+    decisions: Promise.all([limiter.limit(a), limiter.limit(b)]),
+  }));
+  // node-redis does not retry TRYAGAIN: the store's split answers while the slot is still half moved.
+  for (const { rig, decisions } of bursts.filter(({ rig }) => rig.kind === 'node-redis')) {
+    assert.deepEqual(
+      (await decisions).map((decision) => [decision.allowed, decision.remaining]),
+      [
+        [true, HUGE - 2],
+        [true, HUGE - 2],
+      ],
+      rig.label,
+    );
+  }
+  const stats = await errorStats();
+  console.log(`half-migrated slot: server-side replies ${JSON.stringify(stats)}`);
+  assert.ok((stats.TRYAGAIN ?? 0) > 0, 'Redis answered TRYAGAIN');
+  assert.ok((stats.ASK ?? 0) > 0, "the moved key's call was redirected with ASK");
+  // Finish the migration; ioredis, which retries TRYAGAIN itself every 100 ms, then gets through too.
+  for (const { rig } of limiters) {
+    const key = rig.store.keyFor('half', b);
+    assert.equal(
+      await cluster.command(source.port, 'MIGRATE', '127.0.0.1', target.port, '', 0, 5000, 'KEYS', key),
+      'OK',
+    );
+  }
+  for (const node of primaries(await cluster.topology())) {
+    assert.equal(await cluster.command(node.port, 'CLUSTER', 'SETSLOT', slot, 'NODE', target.id), 'OK');
+  }
+  for (const { rig, decisions } of bursts) {
+    assert.deepEqual(
+      (await decisions).map((decision) => decision.allowed),
+      [true, true],
+      rig.label,
+    );
+  }
+  for (const { rig, limiter } of limiters) {
+    assert.equal((await limiter.peek(a)).remaining, HUGE - 2, rig.label);
+    assert.equal((await limiter.peek(b)).remaining, HUGE - 2, rig.label);
+  }
+  await cluster.waitUntilHealthy();
+});
+
+test('a slot migration under load (redis-cli --cluster reshard): clients follow ASK and MOVED, nothing fails, counts stay exact', async () => {
+  const [source, target] = primaries(await cluster.topology()) as [ClusterNode, ClusterNode];
+  const [first] = source.slots[0] as [number, number];
+  // Five identifiers in each of the 8 slots to move, and filler keys so each slot takes a while to migrate.
+  const slotCount = 8;
+  const groups = new Map<number, string[]>();
+  for (let i = 0; groups.size < slotCount || [...groups.values()].some((group) => group.length < 5); i++) {
+    const identifier = `moving-${i}`;
+    const slot = keySlot(`{${identifier}}`);
+    if (slot < first || slot >= first + slotCount) continue;
+    const group = groups.get(slot) ?? [];
+    if (group.length < 5) group.push(identifier);
+    groups.set(slot, group);
+  }
+  for (const group of groups.values()) {
+    const filler: string[] = [];
+    for (let k = 0; k < 300; k++) filler.push(`filler:{${group[0]}}:${k}`, 'x');
+    await cluster.command(source.port, 'MSET', ...filler);
+  }
+  const identifiers = [...groups.values()].flat();
+  const runs = rigs.map((rig) => {
+    const { limiter, grants } = countingLimiter(rig, 'reshard');
+    const single = trackedLoad({ call: (id) => limiter.limit(id), identifiers, concurrency: 4 });
+    // All identifiers of one slot in the same tick: one script call over several keys of a migrating slot.
+    const burst = trackedLoad({
+      call: async (id) => {
+        const group = groups.get(keySlot(`{${id}}`)) as string[];
+        const decisions = await Promise.all(group.map((each) => limiter.limit(each)));
+        return decisions[0] as Decision;
+      },
+      identifiers: [...groups.values()].map((group) => group[0] as string),
+      concurrency: 2,
+    });
+    return { rig, limiter, grants, single, burst };
+  });
+  await sleep(200);
+  await resetStats();
+  await reshard(cluster, source.id, target.id, slotCount, source.port);
+  await sleep(200);
+  const stats = await errorStats();
+  for (const { rig, limiter, grants, single, burst } of runs) {
+    const outcomes = [...(await single.stop()), ...(await burst.stop())];
+    console.log(describeRun(`reshard ${rig.label}`, outcomes));
+    const summary = summarize(outcomes);
+    assert.equal(summary.errors + summary.fellBack, 0, describeRun(rig.label, outcomes));
+    assert.ok(summary.decided > 100);
+    assert.deepEqual(
+      await countErrors(limiter, grants),
+      new Map(),
+      `${rig.label}: Redis counts equal the grants`,
+    );
+  }
+  console.log(`reshard: server-side redirections ${JSON.stringify(stats)}`);
+  // The situations the clients and the store must handle did arise.
+  assert.ok((stats.ASK ?? 0) > 0, 'ASK replies');
+  assert.ok((stats.MOVED ?? 0) > 0, 'MOVED replies');
+  const moved = await cluster.primaryOf(first);
+  assert.equal(moved.id, target.id);
+  for (const rig of rigs) await assertExactBursts(rig, 'after-reshard', identifiers[0] as string);
+});
+
+test('CLUSTER FAILOVER on a replica under load: nothing fails, the new primary decides, counts stay exact', async () => {
+  const nodes = await cluster.topology();
+  const primary = primaries(nodes)[2] as ClusterNode;
+  const replica = nodes.find((node) => node.primaryId === primary.id && !node.failed) as ClusterNode;
+  const identifiers = Array.from({ length: 60 }, (_, i) => `graceful-${i}`);
+  const onShard = identifiers.filter((id) => {
+    const slot = keySlot(`{${id}}`);
+    return primary.slots.some(([low, high]) => slot >= low && slot <= high);
+  });
+  assert.ok(onShard.length > 0);
+  const runs = rigs.map((rig) => {
+    const { limiter, grants } = countingLimiter(rig, 'graceful');
+    return {
+      rig,
+      limiter,
+      grants,
+      load: trackedLoad({ call: (id) => limiter.limit(id), identifiers, concurrency: 6 }),
+    };
+  });
+  await sleep(200);
+  const startedAt = Date.now();
+  assert.equal(await cluster.command(replica.port, 'CLUSTER', 'FAILOVER'), 'OK');
+  await pollUntil('the replica to take over', async () =>
+    (await cluster.primaryOf(primary.slots[0]?.[0] ?? 0)).id === replica.id ? true : undefined,
+  );
+  await cluster.waitUntilHealthy();
+  console.log(`CLUSTER FAILOVER: replica promoted and cluster healthy after ${Date.now() - startedAt} ms`);
+  await sleep(300);
+  for (const { rig, limiter, grants, load } of runs) {
+    const outcomes = await load.stop();
+    console.log(describeRun(`CLUSTER FAILOVER ${rig.label}`, outcomes));
+    const summary = summarize(outcomes);
+    assert.equal(summary.errors + summary.fellBack, 0, describeRun(rig.label, outcomes));
+    assert.deepEqual(
+      await countErrors(limiter, grants),
+      new Map(),
+      `${rig.label}: Redis counts equal the grants`,
+    );
+    // The state of the shard's identifiers is on the new primary.
+    const key = rig.store.keyFor('graceful', onShard[0] as string);
+    assert.equal(await cluster.command(replica.port, 'EXISTS', key), 1);
+    await assertExactBursts(rig, 'after-graceful', onShard[0] as string);
+  }
+});
+
+test('a primary killed with SIGKILL under load: errors reach the caller as ERR_SLUICE_STORE while the replica is promoted, then the new primary decides', async () => {
+  const nodes = await cluster.topology();
+  const victim = primaries(nodes)[0] as ClusterNode;
+  const replica = nodes.find((node) => node.primaryId === victim.id && !node.failed) as ClusterNode;
+  const identifiers = Array.from({ length: 60 }, (_, i) => `killed-${i}`);
+  const onVictim = identifiers.filter((id) => {
+    const slot = keySlot(`{${id}}`);
+    return victim.slots.some(([low, high]) => slot >= low && slot <= high);
+  });
+  assert.ok(onVictim.length > 0);
+  const runs = rigs.map((rig) => {
+    const { limiter, grants } = countingLimiter(rig, 'killed');
+    return {
+      rig,
+      limiter,
+      grants,
+      load: trackedLoad({ call: (id) => limiter.limit(id), identifiers, concurrency: 6 }),
+    };
+  });
+  await sleep(200);
+  const killedAt = Date.now();
+  await cluster.server(victim.port).kill('SIGKILL');
+  await pollUntil('the replica to be promoted', async () => {
+    const owner = await cluster.primaryOf(victim.slots[0]?.[0] ?? 0);
+    return owner.id === replica.id ? true : undefined;
+  });
+  const promotedAt = Date.now() - killedAt;
+  await cluster.waitUntilHealthy();
+  // Keep the load on until every client has decided on the victim's identifiers again.
+  await pollUntil(
+    'every client to decide on the new primary',
+    async () => {
+      const since = Date.now() - 300;
+      return runs.every(({ load }) =>
+        load.outcomes.some(
+          (outcome) =>
+            outcome.decision !== undefined &&
+            load.startedAt + outcome.at > since &&
+            onVictim.includes(outcome.identifier),
+        ),
+      )
+        ? true
+        : undefined;
+    },
+    20_000,
+  );
+  await sleep(300);
+  console.log(`SIGKILL: replica promoted ${promotedAt} ms after the kill`);
+  for (const { rig, limiter, grants, load } of runs) {
+    const outcomes = await load.stop();
+    const offset = killedAt - load.startedAt;
+    console.log(describeRun(`SIGKILL ${rig.label}`, outcomes, offset));
+    const summary = summarize(outcomes);
+    // Every call either got a decision from Redis or the store's error; nothing else escaped.
+    assert.deepEqual(
+      Object.keys(summary.codes).filter((code) => code !== 'ERR_SLUICE_STORE'),
+      [],
+    );
+    // No failure before the kill, and decisions flow again at the end.
+    assert.ok(summary.firstErrorAt === undefined || summary.firstErrorAt >= offset);
+    // Recovery: the first call made after the kill, on the victim's slots, that Redis decided.
+    const recovered = outcomes.find(
+      (outcome) =>
+        outcome.sentAt > offset && outcome.decision !== undefined && onVictim.includes(outcome.identifier),
+    );
+    assert.ok(recovered !== undefined, `${rig.label} decided again on the victim's slots`);
+    console.log(
+      `SIGKILL ${rig.label}: the victim's slots answered again at +${recovered.at - offset} ms (a call made at +${recovered.sentAt - offset} ms)`,
+    );
+    assert.ok(outcomes.slice(-20).every((outcome) => outcome.decision !== undefined));
+    // Asynchronous replication: writes acknowledged just before the kill can be lost, and a call whose
+    // reply was lost can be counted once more when the client resends it. Report how far counts moved.
+    const off = await countErrors(limiter, grants);
+    console.log(
+      `SIGKILL ${rig.label}: identifiers whose count moved ${JSON.stringify(Object.fromEntries(off))}`,
+    );
+    // The victim's identifiers now live on the promoted replica.
+    const identifier = onVictim[0] as string;
+    await limiter.limit(identifier);
+    assert.equal(await cluster.command(replica.port, 'EXISTS', rig.store.keyFor('killed', identifier)), 1);
+    await assertExactBursts(rig, 'after-kill', identifier);
+  }
+  // A promoted primary that lacks the library gets it on first use, from both clients.
+  await cluster.command(replica.port, 'FUNCTION', 'FLUSH');
+  for (const rig of rigs.filter((each) => each.mode === 'functions')) {
+    const limiter = createLimiter({
+      store: rig.store,
+      policy: gcra({ limit: 5, periodMs: HOUR }),
+      name: 'reload',
+    });
+    await cluster.command(replica.port, 'FUNCTION', 'FLUSH');
+    const decision = await limiter.limit(onVictim[0] as string);
+    assert.equal(decision.remaining, 4, rig.label);
+    const libraries = (await cluster.command(
+      replica.port,
+      'FUNCTION',
+      'LIST',
+      'LIBRARYNAME',
+      LIBRARY_NAME,
+    )) as unknown[];
+    assert.equal(libraries.length, 1, rig.label);
+  }
+});
