@@ -16,7 +16,10 @@ import { keySlot } from './slot.js';
 
 /** Options of {@link RedisStore}. */
 export interface RedisStoreOptions {
-  /** An ioredis client or Cluster, or a node-redis client or cluster, already configured. */
+  /**
+   * An ioredis client (direct or through Sentinel) or Cluster, or a node-redis client, cluster
+   * (`createCluster()`) or sentinel (`createSentinel()`), already configured.
+   */
   readonly client: unknown;
   /**
    * First part of every key: `<prefix>:<limiter name>:{<identifier>}`.
