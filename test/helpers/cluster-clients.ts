@@ -1,6 +1,6 @@
 // Cluster and Sentinel clients of both libraries, configured as the README recommends, for the cluster suites.
 import { Cluster, Redis } from 'ioredis';
-import { createCluster } from 'redis';
+import { createCluster, createSentinel } from 'redis';
 import type { ClientKind } from './clients.js';
 
 export interface ClusterClient {
@@ -67,26 +67,51 @@ export async function connectCluster(
   };
 }
 
-/** An ioredis client that finds the primary through Sentinel. */
+/** A client that finds the primary through Sentinel: ioredis `new Redis({ sentinels })` or node-redis `createSentinel()`. */
 export async function connectSentinel(
+  kind: ClientKind,
   sentinels: ReadonlyArray<{ host: string; port: number }>,
   name: string,
 ): Promise<ClusterClient> {
-  const client = new Redis({
-    sentinels: sentinels.map(({ host, port }) => ({ host, port })),
+  if (kind === 'ioredis') {
+    const client = new Redis({
+      sentinels: sentinels.map(({ host, port }) => ({ host, port })),
+      name,
+      lazyConnect: true,
+      // Fail a command after one reconnection instead of queueing it through the whole failover.
+      maxRetriesPerRequest: 1,
+      sentinelRetryStrategy: (times: number) => Math.min(times * 50, 500),
+      retryStrategy: (times: number) => Math.min(times * 50, 500),
+      // Subscribe to +switch-master on the sentinels: reconnect to the new primary as soon as it is named.
+      failoverDetector: true,
+    });
+    client.on('error', () => {});
+    await client.connect();
+    return {
+      kind,
+      client,
+      close: async () => {
+        client.disconnect();
+      },
+    };
+  }
+  const client = createSentinel({
     name,
-    lazyConnect: true,
-    maxRetriesPerRequest: 1,
-    sentinelRetryStrategy: (times: number) => Math.min(times * 50, 500),
-    retryStrategy: (times: number) => Math.min(times * 50, 500),
+    sentinelRootNodes: sentinels.map(({ host, port }) => ({ host, port })),
+    nodeClientOptions: {
+      socket: {
+        connectTimeout: 1000,
+        reconnectStrategy: (retries: number) => Math.min(50 * 2 ** retries, 500),
+      },
+    },
   });
   client.on('error', () => {});
   await client.connect();
   return {
-    kind: 'ioredis',
+    kind,
     client,
     close: async () => {
-      client.disconnect();
+      await client.destroy();
     },
   };
 }
