@@ -2,8 +2,23 @@
 import type { Operation, Outcome, Policy } from '../types.js';
 import { durationMs, knownKeys, optionsObject, positiveInteger, positiveNumber } from '../validate.js';
 
-/** Slack for float comparisons, in ms; the Lua twin uses the same value. */
-const EPSILON = 1e-6;
+/**
+ * Slack for comparisons of times, in ms; the Lua twin uses the same value. Times near 1.7e12 ms
+ * carry float steps of about 2.4e-4 ms: one microsecond covers them.
+ */
+const EPSILON_MS = 1e-3;
+
+/**
+ * Whole units that fit now: the largest n with tat + n × interval − now ≤ tolerance, by the very
+ * comparison a request of cost n meets, so `remaining` never disagrees with the next decision.
+ */
+function unitsAvailable(tat: number, now: number, intervalMs: number, toleranceMs: number): number {
+  let n = Math.floor((toleranceMs - (tat - now)) / intervalMs);
+  if (n < 0) n = 0;
+  while (tat + (n + 1) * intervalMs - now <= toleranceMs + EPSILON_MS) n++;
+  while (n > 0 && tat + n * intervalMs - now > toleranceMs + EPSILON_MS) n--;
+  return n;
+}
 
 /**
  * The rule both policies share: each unit of cost moves the theoretical arrival time (TAT) one
@@ -27,7 +42,7 @@ export function decideGcra(
     write = true;
   } else {
     const next = tat + cost * intervalMs;
-    if (next - now > toleranceMs + EPSILON) {
+    if (next - now > toleranceMs + EPSILON_MS) {
       allowed = false;
       retryAfterMs = Math.ceil(next - toleranceMs - now);
     } else if (operation === 'limit') {
@@ -38,7 +53,7 @@ export function decideGcra(
   const keep = tat > now;
   return {
     allowed,
-    remaining: Math.floor((toleranceMs - (tat - now)) / intervalMs + EPSILON),
+    remaining: unitsAvailable(tat, now, intervalMs, toleranceMs),
     resetMs: Math.ceil(tat - now),
     retryAfterMs,
     // A write that leaves nothing owed deletes; a read keeps what was there.

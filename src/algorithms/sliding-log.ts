@@ -4,14 +4,16 @@ import type { Operation, Outcome, Policy } from '../types.js';
 import { durationMs, knownKeys, optionsObject, positiveInteger } from '../validate.js';
 
 /**
- * The largest limit the sliding log accepts. Memory and the cost of a denial's lookup grow with the
- * limit; above this, `slidingWindow` or `gcra` decide in O(1) with a few bytes per identifier.
+ * The largest limit the sliding log accepts. Memory (about 90 bytes per entry once a log passes 128
+ * entries) and the work of a request (one sorted-set insert per unit of cost) grow with the limit;
+ * at 1000 the costliest request stays near a millisecond of Redis time. Above it, `slidingWindow` or
+ * `gcra` decide in O(1) with about 100 bytes per identifier.
  */
-export const SLIDING_LOG_MAX_LIMIT = 10_000;
+export const SLIDING_LOG_MAX_LIMIT = 1000;
 
 /**
  * The state kept per identifier: entry times in ascending order, one per unit used. The twin
- * updates it in place (copying a log of up to 10 000 entries per decision would dominate).
+ * updates it in place (copying a log of up to 1000 entries per decision would dominate).
  */
 export interface SlidingLogState {
   readonly times: number[];

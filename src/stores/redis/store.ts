@@ -52,7 +52,12 @@ interface Batch {
   readonly operation: Operation;
   readonly now: number | undefined;
   readonly items: Pending[];
+  /** Units of cost in the batch: the log inserts one entry per unit, so its batches are bounded by cost. */
+  cost: number;
 }
+
+/** The most log entries one coalesced call may insert (each is a sorted-set insert on the server). */
+const MAX_LOG_BATCH_COST = 1000;
 
 const DEFAULTS = { prefix: 'rl', mode: 'scripts', maxBatch: 128 } as const;
 const COSTS = Array.from({ length: 101 }, (_, i) => String(i));
@@ -152,25 +157,34 @@ export class RedisStore implements Store {
     const queue = this.#queue;
     this.#queue = [];
     const cluster = this.#commander.cluster;
-    const batches = new Map<Policy, Map<string, Batch>>();
+    // One open batch per policy and slot (on a cluster only keys of one slot may share a call). A
+    // request that cannot join it (another operation or time, or a full batch) sends it first, so
+    // each key sees its requests in the order they were made.
+    const open = new Map<Policy, Map<number, Batch>>();
     for (const item of queue) {
       const { policy, operation, now } = item.request;
-      let byPolicy = batches.get(policy);
-      if (byPolicy === undefined) {
-        byPolicy = new Map();
-        batches.set(policy, byPolicy);
+      let bySlot = open.get(policy);
+      if (bySlot === undefined) {
+        bySlot = new Map();
+        open.set(policy, bySlot);
       }
-      // On a cluster only keys of one slot may share a call.
-      const group = `${operation}|${now ?? ''}|${cluster ? keySlot(item.key) : 0}`;
-      let batch = byPolicy.get(group);
-      if (batch === undefined || batch.items.length >= this.maxBatch) {
+      const slot = cluster ? keySlot(item.key) : 0;
+      let batch = bySlot.get(slot);
+      if (
+        batch === undefined ||
+        batch.operation !== operation ||
+        batch.now !== now ||
+        batch.items.length >= this.maxBatch ||
+        (policy.script === 'sliding-log' && batch.cost + item.request.cost > MAX_LOG_BATCH_COST)
+      ) {
         if (batch !== undefined) this.#send(batch);
-        batch = { policy, operation, now, items: [] };
-        byPolicy.set(group, batch);
+        batch = { policy, operation, now, items: [], cost: 0 };
+        bySlot.set(slot, batch);
       }
       batch.items.push(item);
+      batch.cost += item.request.cost;
     }
-    for (const byPolicy of batches.values()) for (const batch of byPolicy.values()) this.#send(batch);
+    for (const bySlot of open.values()) for (const batch of bySlot.values()) this.#send(batch);
   };
 
   #send(batch: Batch): void {
