@@ -18,6 +18,7 @@ import { LIBRARY_NAME, SCRIPTS } from '../../src/stores/redis/scripts.js';
 import { keySlot } from '../../src/stores/redis/slot.js';
 import { CLIENT_KINDS, type ClientKind } from '../helpers/clients.js';
 import { type ClusterClient, connectCluster } from '../helpers/cluster-clients.js';
+import { seeded } from '../helpers/random.js';
 import { type RedisCluster, startCluster } from '../helpers/redis-cluster.js';
 
 const MODES = ['scripts', 'functions'] as const;
@@ -66,18 +67,6 @@ async function keysPerPrimary(pattern: string): Promise<Map<number, number>> {
     counts.set(primary.port, count);
   }
   return counts;
-}
-
-/** A small deterministic PRNG (mulberry32), so a failing differential run can be replayed. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const POLICIES: ReadonlyArray<{ readonly label: string; readonly make: () => Policy }> = [
@@ -168,7 +157,7 @@ for (const kind of CLIENT_KINDS) {
 
       for (const { label, make } of POLICIES) {
         test(`${label}: decisions equal the memory store's over a random timeline (coalesced per slot)`, async () => {
-          const next = random(
+          const { next } = seeded(
             label.length * 7919 + (kind === 'ioredis' ? 1 : 2) + (mode === 'scripts' ? 10 : 20),
           );
           let now = T0;
@@ -232,6 +221,32 @@ for (const kind of CLIENT_KINDS) {
           assert.ok(decisions.every((decision) => decision.reason === undefined));
         });
       }
+
+      test('a naive GET-then-INCR limiter over the same 5 connections lets more than 100 through (so this harness can fail)', async () => {
+        const peers = await Promise.all(Array.from({ length: 5 }, () => connect(kind)));
+        const key = `naive-${tag}:{hot}`;
+        const send = (peer: ClusterClient, args: string[]): Promise<unknown> =>
+          kind === 'ioredis'
+            ? (peer.client as Cluster).call(args[0] as string, ...args.slice(1))
+            : (
+                peer.client as {
+                  sendCommand(key: string, readonly: boolean, args: string[]): Promise<unknown>;
+                }
+              ).sendCommand(key, false, args);
+        const naive = async (peer: ClusterClient): Promise<boolean> => {
+          const count = Number((await send(peer, ['GET', key])) ?? 0);
+          if (count >= 100) return false;
+          await send(peer, ['INCR', key]);
+          await send(peer, ['PEXPIRE', key, '60000']);
+          return true;
+        };
+        // Connected to the key's node first, so the 500 calls race rather than queue behind a connect.
+        await Promise.all(peers.map((peer) => send(peer, ['GET', key])));
+        const results = await Promise.all(
+          Array.from({ length: 500 }, (_, i) => naive(peers[i % 5] as ClusterClient)),
+        );
+        assert.ok(results.filter(Boolean).length > 100, `${results.filter(Boolean).length} allowed`);
+      });
 
       test('identifiers spread over all three primaries', async () => {
         const limiter = createLimiter({ store, policy: gcra({ limit: 10, periodMs: HOUR }), name: 'spread' });
