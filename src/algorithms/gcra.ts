@@ -1,4 +1,5 @@
 // GCRA and the token bucket: the pure twin of gcra.lua. One number of state, the theoretical arrival time.
+import { describeShare, resolveShare, scaleBurst } from '../share.js';
 import type { Operation, Outcome, Policy } from '../types.js';
 import { durationMs, knownKeys, optionsObject, positiveInteger, positiveNumber } from '../validate.js';
 
@@ -73,6 +74,12 @@ export interface GcraOptions {
    * @default limit
    */
   readonly burst?: number;
+  /**
+   * This region's part of a global budget, from 0 (excluded) to 1: the rate is scaled exactly and
+   * the burst rounded down, to at least 1 (see the README's "Sharing a budget across regions").
+   * @default 1
+   */
+  readonly share?: number;
 }
 
 /**
@@ -84,16 +91,18 @@ export interface GcraOptions {
  */
 export function gcra(options: GcraOptions): Policy<number> {
   const raw = optionsObject('gcra options', options, true);
-  knownKeys('gcra', raw, ['limit', 'periodMs', 'burst']);
+  knownKeys('gcra', raw, ['limit', 'periodMs', 'burst', 'share']);
   const limit = positiveInteger('gcra.limit', raw.limit);
   const periodMs = durationMs('gcra.periodMs', raw.periodMs);
   const burst = raw.burst === undefined ? limit : positiveInteger('gcra.burst', raw.burst);
-  const intervalMs = periodMs / limit;
+  const share = resolveShare('gcra.share', raw.share);
+  // The rate needs no rounding: the emission interval is a fraction of a millisecond as readily as a whole one.
+  const intervalMs = periodMs / (limit * share);
   return gcraPolicy(
     'gcra',
-    `gcra(limit=${limit},periodMs=${periodMs},burst=${burst})`,
+    `gcra(limit=${limit},periodMs=${periodMs},burst=${burst}${describeShare(share)})`,
     intervalMs,
-    burst,
+    scaleBurst(burst, share),
     periodMs,
   );
 }
@@ -104,6 +113,13 @@ export interface TokenBucketOptions {
   readonly capacity: number;
   /** Tokens added per second, fractions allowed (0.5 is one token every two seconds). */
   readonly refillPerSecond: number;
+  /**
+   * This region's part of a global budget, from 0 (excluded) to 1: the refill rate is scaled
+   * exactly and the capacity rounded down, to at least 1 (see the README's "Sharing a budget
+   * across regions").
+   * @default 1
+   */
+  readonly share?: number;
 }
 
 /**
@@ -116,16 +132,18 @@ export interface TokenBucketOptions {
  */
 export function tokenBucket(options: TokenBucketOptions): Policy<number> {
   const raw = optionsObject('tokenBucket options', options, true);
-  knownKeys('tokenBucket', raw, ['capacity', 'refillPerSecond']);
+  knownKeys('tokenBucket', raw, ['capacity', 'refillPerSecond', 'share']);
   const capacity = positiveInteger('tokenBucket.capacity', raw.capacity);
   const refillPerSecond = positiveNumber('tokenBucket.refillPerSecond', raw.refillPerSecond);
-  const intervalMs = 1000 / refillPerSecond;
+  const share = resolveShare('tokenBucket.share', raw.share);
+  const intervalMs = 1000 / (refillPerSecond * share);
+  const scaledCapacity = scaleBurst(capacity, share);
   return gcraPolicy(
     'tokenBucket',
-    `tokenBucket(capacity=${capacity},refillPerSecond=${refillPerSecond})`,
+    `tokenBucket(capacity=${capacity},refillPerSecond=${refillPerSecond}${describeShare(share)})`,
     intervalMs,
-    capacity,
-    Math.ceil(capacity * intervalMs),
+    scaledCapacity,
+    Math.ceil(scaledCapacity * intervalMs),
   );
 }
 
