@@ -4,12 +4,15 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Cluster } from 'ioredis';
 import {
+  all,
   createLimiter,
+  ERROR_CODES,
   fixedWindow,
   gcra,
   MemoryStore,
   type Policy,
   RedisStore,
+  SluiceError,
   slidingLog,
   slidingWindow,
   tokenBucket,
@@ -265,6 +268,95 @@ for (const kind of CLIENT_KINDS) {
         // Each primary serves a third of the slots: each holds a fair share, none is a hot spot.
         for (const value of counts) assert.ok(value > count / 6, `keys per primary: ${counts.join(', ')}`);
         console.log(`${tag}: ${count} identifiers -> keys per primary ${counts.join(' / ')}`);
+      });
+
+      test("all() with a shared tag across tenant and user (the seed's rl:{tenant:9}:...): one slot, one primary, atomic under 500 concurrent requests from 5 clients", async () => {
+        const tenant9 = { tag: 'tenant:9' };
+        const clock = () => T0;
+        const users = ['u1', 'u2', 'u3', 'u4', 'u5'];
+        // Five connections, each with its own store and limiters of the same names: five application servers.
+        const peers = await Promise.all(Array.from({ length: 4 }, () => connect(kind)));
+        const stores = [
+          store,
+          ...peers.map((peer) => new RedisStore({ client: peer.client, mode, prefix: `rl-${tag}` })),
+        ];
+        const pairs = stores.map((each) => {
+          const user = createLimiter({
+            store: each,
+            policy: slidingLog({ limit: 100, windowMs: HOUR }),
+            name: 'all-user',
+            clock,
+          });
+          const tenant = createLimiter({
+            store: each,
+            policy: fixedWindow({ limit: 150, windowMs: HOUR }),
+            name: 'all-tenant',
+            clock,
+          });
+          return { user, tenant, both: all([user, tenant]) };
+        });
+        const [first] = pairs as [(typeof pairs)[number]];
+        assert.equal(first.both.atomic, true);
+        const tenantKey = store.keyFor('all-tenant', '9', 'tenant:9');
+        const userKeys = users.map((id) => store.keyFor('all-user', id, 'tenant:9'));
+        assert.ok(userKeys.every((key) => keySlot(key) === keySlot(tenantKey)));
+        const requests: Array<Promise<[string, boolean]>> = [];
+        for (let i = 0; i < 500; i++) {
+          const id = users[i % users.length] as string;
+          const pair = pairs[Math.floor(i / users.length) % pairs.length] as (typeof pairs)[number];
+          requests.push(pair.both.limit([id, '9'], tenant9).then((decision) => [id, decision.allowed]));
+        }
+        const results = await Promise.all(requests);
+        const passed = new Map(users.map((id) => [id, 0]));
+        for (const [id, allowed] of results) if (allowed) passed.set(id, (passed.get(id) ?? 0) + 1);
+        assert.equal(
+          [...passed.values()].reduce((sum, n) => sum + n, 0),
+          150,
+          'exactly the tenant limit passed',
+        );
+        assert.equal((await first.tenant.peek('9', tenant9)).remaining, 0);
+        for (const id of users) {
+          // A request the tenant denied took nothing from its user.
+          assert.equal((await first.user.peek(id, tenant9)).remaining, 100 - (passed.get(id) ?? 0));
+        }
+        // Every key of the tag lives on the one primary that serves its slot.
+        const owner = await cluster.primaryOf(keySlot(tenantKey));
+        const written = [tenantKey, ...userKeys.filter((_, i) => (passed.get(users[i] as string) ?? 0) > 0)];
+        for (const key of written) assert.equal(await cluster.command(owner.port, 'EXISTS', key), 1);
+      });
+
+      test('all() over keys of different slots is refused with ERR_SLUICE_CROSS_SLOT, nothing written on any primary', async () => {
+        const user = createLimiter({
+          store,
+          policy: gcra({ limit: 10, periodMs: HOUR }),
+          name: 'cross-user',
+        });
+        const tenant = createLimiter({
+          store,
+          policy: gcra({ limit: 10, periodMs: HOUR }),
+          name: 'cross-tenant',
+        });
+        const userKey = store.keyFor('cross-user', '42');
+        const tenantKey = store.keyFor('cross-tenant', '9');
+        const [userOwner, tenantOwner] = [
+          await cluster.primaryOf(keySlot(userKey)),
+          await cluster.primaryOf(keySlot(tenantKey)),
+        ];
+        assert.notEqual(keySlot(userKey), keySlot(tenantKey));
+        const both = all([user, tenant]);
+        for (const operation of ['limit', 'peek'] as const) {
+          await assert.rejects(
+            both[operation](['42', '9']),
+            (error: unknown) => error instanceof SluiceError && error.code === ERROR_CODES.CROSS_SLOT,
+          );
+        }
+        assert.equal(await cluster.command(userOwner.port, 'EXISTS', userKey), 0);
+        assert.equal(await cluster.command(tenantOwner.port, 'EXISTS', tenantKey), 0);
+        // Side by side instead (atomic: false), the same pair is decided, each key on its own primary.
+        const apart = all([user, tenant], { atomic: false });
+        assert.equal((await apart.limit(['42', '9'])).allowed, true);
+        assert.equal(await cluster.command(userOwner.port, 'EXISTS', userKey), 1);
+        assert.equal(await cluster.command(tenantOwner.port, 'EXISTS', tenantKey), 1);
       });
 
       test('a primary that lost the script or library reloads it there, and only there', async () => {
