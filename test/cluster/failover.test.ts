@@ -4,13 +4,16 @@
 import assert from 'node:assert/strict';
 import { after, afterEach, before, test } from 'node:test';
 import {
+  all,
   createLimiter,
   type Decision,
+  ERROR_CODES,
   fixedWindow,
   gcra,
   type Limiter,
   type Policy,
   RedisStore,
+  SluiceError,
   slidingLog,
   slidingWindow,
   tokenBucket,
@@ -192,7 +195,7 @@ function describeRun(label: string, outcomes: readonly Outcome[], since = 0): st
   return `${label}: ${summary.total} calls, ${summary.decided} decided by Redis, ${summary.errors} errors ${JSON.stringify(summary.codes)}, failures ${window}, longest wait ${summary.longestWaitMs} ms${messages.length > 0 ? ` ${JSON.stringify(messages.slice(0, 3))}` : ''}`;
 }
 
-test('a slot half migrated: Redis refuses a batch over its keys with TRYAGAIN, and sluice resends it one key per call', async () => {
+test('a slot half migrated: Redis refuses a batch over its keys with TRYAGAIN, and sluice resends it one key per call; an atomic all() waits (ioredis) or fails writing nothing (node-redis)', async () => {
   const [source, target] = primaries(await cluster.topology()) as [ClusterNode, ClusterNode];
   const [low, high] = source.slots[0] as [number, number];
   // Two identifiers that share a slot of the source.
@@ -207,20 +210,30 @@ test('a slot half migrated: Redis refuses a batch over its keys with TRYAGAIN, a
     else pair = [other, identifier, slot];
   }
   const [a, b, slot] = pair;
-  const limiters = rigs.map((rig) => ({ rig, limiter: countingLimiter(rig, 'half').limiter }));
-  for (const { limiter } of limiters) {
+  const clock = () => T0;
+  const limiters = rigs.map((rig) => {
+    const make = (name: string) =>
+      createLimiter({ store: rig.store, policy: fixedWindow({ limit: HUGE, windowMs: HOUR }), name, clock });
+    // And an atomic all() over a (limiter half-x) and b (limiter half-y): two keys of the same slot.
+    const x = make('half-x');
+    const y = make('half-y');
+    return { rig, limiter: countingLimiter(rig, 'half').limiter, x, y, both: all([x, y]) };
+  });
+  for (const { limiter, both } of limiters) {
     await limiter.limit(a);
     await limiter.limit(b);
+    assert.equal((await both.limit([a, b])).allowed, true);
   }
   // Start moving the slot by hand and move only a's keys: the slot now has keys on both nodes.
   assert.equal(await cluster.command(target.port, 'CLUSTER', 'SETSLOT', slot, 'IMPORTING', source.id), 'OK');
   assert.equal(await cluster.command(source.port, 'CLUSTER', 'SETSLOT', slot, 'MIGRATING', target.id), 'OK');
   for (const { rig } of limiters) {
-    const key = rig.store.keyFor('half', a);
-    assert.equal(
-      await cluster.command(source.port, 'MIGRATE', '127.0.0.1', target.port, '', 0, 5000, 'KEYS', key),
-      'OK',
-    );
+    for (const key of [rig.store.keyFor('half', a), rig.store.keyFor('half-x', a)]) {
+      assert.equal(
+        await cluster.command(source.port, 'MIGRATE', '127.0.0.1', target.port, '', 0, 5000, 'KEYS', key),
+        'OK',
+      );
+    }
   }
   await resetStats();
   // a and b in the same tick: one script call over both keys.
@@ -228,6 +241,17 @@ test('a slot half migrated: Redis refuses a batch over its keys with TRYAGAIN, a
     rig,
     decisions: Promise.all([limiter.limit(a), limiter.limit(b)]),
   }));
+  // An atomic check cannot be split: ioredis retries TRYAGAIN until the slot has moved; node-redis
+  // does not, and the caller gets the store's error, with nothing written.
+  const atomics = limiters.map(({ rig, both }) => ({ rig, decision: both.limit([a, b]) }));
+  for (const { rig, decision } of atomics.filter(({ rig }) => rig.kind === 'node-redis')) {
+    await assert.rejects(
+      decision,
+      (error: unknown) =>
+        error instanceof SluiceError && error.code === ERROR_CODES.STORE && /TRYAGAIN/.test(error.message),
+      rig.label,
+    );
+  }
   // node-redis does not retry TRYAGAIN: the store's split answers while the slot is still half moved.
   for (const { rig, decisions } of bursts.filter(({ rig }) => rig.kind === 'node-redis')) {
     assert.deepEqual(
@@ -245,11 +269,12 @@ test('a slot half migrated: Redis refuses a batch over its keys with TRYAGAIN, a
   assert.ok((stats.ASK ?? 0) > 0, "the moved key's call was redirected with ASK");
   // Finish the migration; ioredis, which retries TRYAGAIN itself every 100 ms, then gets through too.
   for (const { rig } of limiters) {
-    const key = rig.store.keyFor('half', b);
-    assert.equal(
-      await cluster.command(source.port, 'MIGRATE', '127.0.0.1', target.port, '', 0, 5000, 'KEYS', key),
-      'OK',
-    );
+    for (const key of [rig.store.keyFor('half', b), rig.store.keyFor('half-y', b)]) {
+      assert.equal(
+        await cluster.command(source.port, 'MIGRATE', '127.0.0.1', target.port, '', 0, 5000, 'KEYS', key),
+        'OK',
+      );
+    }
   }
   for (const node of primaries(await cluster.topology())) {
     assert.equal(await cluster.command(node.port, 'CLUSTER', 'SETSLOT', slot, 'NODE', target.id), 'OK');
@@ -261,9 +286,16 @@ test('a slot half migrated: Redis refuses a batch over its keys with TRYAGAIN, a
       rig.label,
     );
   }
-  for (const { rig, limiter } of limiters) {
+  for (const { rig, decision } of atomics.filter(({ rig }) => rig.kind === 'ioredis')) {
+    assert.equal((await decision).allowed, true, rig.label);
+  }
+  for (const { rig, limiter, x, y } of limiters) {
     assert.equal((await limiter.peek(a)).remaining, HUGE - 2, rig.label);
     assert.equal((await limiter.peek(b)).remaining, HUGE - 2, rig.label);
+    // Taken twice through ioredis; once through node-redis, whose refused call wrote nothing.
+    const taken = rig.kind === 'ioredis' ? 2 : 1;
+    assert.equal((await x.peek(a)).remaining, HUGE - taken, rig.label);
+    assert.equal((await y.peek(b)).remaining, HUGE - taken, rig.label);
   }
   await cluster.waitUntilHealthy();
 });
