@@ -149,7 +149,13 @@ test('the primary killed with SIGKILL under load: after the sentinels promote th
         : undefined;
     },
     20_000,
-  );
+  ).catch((error: unknown) => {
+    for (const { rig, load } of runs) {
+      const last = load.outcomes.at(-1);
+      console.log(`${rig.label}: ${load.outcomes.length} calls, last ${JSON.stringify(last)}`);
+    }
+    throw error;
+  });
   await sleep(300);
   console.log(`Sentinel: all three sentinels name the replica ${promotedAt} ms after the kill`);
   for (const { rig, load } of runs) {

@@ -77,7 +77,10 @@ export async function connectCluster(
   };
 }
 
-/** A client that finds the primary through Sentinel: ioredis `new Redis({ sentinels })` or node-redis `createSentinel()`. */
+/**
+ * A client that finds the primary through Sentinel: ioredis `new Redis({ sentinels })` or node-redis
+ * `createSentinel()`, set up to fail fast while the primary is gone (for the limiter's `onStoreError`).
+ */
 export async function connectSentinel(
   kind: ClientKind,
   sentinels: ReadonlyArray<{ host: string; port: number }>,
@@ -88,10 +91,11 @@ export async function connectSentinel(
       sentinels: sentinels.map(({ host, port }) => ({ host, port })),
       name,
       lazyConnect: true,
-      // Fail a command after one reconnection instead of queueing it through the whole failover.
-      maxRetriesPerRequest: 1,
-      sentinelRetryStrategy: (times: number) => Math.min(times * 50, 500),
+      // A call made while the primary is unreachable fails at once, and one cut off is not resent.
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
       retryStrategy: (times: number) => Math.min(times * 50, 500),
+      sentinelRetryStrategy: (times: number) => Math.min(times * 50, 500),
       // Subscribe to +switch-master on the sentinels: reconnect to the new primary as soon as it is named.
       failoverDetector: true,
     });
@@ -109,6 +113,7 @@ export async function connectSentinel(
     name,
     sentinelRootNodes: sentinels.map(({ host, port }) => ({ host, port })),
     nodeClientOptions: {
+      disableOfflineQueue: true,
       socket: {
         connectTimeout: 1000,
         reconnectStrategy: (retries: number) => Math.min(50 * 2 ** retries, 500),
