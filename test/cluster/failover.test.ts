@@ -22,7 +22,7 @@ import { LIBRARY_NAME } from '../../src/stores/redis/scripts.js';
 import { keySlot } from '../../src/stores/redis/slot.js';
 import { CLIENT_KINDS, type ClientKind } from '../helpers/clients.js';
 import { type ClusterClient, connectCluster } from '../helpers/cluster-clients.js';
-import { type Load, type LoadOptions, type Outcome, sleep, startLoad, summarize } from '../helpers/load.js';
+import { type Load, type LoadOptions, type Outcome, sleep, startLoad, summarize } from '../helpers/failover-load.js';
 import { type ClusterNode, type RedisCluster, reshard, startCluster } from '../helpers/redis-cluster.js';
 import { infoFields, pollUntil } from '../helpers/resp.js';
 

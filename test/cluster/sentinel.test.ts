@@ -14,7 +14,7 @@ import {
 } from '../../src/index.js';
 import { CLIENT_KINDS, type ClientKind } from '../helpers/clients.js';
 import { type ClusterClient, connectSentinel } from '../helpers/cluster-clients.js';
-import { type Load, type LoadOptions, sleep, startLoad, summarize } from '../helpers/load.js';
+import { type Load, type LoadOptions, sleep, startLoad, summarize } from '../helpers/failover-load.js';
 import { type SentinelDeployment, startSentinel } from '../helpers/redis-sentinel.js';
 import { pollUntil } from '../helpers/resp.js';
 

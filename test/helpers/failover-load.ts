@@ -1,4 +1,4 @@
-// Steady load on a limiter from many concurrent callers, recording every outcome, for the failover suites.
+// Steady load for the failover suites: many concurrent callers, every outcome recorded (decision or error).
 import type { Decision } from '../../src/index.js';
 
 export interface Outcome {
