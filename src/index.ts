@@ -15,6 +15,8 @@ export {
 export { type AllOptions, all, type CombinedLimiter, type Identifiers } from './combine.js';
 export type { CombinedDecision, MemberDecision } from './combined-decision.js';
 export { ERROR_CODES, type ErrorCode, SluiceError } from './errors.js';
+export { DENY_RETRY_AFTER_MS, type FailureMode } from './failure.js';
+export type { DecisionHook, ErrorHook, HookContext } from './hooks.js';
 export { type CallOptions, createLimiter, type KeyOptions, type Limiter } from './limiter.js';
 export {
   type LoginBudget,
@@ -25,7 +27,7 @@ export {
   loginGuard,
   normalizeUsername,
 } from './login-guard.js';
-export type { LimiterOptions } from './options.js';
+export { LIMITER_DEFAULTS, type LimiterOptions } from './options.js';
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory.js';
 export { RedisStore, type RedisStoreOptions } from './stores/redis/store.js';
 export type {

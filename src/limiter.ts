@@ -1,7 +1,13 @@
-// createLimiter(): validates each call, asks the store, and shapes the decision. Knows no Redis, no HTTP.
+// createLimiter(): validates each call, asks the store within a deadline, falls back when it fails, and
+// shapes the decision. Knows no Redis, no HTTP.
+import { performance } from 'node:perf_hooks';
+import { Deadlines } from './deadlines.js';
+import { DenyCache } from './deny-cache.js';
 import { describeValue, ERROR_CODES, SluiceError } from './errors.js';
+import { Failover } from './failure.js';
+import { callHook, type HookContext } from './hooks.js';
 import { type LimiterOptions, resolveLimiterOptions } from './options.js';
-import type { Decision, Operation, Policy, Store, StoreResult } from './types.js';
+import type { Decision, Operation, Policy, Store, StoreRequest, StoreResult } from './types.js';
 
 /** Options of one call. */
 export interface CallOptions {
@@ -108,31 +114,126 @@ export function limiterClock(limiter: Limiter): { readonly clock: (() => number)
 
 /**
  * Creates a limiter. Bad configuration throws a SluiceError here; bad calls reject with one and
- * write nothing.
+ * write nothing. A store that fails or is late never makes a call reject: `onStoreError` decides.
  *
  * @example
  * const limiter = createLimiter({
- *   store: new RedisStore({ client: new Redis(), prefix: 'rl' }),
+ *   store: new RedisStore({ client: new Redis({ enableOfflineQueue: false, maxRetriesPerRequest: 0 }) }),
  *   policy: tokenBucket({ capacity: 100, refillPerSecond: 10 }),
  *   name: 'api',
+ *   onStoreError: 'fallback',
+ *   denyCache: true,
  * });
  * const decision = await limiter.limit('client-42');
  * if (!decision.allowed) reply(429, { 'Retry-After': Math.ceil(decision.retryAfterMs / 1000) });
  */
 export function createLimiter(options: LimiterOptions): Limiter {
-  const { store, policy, name, clock } = resolveLimiterOptions(options);
+  const resolved = resolveLimiterOptions(options);
+  const { store, policy, name, clock, timeoutMs, onDecision, onError, enforce } = resolved;
   const limit = policy.limit;
+  const failover = new Failover(resolved.onStoreError, policy);
+  const deadlines = new Deadlines(timeoutMs);
+  const denyCache =
+    resolved.denyCacheMaxEntries > 0 ? new DenyCache(resolved.denyCacheMaxEntries) : undefined;
+  // A store that decides in process needs neither a deadline nor a promise of its own.
+  const decideNow = typeof store.decideNow === 'function' ? store.decideNow.bind(store) : undefined;
 
   const now = (): number | SluiceError | undefined => readClock(clock);
 
-  function shape(result: StoreResult): Decision {
-    return {
+  function context(
+    identifier: string,
+    operation: Operation | 'reset',
+    cost: number,
+    error: SluiceError | undefined,
+  ): HookContext {
+    return error === undefined
+      ? { name, identifier, operation, cost }
+      : { name, identifier, operation, cost, error };
+  }
+
+  /** Reports the real decision to the hook, and gives the caller the enforced one. */
+  function deliver(decision: Decision, request: StoreRequest, error: SluiceError | undefined): Decision {
+    if (onDecision !== undefined) {
+      callHook(
+        'onDecision',
+        onDecision,
+        decision,
+        context(request.identifier, request.operation, request.cost, error),
+      );
+    }
+    if (enforce) return decision;
+    const shadowed = {
+      allowed: true,
+      limit,
+      remaining: decision.remaining,
+      resetMs: decision.resetMs,
+      retryAfterMs: 0,
+      wouldAllow: decision.allowed,
+    };
+    return decision.reason === undefined ? shadowed : { ...shadowed, reason: decision.reason };
+  }
+
+  function fromStore(request: StoreRequest, result: StoreResult, startedAt: number, epoch: number): Decision {
+    failover.succeeded();
+    if (denyCache !== undefined && !result.allowed && request.operation !== 'refund') {
+      denyCache.remember(request.identifier, request.tag, request.cost, result, startedAt, epoch);
+    }
+    const decision: Decision = {
       allowed: result.allowed,
       limit,
       remaining: result.remaining,
       resetMs: result.resetMs,
       retryAfterMs: result.retryAfterMs,
     };
+    return deliver(decision, request, undefined);
+  }
+
+  function storeError(error: unknown): SluiceError {
+    if (error instanceof SluiceError) return error;
+    const message = error instanceof Error ? error.message : String(error);
+    return new SluiceError(ERROR_CODES.STORE, `The ${store.kind} store failed: ${message}`, { cause: error });
+  }
+
+  function timeoutError(): SluiceError {
+    return new SluiceError(
+      ERROR_CODES.TIMEOUT,
+      `The ${store.kind} store did not answer within \`timeoutMs\` (${timeoutMs} ms).`,
+    );
+  }
+
+  function failed(request: StoreRequest, reason: 'store-error' | 'timeout', error: SluiceError): Decision {
+    failover.failed(reason, error);
+    if (onError !== undefined) {
+      callHook(
+        'onError',
+        onError,
+        error,
+        context(request.identifier, request.operation, request.cost, undefined),
+      );
+    }
+    return deliver(failover.decide(request, reason), request, error);
+  }
+
+  /** Asks the store, settling with the first of its answer and the deadline; a late answer is dropped. */
+  /** Asks the store, settling with the first of its answer and the deadline; a late answer is dropped. */
+  function ask(request: StoreRequest, probe: boolean, startedAt: number, epoch: number): Promise<Decision> {
+    return new Promise<Decision>((resolve) => {
+      deadlines.race(
+        () => store.decide(request),
+        (result) => {
+          if (probe) failover.probeDone();
+          resolve(fromStore(request, result, startedAt, epoch));
+        },
+        (error) => {
+          if (probe) failover.probeDone();
+          resolve(failed(request, 'store-error', storeError(error)));
+        },
+        () => {
+          if (probe) failover.probeDone();
+          resolve(failed(request, 'timeout', timeoutError()));
+        },
+      );
+    });
   }
 
   function run(
@@ -146,7 +247,56 @@ export function createLimiter(options: LimiterOptions): Limiter {
     if (invalid !== undefined) return Promise.reject(invalid);
     const time = now();
     if (time instanceof SluiceError) return Promise.reject(time);
-    return store.decide({ policy, name, identifier, tag, operation, cost, now: time }).then(shape);
+    const request: StoreRequest = { policy, name, identifier, tag, operation, cost, now: time };
+    let startedAt = 0;
+    let epoch = 0;
+    if (denyCache !== undefined) {
+      startedAt = time ?? performance.now();
+      if (operation === 'refund') denyCache.forget(identifier, tag);
+      else {
+        const hit = denyCache.lookup(identifier, tag, cost, startedAt);
+        if (hit !== undefined) {
+          const cached: Decision = { allowed: false, limit, ...hit, reason: 'cached' };
+          return Promise.resolve(deliver(cached, request, undefined));
+        }
+      }
+      epoch = denyCache.epoch;
+    }
+    if (decideNow !== undefined) {
+      let result: StoreResult;
+      try {
+        result = decideNow(request);
+      } catch (error) {
+        return Promise.resolve(failed(request, 'store-error', storeError(error)));
+      }
+      return Promise.resolve(fromStore(request, result, startedAt, epoch));
+    }
+    const admitted = failover.admit();
+    if (admitted === 'skip')
+      return Promise.resolve(deliver(failover.decide(request), request, failover.error));
+    return ask(request, admitted === 'probe', startedAt, epoch);
+  }
+
+  function reset(identifier: string, options?: KeyOptions): Promise<void> {
+    const tag = options?.tag;
+    const invalid = checkIdentifier(identifier) ?? checkTag(tag);
+    if (invalid !== undefined) return Promise.reject(invalid);
+    denyCache?.forget(identifier, tag);
+    failover.forget(name, identifier, tag);
+    return new Promise<void>((resolve, reject) => {
+      const fail = (error: SluiceError): void => {
+        if (onError !== undefined) {
+          callHook('onError', onError, error, context(identifier, 'reset', 0, undefined));
+        }
+        reject(error);
+      };
+      deadlines.race(
+        () => (tag === undefined ? store.reset(name, identifier) : store.reset(name, identifier, tag)),
+        resolve,
+        (error) => fail(storeError(error)),
+        () => fail(timeoutError()),
+      );
+    });
   }
 
   const limiter: Limiter = {
@@ -156,13 +306,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     limit: (identifier, options) => run('limit', identifier, options?.cost ?? 1, 'cost', options?.tag),
     peek: (identifier, options) => run('peek', identifier, options?.cost ?? 1, 'cost', options?.tag),
     refund: (identifier, amount = 1, options) => run('refund', identifier, amount, 'amount', options?.tag),
-    reset: (identifier, options) => {
-      const invalid = checkIdentifier(identifier) ?? checkTag(options?.tag);
-      if (invalid !== undefined) return Promise.reject(invalid);
-      return options?.tag === undefined
-        ? store.reset(name, identifier)
-        : store.reset(name, identifier, options.tag);
-    },
+    reset,
   };
   CLOCKS.set(limiter, clock);
   return limiter;

@@ -1,6 +1,7 @@
 // loginGuard(): the seed's login exercise as a recipe: failures logged per username and per IP, failing closed.
 import { slidingLog } from './algorithms/sliding-log.js';
 import { ERROR_CODES, SluiceError } from './errors.js';
+import type { HookContext } from './hooks.js';
 import { checkIdentifier, createLimiter, type Limiter } from './limiter.js';
 import type { Decision, Policy, Store } from './types.js';
 import { durationMs, keyPart, knownKeys, optionsObject, positiveInteger } from './validate.js';
@@ -171,12 +172,24 @@ export function loginGuard(options: LoginGuardOptions): LoginGuard {
   // createLimiter validates the store and the clock, naming them.
   const store = raw.store as Store;
   const clock = raw.clock as (() => number) | undefined;
+  // The limiters wait `timeoutMs` for the store and fail closed, as a login check should; they
+  // answer for a failed store with a decision, and tell the guard the error through a hook.
+  let storeError: SluiceError | undefined;
+  const onDecision = (_decision: Decision, context: HookContext): void => {
+    if (context.error !== undefined) storeError = context.error;
+  };
   const limiter = (policy: Policy, suffix: string): Limiter =>
     createLimiter(
       clock === undefined
-        ? { store, policy, name: `${name}:${suffix}` }
-        : { store, policy, name: `${name}:${suffix}`, clock },
+        ? { store, policy, name: `${name}:${suffix}`, timeoutMs, onStoreError: 'deny', onDecision }
+        : { store, policy, name: `${name}:${suffix}`, timeoutMs, onStoreError: 'deny', onDecision, clock },
     );
+  const answered = (outcome: PromiseSettledResult<Decision>): Decision | undefined =>
+    outcome.status === 'fulfilled' &&
+    outcome.value.reason !== 'store-error' &&
+    outcome.value.reason !== 'timeout'
+      ? outcome.value
+      : undefined;
   const username = limiter(slidingLog(perUsername), 'user');
   const ip = limiter(slidingLog(perIp), 'ip');
 
@@ -211,6 +224,7 @@ export function loginGuard(options: LoginGuardOptions): LoginGuard {
         // A limiter that answers for a failed store (a failure policy) may say yes: the guard still refuses.
         blockedBy.push(dimension);
         reason ??= outcome.value.reason;
+        error ??= storeError;
       } else if (!outcome.value.allowed) {
         blockedBy.push(dimension);
         if (outcome.value.retryAfterMs > retryAfterMs) retryAfterMs = outcome.value.retryAfterMs;
@@ -220,8 +234,8 @@ export function loginGuard(options: LoginGuardOptions): LoginGuard {
       allowed: blockedBy.length === 0,
       blockedBy,
       retryAfterMs,
-      username: byUser.status === 'fulfilled' ? byUser.value : undefined,
-      ip: byIp.status === 'fulfilled' ? byIp.value : undefined,
+      username: answered(byUser),
+      ip: answered(byIp),
     };
     if (reason === undefined) return decision;
     return error === undefined ? { ...decision, reason } : { ...decision, reason, error };

@@ -1,7 +1,20 @@
 // Limiter options: their types, their defaults, and the one path that validates and resolves them.
 import { invalidOption } from './errors.js';
+import type { FailureMode } from './failure.js';
+import type { DecisionHook, ErrorHook } from './hooks.js';
 import type { Policy, Store } from './types.js';
-import { keyPart, knownKeys, optionsObject } from './validate.js';
+import { keyPart, knownKeys, optionsObject, positiveInteger } from './validate.js';
+
+/** The defaults of the options that have one. */
+export const LIMITER_DEFAULTS = {
+  onStoreError: 'allow',
+  timeoutMs: 50,
+  denyCacheMaxEntries: 10_000,
+  enforce: true,
+} as const;
+
+/** The longest `timeoutMs` accepted: what a Node.js timer can wait. */
+const MAX_TIMEOUT_MS = 2_147_483_647;
 
 /** Options of {@link createLimiter}. */
 export interface LimiterOptions {
@@ -17,6 +30,46 @@ export interface LimiterOptions {
    * Give a clock to replay timelines in tests.
    */
   readonly clock?: () => number;
+  /**
+   * What to decide when the store fails or does not answer within `timeoutMs`: `'allow'` fails
+   * open, `'deny'` fails closed, `'fallback'` decides with an in-process MemoryStore of the same
+   * policy until the store answers again (each process then enforces the whole limit on its own
+   * share of traffic). Such decisions carry `reason`.
+   *
+   * Open by default, as the seed design advises for ordinary API traffic: a limiter exists to protect
+   * a service, and one that turns a Redis outage into an outage of every endpoint does the opposite.
+   * Choose `'deny'` where abuse costs more than downtime (logins, payments, expensive calls), and
+   * `'fallback'` to keep a per-process limit through an outage.
+   * @default 'allow'
+   */
+  readonly onStoreError?: FailureMode;
+  /**
+   * The longest a call waits for the store, in ms; then the `onStoreError` mode decides. Loopback and
+   * in-datacenter Redis answer in well under a millisecond, a coalesced batch under load in a few; 50
+   * leaves room for a garbage-collection pause while adding little to a request that Redis cannot serve.
+   * @default 50
+   */
+  readonly timeoutMs?: number;
+  /**
+   * Called with every decision and its context, for metrics and logs. In shadow mode it sees the
+   * real verdict. What it throws is reported once as a process warning and never reaches the caller.
+   */
+  readonly onDecision?: DecisionHook;
+  /** Called with each store failure or timeout (a `SluiceError`; the client's error is its `cause`). */
+  readonly onError?: ErrorHook;
+  /**
+   * Remembers the store's denials in this process, so an identifier denied for `retryAfterMs` is
+   * denied again without a round trip until then (`reason: 'cached'`). `true` keeps up to 10 000
+   * identifiers (least recently used first out); `{ maxEntries }` sets the bound.
+   * @default false
+   */
+  readonly denyCache?: boolean | { readonly maxEntries?: number };
+  /**
+   * `false` runs in shadow mode: every decision is made and reported to `onDecision`, but callers
+   * always get `allowed: true`, with the real verdict in `wouldAllow`. For rolling out limits safely.
+   * @default true
+   */
+  readonly enforce?: boolean;
 }
 
 /** The resolved, validated configuration the limiter runs on. */
@@ -25,9 +78,28 @@ export interface ResolvedLimiterOptions {
   readonly policy: Policy;
   readonly name: string;
   readonly clock: (() => number) | undefined;
+  readonly onStoreError: FailureMode;
+  readonly timeoutMs: number;
+  readonly onDecision: DecisionHook | undefined;
+  readonly onError: ErrorHook | undefined;
+  /** 0 when the deny cache is off. */
+  readonly denyCacheMaxEntries: number;
+  readonly enforce: boolean;
 }
 
-const KNOWN = ['store', 'policy', 'name', 'clock'] as const;
+const KNOWN = [
+  'store',
+  'policy',
+  'name',
+  'clock',
+  'onStoreError',
+  'timeoutMs',
+  'onDecision',
+  'onError',
+  'denyCache',
+  'enforce',
+] as const;
+const FAILURE_MODES: readonly unknown[] = ['allow', 'deny', 'fallback'] satisfies FailureMode[];
 
 function isStore(value: unknown): value is Store {
   const store = value as Partial<Store> | null;
@@ -62,10 +134,48 @@ export function resolveLimiterOptions(options: LimiterOptions): ResolvedLimiterO
   if (raw.clock !== undefined && typeof raw.clock !== 'function') {
     throw invalidOption('clock', 'a function returning milliseconds', raw.clock);
   }
+  if (raw.onStoreError !== undefined && !FAILURE_MODES.includes(raw.onStoreError)) {
+    throw invalidOption('onStoreError', "'allow', 'deny' or 'fallback'", raw.onStoreError);
+  }
   return Object.freeze({
     store: raw.store,
     policy: raw.policy,
     name,
     clock: raw.clock as (() => number) | undefined,
+    onStoreError: (raw.onStoreError as FailureMode | undefined) ?? LIMITER_DEFAULTS.onStoreError,
+    timeoutMs:
+      raw.timeoutMs === undefined
+        ? LIMITER_DEFAULTS.timeoutMs
+        : positiveInteger('timeoutMs', raw.timeoutMs, MAX_TIMEOUT_MS),
+    onDecision: hook('onDecision', raw.onDecision) as DecisionHook | undefined,
+    onError: hook('onError', raw.onError) as ErrorHook | undefined,
+    denyCacheMaxEntries: denyCacheEntries(raw.denyCache),
+    enforce: flag('enforce', raw.enforce, LIMITER_DEFAULTS.enforce),
   });
+}
+
+function hook(option: string, value: unknown): unknown {
+  if (value !== undefined && typeof value !== 'function') {
+    throw invalidOption(option, 'a function', value);
+  }
+  return value;
+}
+
+function flag(option: string, value: unknown, fallback: boolean): boolean {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'boolean') throw invalidOption(option, 'true or false', value);
+  return value;
+}
+
+function denyCacheEntries(value: unknown): number {
+  if (value === undefined || value === false) return 0;
+  if (value === true) return LIMITER_DEFAULTS.denyCacheMaxEntries;
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw invalidOption('denyCache', 'true, false or { maxEntries }', value);
+  }
+  const raw = value as Record<string, unknown>;
+  knownKeys('denyCache', raw, ['maxEntries']);
+  return raw.maxEntries === undefined
+    ? LIMITER_DEFAULTS.denyCacheMaxEntries
+    : positiveInteger('denyCache.maxEntries', raw.maxEntries, 10_000_000);
 }

@@ -99,6 +99,11 @@ export interface Store {
   /** Decides one request atomically. */
   decide(request: StoreRequest): Promise<StoreResult>;
   /**
+   * Decides at once, for stores that need no I/O (the memory store). A limiter calls it instead of
+   * `decide` when present, and then needs no timeout.
+   */
+  decideNow?(request: StoreRequest): StoreResult;
+  /**
    * Decides several requests (one key each, every key of one cluster slot) together and atomically:
    * `limit` takes from every key only when every key allows, so a denial takes nothing anywhere.
    * All requests have the same operation (`limit` or `peek`) and the same `now`. Results are in

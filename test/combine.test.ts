@@ -37,11 +37,12 @@ function unique(label: string): string {
   return `${label}${names}`;
 }
 
+// A busy machine must not turn a slow reply into a timeout decision: these tests assert exact decisions.
 function make(store: Store, policy: Policy, label: string, clock?: () => number): Limiter {
   return createLimiter(
     clock === undefined
-      ? { store, policy, name: unique(label) }
-      : { store, policy, name: unique(label), clock },
+      ? { store, policy, name: unique(label), timeoutMs: 60_000 }
+      : { store, policy, name: unique(label), clock, timeoutMs: 60_000 },
   );
 }
 

@@ -56,7 +56,8 @@ describe('work per decision does not grow with the state', () => {
   for (const [policy, perDecision] of cases) {
     test(`${policy.description}: at most ${perDecision} commands per decision, from the first to the thousandth`, async () => {
       const store = new RedisStore({ client: admin.client, prefix: 'cx', maxBatch: 1 });
-      const limiter = createLimiter({ store, policy, name: policy.algorithm });
+      // A busy machine must not turn a slow reply into a timeout decision.
+      const limiter = createLimiter({ store, policy, name: policy.algorithm, timeoutMs: 60_000 });
       for (let i = 0; i < 1000; i++) await limiter.limit('id'); // grow the state to its largest
       await admin.command('CONFIG', 'RESETSTAT');
       const first = await limiter.limit('new');
@@ -81,9 +82,15 @@ describe('SLOWLOG', () => {
         store,
         policy: slidingLog({ limit: SLIDING_LOG_MAX_LIMIT, windowMs: 60_000 }),
         name: 'log',
+        timeoutMs: 60_000,
       }),
-      createLimiter({ store, policy: slidingWindow({ limit: 100, windowMs: 60_000 }), name: 'sw' }),
-      createLimiter({ store, policy: gcra({ limit: 100, periodMs: 60_000 }), name: 'g' }),
+      createLimiter({
+        store,
+        policy: slidingWindow({ limit: 100, windowMs: 60_000 }),
+        name: 'sw',
+        timeoutMs: 60_000,
+      }),
+      createLimiter({ store, policy: gcra({ limit: 100, periodMs: 60_000 }), name: 'g', timeoutMs: 60_000 }),
     ];
     const workload = async (round: number) => {
       // Logs at the ceiling with the largest cost, and full coalesced batches of 128 keys.

@@ -19,6 +19,9 @@ import { CLIENT_KINDS, type Connected, connect } from './helpers/clients.js';
 import { type RedisServer, startRedis } from './helpers/redis-server.js';
 import { assertHygiene, openVariant } from './helpers/suites.js';
 
+// A busy machine must not turn a slow reply into a timeout decision: these tests are about the store.
+const PATIENT_MS = 60_000;
+
 let server: RedisServer;
 before(async () => {
   server = await startRedis();
@@ -51,6 +54,7 @@ for (const kind of CLIENT_KINDS) {
         store,
         policy: fixedWindow({ limit: 300, windowMs: 3_600_000 }),
         name: 'f',
+        timeoutMs: PATIENT_MS,
       });
       const before = await errorCount(connected, 'NOSCRIPT');
       const first = await Promise.all(Array.from({ length: 200 }, () => limiter.limit('id')));
@@ -72,6 +76,7 @@ for (const kind of CLIENT_KINDS) {
         store,
         policy: slidingWindow({ limit: 300, windowMs: 3_600_000 }),
         name: 'f',
+        timeoutMs: PATIENT_MS,
       });
       const first = await Promise.all(Array.from({ length: 200 }, () => limiter.limit('id')));
       await connected.command('FUNCTION', 'FLUSH');
@@ -85,7 +90,12 @@ for (const kind of CLIENT_KINDS) {
 
     test('a restarted server (empty, no scripts): decisions resume without an error once the client reconnects', async () => {
       const { connected, store } = await openVariant(kind, 'scripts', server.port, `restart-${kind}`);
-      const limiter = createLimiter({ store, policy: gcra({ limit: 5, periodMs: 60_000 }), name: 'r' });
+      const limiter = createLimiter({
+        store,
+        policy: gcra({ limit: 5, periodMs: 60_000 }),
+        name: 'r',
+        timeoutMs: PATIENT_MS,
+      });
       assert.equal((await limiter.limit('id')).remaining, 4);
       await server.restart();
       await waitUntilAnswering(connected);
@@ -102,16 +112,39 @@ describe('errors other than NOSCRIPT reach the caller and are not retried', () =
   test('WRONGTYPE from a key of another type: rejected with ERR_SLUICE_STORE, the script sent once', async () => {
     const { connected, store } = await openVariant('ioredis', 'scripts', server.port, 'wrong');
     await connected.command('SET', store.keyFor('log', 'id'), 'not a sorted set', 'PX', 60_000);
-    const limiter = createLimiter({ store, policy: slidingLog({ limit: 5, windowMs: 1000 }), name: 'log' });
+    const policy = slidingLog({ limit: 5, windowMs: 1000 });
+    // The store rejects; the limiter turns that into an `onStoreError` decision and hands the error to `onError`.
+    const errors: SluiceError[] = [];
+    const limiter = createLimiter({
+      store,
+      policy,
+      name: 'log',
+      timeoutMs: PATIENT_MS,
+      onStoreError: 'deny',
+      onError: (error) => errors.push(error),
+    });
     await limiter.limit('warm-up'); // loads the script, so the next call meets WRONGTYPE, not NOSCRIPT
     const calls = store.calls;
-    await assert.rejects(limiter.limit('id'), (error: unknown) => {
+    const request = {
+      policy,
+      name: 'log',
+      identifier: 'id',
+      operation: 'limit',
+      cost: 1,
+      now: undefined,
+    } as const;
+    await assert.rejects(store.decide(request), (error: unknown) => {
       assert.ok(error instanceof SluiceError);
       assert.equal(error.code, 'ERR_SLUICE_STORE');
       assert.match(error.message, /WRONGTYPE/);
       return true;
     });
-    assert.equal(store.calls - calls, 1, 'one call, no retry');
+    const decision = await limiter.limit('id');
+    assert.deepEqual([decision.allowed, decision.reason], [false, 'store-error']);
+    assert.equal(errors.length, 1);
+    assert.equal(errors[0]?.code, 'ERR_SLUICE_STORE');
+    assert.match(errors[0]?.message ?? '', /WRONGTYPE/);
+    assert.equal(store.calls - calls, 2, 'one call each, no retry');
     await connected.close();
   });
 });
@@ -123,6 +156,7 @@ describe('keys', () => {
       store,
       policy: fixedWindow({ limit: 5, windowMs: 60_000 }),
       name: 'api',
+      timeoutMs: PATIENT_MS,
     });
     for (const id of ['client-42', 'a}b{c', '{', '%7B', '%']) await limiter.limit(id);
     const keys = ((await connected.command('KEYS', 'layout:*')) as string[]).sort();
@@ -154,7 +188,7 @@ describe('keys', () => {
       [gcra({ limit: 10, periodMs: 60_000, burst: 10 }), 6000],
     ];
     for (const [index, [policy, most]] of cases.entries()) {
-      const limiter = createLimiter({ store, policy, name: `p${index}` });
+      const limiter = createLimiter({ store, policy, name: `p${index}`, timeoutMs: PATIENT_MS });
       await limiter.limit('id');
       const pttl = Number(await connected.command('PTTL', store.keyFor(`p${index}`, 'id')));
       assert.ok(pttl > 0 && pttl <= most, `${policy.description}: PTTL ${pttl}, at most ${most}`);
@@ -170,8 +204,8 @@ describe('coalescing', () => {
     const coalesced = new RedisStore({ client: connected.client, prefix: 'co' });
     const single = new RedisStore({ client: connected.client, prefix: 'co1', maxBatch: 1 });
     const policy = tokenBucket({ capacity: 1000, refillPerSecond: 1 });
-    const a = createLimiter({ store: coalesced, policy, name: 'a' });
-    const b = createLimiter({ store: single, policy, name: 'b' });
+    const a = createLimiter({ store: coalesced, policy, name: 'a', timeoutMs: PATIENT_MS });
+    const b = createLimiter({ store: single, policy, name: 'b', timeoutMs: PATIENT_MS });
     await Promise.all(Array.from({ length: 300 }, (_, i) => a.limit(`id${i % 7}`)));
     await Promise.all(Array.from({ length: 300 }, (_, i) => b.limit(`id${i % 7}`)));
     assert.equal(coalesced.calls, 3, '300 decisions in 3 calls of at most 128');

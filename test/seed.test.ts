@@ -21,8 +21,16 @@ after(async () => {
   await server.stop();
 });
 
+// A busy machine must not turn a slow reply into a timeout decision: these sequences are exact.
+const PATIENT_MS = 60_000;
+
 async function fixedWindowCounts(store: Store, name: string): Promise<number[]> {
-  const limiter = createLimiter({ store, policy: fixedWindow({ limit: 100, windowMs: 3_600_000 }), name });
+  const limiter = createLimiter({
+    store,
+    policy: fixedWindow({ limit: 100, windowMs: 3_600_000 }),
+    name,
+    timeoutMs: PATIENT_MS,
+  });
   const counts: number[] = [];
   for (let i = 0; i < 4; i++) {
     const decision = await limiter.limit('u1');
@@ -40,6 +48,7 @@ async function slidingLogTimeline(store: Store, name: string): Promise<boolean[]
     policy: slidingLog({ limit: 3, windowMs: 60_000 }),
     name,
     clock: () => now,
+    timeoutMs: PATIENT_MS,
   });
   const allowed: boolean[] = [];
   for (const at of [0, 100, 200, 300, 59_999, 60_001, 60_150]) {
@@ -50,7 +59,12 @@ async function slidingLogTimeline(store: Store, name: string): Promise<boolean[]
 }
 
 async function tokenBucketRun(store: Store, name: string): Promise<Array<[number, number]>> {
-  const limiter = createLimiter({ store, policy: tokenBucket({ capacity: 5, refillPerSecond: 2 }), name });
+  const limiter = createLimiter({
+    store,
+    policy: tokenBucket({ capacity: 5, refillPerSecond: 2 }),
+    name,
+    timeoutMs: PATIENT_MS,
+  });
   const pairs: Array<[number, number]> = [];
   for (let i = 0; i < 7; i++) {
     const d = await limiter.limit('42');

@@ -136,6 +136,7 @@ for (const kind of BACKENDS) {
         policy: fixedWindow({ limit: 100, windowMs: MINUTE, share: 0.25 }),
         name: `share-fixed-${kind}`,
         clock: () => T0,
+        timeoutMs: 60_000, // exact counts: a slow reply on a busy machine must not become a timeout decision
       });
       let allowed = 0;
       for (let i = 0; i < 40; i++) if ((await limiter.limit('k')).allowed) allowed++;
@@ -149,6 +150,7 @@ for (const kind of BACKENDS) {
         policy: gcra({ limit: 100, periodMs: MINUTE, share: 0.25 }),
         name: `share-gcra-${kind}`,
         clock: () => now,
+        timeoutMs: 60_000,
       });
       let allowed = 0;
       for (let i = 0; i < 30; i++) if ((await limiter.limit('k')).allowed) allowed++;

@@ -14,9 +14,26 @@ export interface Connected {
   close(): Promise<void>;
 }
 
-export async function connect(kind: ClientKind, port: number, host = '127.0.0.1'): Promise<Connected> {
+/**
+ * `sluice`: the settings the README asks for (no offline queue, no resend after a lost connection),
+ * so clients never wait behind a dead connection and sluice does not warn. `library`: each
+ * library's own defaults, to show what happens when they are left alone.
+ */
+export type ClientSettings = 'sluice' | 'library';
+
+export async function connect(
+  kind: ClientKind,
+  port: number,
+  host = '127.0.0.1',
+  settings: ClientSettings = 'sluice',
+): Promise<Connected> {
   if (kind === 'ioredis') {
-    const client = new Redis({ host, port, lazyConnect: true, maxRetriesPerRequest: 1 });
+    const client = new Redis({
+      host,
+      port,
+      lazyConnect: true,
+      ...(settings === 'sluice' ? { enableOfflineQueue: false, maxRetriesPerRequest: 0 } : {}),
+    });
     client.on('error', () => {});
     await client.connect();
     return {
@@ -28,7 +45,10 @@ export async function connect(kind: ClientKind, port: number, host = '127.0.0.1'
       },
     };
   }
-  const client = createClient({ socket: { host, port } });
+  const client = createClient({
+    socket: { host, port },
+    ...(settings === 'sluice' ? { disableOfflineQueue: true } : {}),
+  });
   client.on('error', () => {});
   await client.connect();
   return {

@@ -12,6 +12,7 @@ import {
 import { keyPart, knownKeys, optionsObject, positiveInteger } from '../../validate.js';
 import { atomicRequestsError } from '../atomic.js';
 import { type Commander, toCommander } from './adapters.js';
+import { warnAboutClientSettings } from './client-settings.js';
 import { LIBRARY_CODE, SCRIPTS, type Script } from './scripts.js';
 import { keySlot } from './slot.js';
 
@@ -61,6 +62,8 @@ interface Batch {
 const MAX_LOG_BATCH_COST = 1000;
 
 const DEFAULTS = { prefix: 'rl', mode: 'scripts', maxBatch: 128 } as const;
+/** FCALLs per batch when the server keeps losing the library (each after loading it again). */
+const FUNCTION_TRIES = 3;
 const COSTS = Array.from({ length: 101 }, (_, i) => String(i));
 
 // ioredis Cluster wraps the reply that ends a run of redirections, e.g. when a replica promoted in
@@ -105,6 +108,10 @@ export class RedisStore implements Store {
   #queue: Pending[] = [];
   #scheduled = false;
   #loading: Promise<void> | undefined;
+  /** Commands sent so far, in the order the server runs them (one connection per node). */
+  #sent = 0;
+  /** `#sent` when the library load in flight was sent. */
+  #loadingSentAt = 0;
   /** Script or function calls sent, for tests and the benchmark's accounting. */
   calls = 0;
 
@@ -112,6 +119,7 @@ export class RedisStore implements Store {
     const raw = optionsObject('RedisStore options', options, true);
     knownKeys('RedisStore', raw, ['client', 'prefix', 'mode', 'maxBatch']);
     this.#commander = toCommander(raw.client);
+    warnAboutClientSettings(raw.client, this.#commander.client, this.#commander.cluster);
     this.prefix = raw.prefix === undefined ? DEFAULTS.prefix : keyPart('RedisStore.prefix', raw.prefix);
     if (raw.mode !== undefined && raw.mode !== 'scripts' && raw.mode !== 'functions') {
       throw invalidOption('RedisStore.mode', "'scripts' or 'functions'", raw.mode);
@@ -296,14 +304,19 @@ export class RedisStore implements Store {
     if (this.mode === 'functions') {
       args[0] = 'FCALL';
       args[1] = script.functionName;
-      try {
-        return await this.#commander.send(args, key);
-      } catch (error) {
-        // A server that lost the library (restart, FUNCTION FLUSH, new primary) gets it again.
-        if (!(error instanceof Error) || !/function not found/i.test(error.message)) throw error;
-        await this.#loadLibrary();
+      // A server that lost the library (restart, FUNCTION FLUSH, new primary) gets it again. "Function
+      // not found" means nothing ran, so a resend cannot count twice; and since another flush can land
+      // between the load and the resend (seen under load), a few tries rather than one.
+      for (let attempt = 1; ; attempt++) {
+        const sentAt = ++this.#sent;
+        try {
+          return await this.#commander.send(args, key);
+        } catch (error) {
+          const lost = error instanceof Error && /function not found/i.test(error.message);
+          if (!lost || attempt >= FUNCTION_TRIES) throw error;
+        }
+        await this.#loadLibrary(sentAt);
         this.calls++;
-        return await this.#commander.send(args, key);
       }
     }
     args[0] = 'EVALSHA';
@@ -321,14 +334,21 @@ export class RedisStore implements Store {
     }
   }
 
-  #loadLibrary(): Promise<void> {
-    if (this.#loading === undefined) {
-      this.#loading = this.#commander
+  /**
+   * Loads the library for a call that found it missing, sent when `#sent` was `failedAt`. Calls share
+   * a load in flight only if it was sent after theirs: one sent before ran before their failure, so
+   * whatever removed the library came after it.
+   */
+  #loadLibrary(failedAt: number): Promise<void> {
+    if (this.#loading === undefined || this.#loadingSentAt < failedAt) {
+      this.#loadingSentAt = ++this.#sent;
+      const loading: Promise<void> = this.#commander
         .sendToPrimaries(['FUNCTION', 'LOAD', 'REPLACE', LIBRARY_CODE])
         .then(() => undefined)
         .finally(() => {
-          this.#loading = undefined;
+          if (this.#loading === loading) this.#loading = undefined;
         });
+      this.#loading = loading;
     }
     return this.#loading;
   }

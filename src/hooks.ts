@@ -1,0 +1,58 @@
+// Hooks for metrics and logs: their types, and the one caller that keeps a failing hook away from the decision.
+import type { SluiceError } from './errors.js';
+import type { Decision, Operation } from './types.js';
+
+/** What a hook is told about the call behind a decision or an error. */
+export interface HookContext {
+  /** The limiter's `name`. */
+  readonly name: string;
+  readonly identifier: string;
+  /** `reset` only reaches `onError`. */
+  readonly operation: Operation | 'reset';
+  /** The cost asked (or the amount refunded); 0 for `reset`. */
+  readonly cost: number;
+  /**
+   * For decisions with reason `store-error`, `timeout` or `fallback`: the failure that led to it
+   * (code `ERR_SLUICE_STORE` with the client's error as `cause`, or `ERR_SLUICE_TIMEOUT`).
+   */
+  readonly error?: SluiceError;
+}
+
+/**
+ * Called once per decision with the verdict as the policy gave it: in shadow mode (`enforce: false`)
+ * it sees the denials callers do not. Runs before the caller gets the decision, so keep it cheap.
+ */
+export type DecisionHook = (decision: Decision, context: HookContext) => void;
+
+/** Called once per call that the store failed or did not answer in time. */
+export type ErrorHook = (error: SluiceError, context: HookContext) => void;
+
+const warned = new WeakSet<object>();
+
+function report(hookName: string, hook: object, error: unknown): void {
+  // Once per hook: a hook that throws on every call must not flood the log.
+  if (warned.has(hook)) return;
+  warned.add(hook);
+  const message = error instanceof Error ? error.message : String(error);
+  process.emitWarning(
+    `sluice: the ${hookName} hook failed (${message}); decisions go on without it. Shown once per hook.`,
+    { type: 'SluiceWarning', code: 'SLUICE_HOOK_FAILED' },
+  );
+}
+
+/** Calls a hook; what it throws (or a promise it returns rejects with) becomes one warning, never the caller's problem. */
+export function callHook<A>(
+  hookName: string,
+  hook: (value: A, context: HookContext) => unknown,
+  value: A,
+  context: HookContext,
+): void {
+  try {
+    const returned = hook(value, context);
+    if (typeof (returned as PromiseLike<unknown> | undefined)?.then === 'function') {
+      (returned as PromiseLike<unknown>).then(undefined, (error: unknown) => report(hookName, hook, error));
+    }
+  } catch (error) {
+    report(hookName, hook, error);
+  }
+}
