@@ -28,6 +28,11 @@ const MODES = ['scripts', 'functions'] as const;
 const HOUR = 3_600_000;
 /** A fixed instant for injected clocks: a whole hour, so aligned windows start here. */
 const T0 = 1_700_002_800_000;
+/**
+ * For suites that assert exact decisions: wait for Redis however slow this shared machine is, and
+ * fail closed, so that a store failure shows up as a denial with a reason rather than a grant.
+ */
+const EXACT = { timeoutMs: 60_000, onStoreError: 'deny' } as const;
 
 let cluster: RedisCluster;
 const clients: ClusterClient[] = [];
@@ -98,6 +103,7 @@ for (const kind of CLIENT_KINDS) {
 
       test("the seed's fixed window: counts 1, 2, 3, 4 with an expiry, on the primary that owns the key", async () => {
         const limiter = createLimiter({
+          ...EXACT,
           store,
           policy: fixedWindow({ limit: 100, windowMs: 60_000 }),
           name: 'seed-fixed',
@@ -118,6 +124,7 @@ for (const kind of CLIENT_KINDS) {
       test("the seed's sliding log: at 0, 100, 200, 300, 59999, 60001, 60150 ms -> 1, 1, 1, 0, 0, 1, 1", async () => {
         let now = T0;
         const limiter = createLimiter({
+          ...EXACT,
           store,
           policy: slidingLog({ limit: 3, windowMs: 60_000 }),
           name: 'seed-log',
@@ -134,6 +141,7 @@ for (const kind of CLIENT_KINDS) {
       test("the seed's token bucket: 5 at 2/s -> [1,4] [1,3] [1,2] [1,1] [1,0] [0,0] [0,0], then [1,1] a second later", async () => {
         let now = T0;
         const limiter = createLimiter({
+          ...EXACT,
           store,
           policy: tokenBucket({ capacity: 5, refillPerSecond: 2 }),
           name: 'seed-bucket',
@@ -167,8 +175,8 @@ for (const kind of CLIENT_KINDS) {
           const clock = () => now;
           const policy = make();
           const name = `diff-${label}`;
-          const redis = createLimiter({ store, policy, name, clock });
-          const memory = createLimiter({ store: new MemoryStore({ clock }), policy, name, clock });
+          const redis = createLimiter({ ...EXACT, store, policy, name, clock });
+          const memory = createLimiter({ ...EXACT, store: new MemoryStore({ clock }), policy, name, clock });
           const identifiers = Array.from({ length: 24 }, (_, i) => `user:${i}`);
           const operations = ['limit', 'limit', 'limit', 'peek', 'refund'] as const;
           let compared = 0;
@@ -209,6 +217,7 @@ for (const kind of CLIENT_KINDS) {
           const aligned = label === 'fixedWindow' || label === 'slidingWindow';
           const limiters = stores.map((each) =>
             createLimiter({
+              ...EXACT,
               store: each,
               policy,
               name: `burst-${label}`,
@@ -252,7 +261,12 @@ for (const kind of CLIENT_KINDS) {
       });
 
       test('identifiers spread over all three primaries', async () => {
-        const limiter = createLimiter({ store, policy: gcra({ limit: 10, periodMs: HOUR }), name: 'spread' });
+        const limiter = createLimiter({
+          ...EXACT,
+          store,
+          policy: gcra({ limit: 10, periodMs: HOUR }),
+          name: 'spread',
+        });
         const count = 600;
         const decisions = await Promise.all(
           Array.from({ length: count }, (_, i) => limiter.limit(`client-${i}`)),
@@ -282,12 +296,14 @@ for (const kind of CLIENT_KINDS) {
         ];
         const pairs = stores.map((each) => {
           const user = createLimiter({
+            ...EXACT,
             store: each,
             policy: slidingLog({ limit: 100, windowMs: HOUR }),
             name: 'all-user',
             clock,
           });
           const tenant = createLimiter({
+            ...EXACT,
             store: each,
             policy: fixedWindow({ limit: 150, windowMs: HOUR }),
             name: 'all-tenant',
@@ -327,11 +343,13 @@ for (const kind of CLIENT_KINDS) {
 
       test('all() over keys of different slots is refused with ERR_SLUICE_CROSS_SLOT, nothing written on any primary', async () => {
         const user = createLimiter({
+          ...EXACT,
           store,
           policy: gcra({ limit: 10, periodMs: HOUR }),
           name: 'cross-user',
         });
         const tenant = createLimiter({
+          ...EXACT,
           store,
           policy: gcra({ limit: 10, periodMs: HOUR }),
           name: 'cross-tenant',
@@ -360,7 +378,12 @@ for (const kind of CLIENT_KINDS) {
       });
 
       test('a primary that lost the script or library reloads it there, and only there', async () => {
-        const limiter = createLimiter({ store, policy: gcra({ limit: 10, periodMs: HOUR }), name: 'reload' });
+        const limiter = createLimiter({
+          ...EXACT,
+          store,
+          policy: gcra({ limit: 10, periodMs: HOUR }),
+          name: 'reload',
+        });
         // One identifier per primary, so each primary has seen the script or library.
         const primaries = (await cluster.topology()).filter((node) => node.role === 'primary');
         const owned = new Map<number, string>();
@@ -410,7 +433,12 @@ test('ioredis: a NOSCRIPT wrapped in "Too many Cluster redirections" still reloa
   await ioredis.connect();
   try {
     const store = new RedisStore({ client: ioredis, prefix: 'rl-wrapped' });
-    const limiter = createLimiter({ store, policy: gcra({ limit: 5, periodMs: HOUR }), name: 'wrapped' });
+    const limiter = createLimiter({
+      ...EXACT,
+      store,
+      policy: gcra({ limit: 5, periodMs: HOUR }),
+      name: 'wrapped',
+    });
     const owner = await cluster.primaryOf(keySlot(store.keyFor('wrapped', 'a')));
     await cluster.command(owner.port, 'SCRIPT', 'FLUSH');
     const decision = await limiter.limit('a');

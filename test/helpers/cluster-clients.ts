@@ -44,6 +44,8 @@ export async function connectCluster(
     );
     client.on('error', () => {});
     await client.connect();
+    // Without the offline queue, a call to a node whose connection is still opening fails: open them all.
+    await Promise.all(client.nodes('master').map((node) => node.ping()));
     return {
       kind,
       client,
