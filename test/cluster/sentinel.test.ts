@@ -166,6 +166,8 @@ test("the primary killed with SIGKILL under load, onStoreError 'deny': the polic
     },
     20_000,
   ).catch((error: unknown) => {
+    for (const client of clients)
+      console.log(`${client.kind} status ${String((client.client as { status?: unknown }).status)}`);
     for (const { rig, load } of runs) {
       const last = load.outcomes.at(-1);
       console.log(
