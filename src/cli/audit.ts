@@ -112,9 +112,10 @@ under "${OTHER}" and checked for an expiry only.
 
 Options:
   --match <pattern>   SCAN pattern (default: '<prefix>:*')
-  --fix               give keys without an expiry the TTL of --ttl (PEXPIRE ... NX), and cut TTLs
-                      beyond their policy to the policy's longest (PEXPIRE ... LT). Types are only reported.
-  --ttl <time>        the TTL --fix gives keys without one, e.g. 1h (required with --fix)
+  --fix               give keys without an expiry a TTL (PEXPIRE ... NX), and cut TTLs beyond their
+                      policy to the policy's longest (PEXPIRE ... LT). Types are only reported.
+  --ttl <time>        the TTL --fix gives keys without one, e.g. 1h (required with --fix); for a
+                      limiter in the config, at most its policy's longest TTL
   --count <n>         keys per SCAN call (default 1000)
   --rate <n>          walk at most n keys per second, to stay gentle on a busy server (default: no limit)
   --show <n>          list at most n keys per limiter in the text report (default ${MAX_SHOWN_DEFAULT})
@@ -203,7 +204,9 @@ async function run(context: Context): Promise<number> {
             const listed = group.shown[PROBLEMS.find((p) => finding.problems.includes(p)) as Problem];
             if (listed.length < show) listed.push(finding);
             if (fix && finding.problems.includes('no-expiry')) {
-              fixes.push({ finding, args: [key, fixTtlMs, 'NX'] });
+              // Never longer than the policy needs: a longer TTL would be the next run's finding.
+              const ttl = finding.maxTtlMs === undefined ? fixTtlMs : Math.min(fixTtlMs, finding.maxTtlMs);
+              fixes.push({ finding, args: [key, ttl, 'NX'] });
             } else if (fix && finding.problems.includes('ttl-too-long') && finding.maxTtlMs !== undefined) {
               fixes.push({ finding, args: [key, finding.maxTtlMs, 'LT'] });
             }
@@ -385,28 +388,28 @@ function textReport(report: {
     };
     if (PROBLEMS.every((problem) => group.shown[problem].length === 0)) continue;
     lines.push('', `${group.name}:`);
+    const rows: string[][] = [];
+    const notes: string[] = [];
     for (const problem of PROBLEMS) {
       const shown = group.shown[problem];
-      if (shown.length === 0) continue;
-      lines.push(
-        table(
-          shown.map((finding) => [
-            `  ${finding.key}`,
-            finding.type,
-            finding.ttlMs === -1 ? 'no TTL' : `TTL ${formatDuration(finding.ttlMs)}`,
-            finding.problems.map((p) => problemText(p, finding)).join(', '),
-            finding.fixedTtlMs === undefined ? '' : `-> fixed: TTL ${formatDuration(finding.fixedTtlMs)}`,
-          ]),
-        ),
-      );
+      for (const finding of shown) {
+        rows.push([
+          `  ${finding.key}`,
+          finding.type,
+          finding.ttlMs === -1 ? 'no TTL' : `TTL ${formatDuration(finding.ttlMs)}`,
+          finding.problems.map((p) => problemText(p, finding)).join(', '),
+          finding.fixedTtlMs === undefined ? '' : `-> fixed: TTL ${formatDuration(finding.fixedTtlMs)}`,
+        ]);
+      }
       // A key with several problems is listed once but counted under each.
       const more = counts[problem] - shown.length;
       if (shown.length === show && more > 0) {
-        lines.push(
-          `  ... and up to ${formatNumber(more)} more (--show sets how many, --json lists every key)`,
+        notes.push(
+          `  ... and up to ${formatNumber(more)} more with ${problemText(problem, shown[0] as Finding)} (--show sets how many, --json lists every key)`,
         );
       }
     }
+    lines.push(table(rows), ...notes);
   }
   lines.push('');
   lines.push(

@@ -10,7 +10,10 @@ export function formatDuration(ms: number): string {
   if (ms < 1000) return `${Math.round(ms)} ms`;
   if (ms < 60_000) return `${formatNumber(ms / 1000, ms < 10_000 ? 2 : 1)} s`;
   const minutes = Math.floor(ms / 60_000);
-  if (minutes < 60) return `${minutes} min ${Math.round((ms % 60_000) / 1000)} s`;
+  if (minutes < 60) {
+    const seconds = Math.round((ms % 60_000) / 1000);
+    return seconds === 0 ? `${minutes} min` : `${minutes} min ${seconds} s`;
+  }
   const hours = Math.floor(minutes / 60);
   if (hours < 48) return `${hours} h ${minutes % 60} min`;
   return `${formatNumber(ms / 86_400_000, 1)} days`;
