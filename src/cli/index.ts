@@ -78,7 +78,8 @@ main(argv).then(
   },
   (error: unknown) => {
     const verbose = argv.includes('--verbose');
-    const label = argv[0] === undefined || argv[0].startsWith('-') ? 'sluice' : `sluice ${argv[0]}`;
+    const known = COMMANDS.some((command) => command.name === argv[0]);
+    const label = known ? `sluice ${argv[0]}` : 'sluice';
     if (error instanceof CliError) {
       write(process.stderr, `${label}: ${error.message}`);
       if (verbose && error.cause instanceof Error)
