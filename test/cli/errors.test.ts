@@ -1,7 +1,7 @@
 // Bad input to the CLI: one clear line each, exit code 2, no stack unless --verbose.
 import assert from 'node:assert/strict';
 import { createServer as createHttpServer, type Server } from 'node:http';
-import { createServer as createTcpServer, type Server as TcpServer, type Socket } from 'node:net';
+import { createServer as createTcpServer, type Socket, type Server as TcpServer } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { type CliResult, runCli } from '../helpers/cli.js';
@@ -69,8 +69,25 @@ describe('sluice bad input', () => {
   test('a refused connection, for every command', async () => {
     const port = await freePort();
     for (const args of COMMANDS) {
-      const result = await runCli([...args, '--redis', `redis://127.0.0.1:${port}`, '--algorithm', 'gcra', '--limit', '1', '--period', '1s'].slice(0, args[0] === 'inspect' ? undefined : args.length + 2));
-      assertOneLine(result, new RegExp(`^sluice ${args[0]}: Cannot connect to 127\\.0\\.0\\.1:${port}: connection refused \\(is Redis running there\\?\\)\\.\\n$`));
+      const result = await runCli(
+        [
+          ...args,
+          '--redis',
+          `redis://127.0.0.1:${port}`,
+          '--algorithm',
+          'gcra',
+          '--limit',
+          '1',
+          '--period',
+          '1s',
+        ].slice(0, args[0] === 'inspect' ? undefined : args.length + 2),
+      );
+      assertOneLine(
+        result,
+        new RegExp(
+          `^sluice ${args[0]}: Cannot connect to 127\\.0\\.0\\.1:${port}: connection refused \\(is Redis running there\\?\\)\\.\\n$`,
+        ),
+      );
     }
   });
 
@@ -79,21 +96,43 @@ describe('sluice bad input', () => {
       await runCli(['audit', '--redis', 'http://127.0.0.1:6379']),
       /^sluice audit: Invalid --redis URL "http:\/\/127\.0\.0\.1:6379": the scheme is "http"; expected redis:\/\/\[user:password@\]host:port\[\/db\] or rediss:\/\/\.\.\.\n$/,
     );
-    assertOneLine(await runCli(['verify', '--redis', 'localhost:6379']), /^sluice verify: Invalid --redis URL "localhost:6379": the scheme is "localhost"/);
-    assertOneLine(await runCli(['bench', '--redis', 'not a url']), /^sluice bench: Invalid --redis URL "not a url": not a URL;/);
-    assertOneLine(await runCli(['reset', 'a', 'b', '--redis', 'redis://127.0.0.1:1/zero']), /the database "zero" is not a number/);
+    assertOneLine(
+      await runCli(['verify', '--redis', 'localhost:6379']),
+      /^sluice verify: Invalid --redis URL "localhost:6379": the scheme is "localhost"/,
+    );
+    assertOneLine(
+      await runCli(['bench', '--redis', 'not a url']),
+      /^sluice bench: Invalid --redis URL "not a url": not a URL;/,
+    );
+    assertOneLine(
+      await runCli(['reset', 'a', 'b', '--redis', 'redis://127.0.0.1:1/zero']),
+      /the database "zero" is not a number/,
+    );
     // A password in a bad URL is never printed.
     const secret = await runCli(['audit', '--redis', 'redis://user:hunter2@127.0.0.1:6379/x']);
     assertOneLine(secret, /Invalid --redis URL "redis:\/\/user:\*\*\*@127\.0\.0\.1:6379\/x"/);
     assert.doesNotMatch(secret.stderr, /hunter2/);
-    assertOneLine(await runCli(['audit', '--redis', 'redis://no-such-host.invalid:6379']), /^sluice audit: Cannot resolve host "no-such-host\.invalid"\.\n$/);
+    assertOneLine(
+      await runCli(['audit', '--redis', 'redis://no-such-host.invalid:6379']),
+      /^sluice audit: Cannot resolve host "no-such-host\.invalid"\.\n$/,
+    );
   });
 
   test('AUTH failures: a wrong password, and none given', async () => {
     const wrong = await runCli(['audit', '--redis', `redis://:nope@127.0.0.1:${secured.port}`]);
-    assertOneLine(wrong, new RegExp(`^sluice audit: Authentication failed at 127\\.0\\.0\\.1:${secured.port}: wrong username or password \\(WRONGPASS`));
+    assertOneLine(
+      wrong,
+      new RegExp(
+        `^sluice audit: Authentication failed at 127\\.0\\.0\\.1:${secured.port}: wrong username or password \\(WRONGPASS`,
+      ),
+    );
     const none = await runCli(['reset', 'api', 'x', '--redis', secured.url]);
-    assertOneLine(none, new RegExp(`^sluice reset: Authentication required at 127\\.0\\.0\\.1:${secured.port}: give the password in the URL`));
+    assertOneLine(
+      none,
+      new RegExp(
+        `^sluice reset: Authentication required at 127\\.0\\.0\\.1:${secured.port}: give the password in the URL`,
+      ),
+    );
     // And the right one works.
     const right = await runCli(['reset', 'api', 'x', '--redis', `redis://:s3cret@127.0.0.1:${secured.port}`]);
     assert.equal(right.code, 0, right.stderr);
@@ -102,10 +141,20 @@ describe('sluice bad input', () => {
   test('a server that is not Redis: an HTTP server, and one that never answers', async () => {
     for (const args of COMMANDS) {
       const result = await runCli([...args, '--redis', `redis://127.0.0.1:${httpPort}`]);
-      assertOneLine(result, new RegExp(`^sluice ${args[0]}: The server at 127\\.0\\.0\\.1:${httpPort} is not a Redis server: its reply does not speak RESP \\(it answered like an HTTP server\\)\\.\\n$`));
+      assertOneLine(
+        result,
+        new RegExp(
+          `^sluice ${args[0]}: The server at 127\\.0\\.0\\.1:${httpPort} is not a Redis server: its reply does not speak RESP \\(it answered like an HTTP server\\)\\.\\n$`,
+        ),
+      );
     }
     const quiet = await runCli(['audit', '--redis', `redis://127.0.0.1:${silentPort}`, '--timeout', '300ms']);
-    assertOneLine(quiet, new RegExp(`^sluice audit: No answer from 127\\.0\\.0\\.1:${silentPort} within 300 ms: is it a Redis server\\? \\(--timeout sets the wait\\)\\n$`));
+    assertOneLine(
+      quiet,
+      new RegExp(
+        `^sluice audit: No answer from 127\\.0\\.0\\.1:${silentPort} within 300 ms: is it a Redis server\\? \\(--timeout sets the wait\\)\\n$`,
+      ),
+    );
   });
 
   test('--verbose adds the stack of the underlying error', async () => {
@@ -116,21 +165,41 @@ describe('sluice bad input', () => {
   });
 
   test('usage errors: unknown command, unknown flag, missing value, bad numbers', async () => {
-    assertOneLine(await runCli(['audti']), /^sluice: Unknown command "audti"; expected one of audit, verify, inspect, reset, bench, serve \(see `sluice --help`\)\.\n$/);
-    assertOneLine(await runCli(['audit', '--colour']), /^sluice audit: Unknown option '--colour' \(see `sluice audit --help`\)\.\n$/);
-    assertOneLine(await runCli(['audit', '--redis']), /^sluice audit: Option '--redis <value>' argument missing \(see `sluice audit --help`\)\.\n$/);
+    assertOneLine(
+      await runCli(['audti']),
+      /^sluice: Unknown command "audti"; expected one of audit, verify, inspect, reset, bench, serve \(see `sluice --help`\)\.\n$/,
+    );
+    assertOneLine(
+      await runCli(['audit', '--colour']),
+      /^sluice audit: Unknown option '--colour' \(see `sluice audit --help`\)\.\n$/,
+    );
+    assertOneLine(
+      await runCli(['audit', '--redis']),
+      /^sluice audit: Option '--redis <value>' argument missing \(see `sluice audit --help`\)\.\n$/,
+    );
     assertOneLine(await runCli(['audit', '--count', '-5']), /^sluice audit: /);
-    assertOneLine(await runCli(['verify', '--processes', '1000']), /^sluice verify: Expected `--processes` to be a whole number from 1 to 64, got "1000"\.\n$/);
-    assertOneLine(await runCli(['bench', '--duration', 'soon']), /^sluice bench: Expected `--duration` to be a duration such as 500ms, 30s, 5m, 1h or 2d, got "soon"\.\n$/);
+    assertOneLine(
+      await runCli(['verify', '--processes', '1000']),
+      /^sluice verify: Expected `--processes` to be a whole number from 1 to 64, got "1000"\.\n$/,
+    );
+    assertOneLine(
+      await runCli(['bench', '--duration', 'soon']),
+      /^sluice bench: Expected `--duration` to be a duration such as 500ms, 30s, 5m, 1h or 2d, got "soon"\.\n$/,
+    );
     const none = await runCli([]);
     assert.equal(none.code, 2);
     assert.match(none.stdout, /^Usage: sluice <command> \[options\]/);
   });
 
   test('config files: missing, not JSON, a bad policy', async () => {
-    assertOneLine(await runCli(['audit', '--config', '/nonexistent/sluice.json']), /^sluice audit: Config file \/nonexistent\/sluice\.json does not exist\.\n$/);
+    assertOneLine(
+      await runCli(['audit', '--config', '/nonexistent/sluice.json']),
+      /^sluice audit: Config file \/nonexistent\/sluice\.json does not exist\.\n$/,
+    );
     const { writeConfig } = await import('../helpers/cli.js');
-    const bad = writeConfig({ policies: { api: { algorithm: 'tokenBucket', capacity: 0, refillPerSecond: 1 } } });
+    const bad = writeConfig({
+      policies: { api: { algorithm: 'tokenBucket', capacity: 0, refillPerSecond: 1 } },
+    });
     try {
       assertOneLine(
         await runCli(['audit', '--config', bad.path]),

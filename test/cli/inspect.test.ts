@@ -2,8 +2,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
-import { createLimiter, type Limiter, type Policy, RedisStore } from '../../src/index.js';
 import { maxTtlMs, policyFromSpec } from '../../src/cli/config.js';
+import { createLimiter, type Limiter, type Policy, RedisStore } from '../../src/index.js';
 import { parseJson, runCli, writeConfig } from '../helpers/cli.js';
 import { type RedisServer, startRedis } from '../helpers/redis-server.js';
 
@@ -16,7 +16,14 @@ interface InspectReport {
   state: Record<string, unknown> | null;
   ttlMs: number | null;
   serverTimeMs: number;
-  next: { cost: number; allowed: boolean; limit: number; remaining: number; resetMs: number; retryAfterMs: number };
+  next: {
+    cost: number;
+    allowed: boolean;
+    limit: number;
+    remaining: number;
+    resetMs: number;
+    retryAfterMs: number;
+  };
 }
 
 // Long periods: nothing refills or slides out between the library's write and the CLI's read.
@@ -50,7 +57,17 @@ describe('sluice inspect and reset', () => {
   });
 
   const inspect = async (name: string, identifier: string, ...extra: string[]): Promise<InspectReport> => {
-    const result = await runCli(['inspect', name, identifier, '--redis', server.url, '--config', config.path, '--json', ...extra]);
+    const result = await runCli([
+      'inspect',
+      name,
+      identifier,
+      '--redis',
+      server.url,
+      '--config',
+      config.path,
+      '--json',
+      ...extra,
+    ]);
     assert.equal(result.code, 0, result.stderr);
     return parseJson<InspectReport>(result);
   };
@@ -66,7 +83,10 @@ describe('sluice inspect and reset', () => {
       assert.equal(report.key, `app:${name}:{customer-%7B${name}%7D}`);
       assert.equal(report.policy, limiter.policy.description);
       const longest = maxTtlMs(limiter.policy);
-      assert.ok(report.ttlMs !== null && report.ttlMs > 0 && report.ttlMs <= longest, `ttl ${report.ttlMs} of ${longest}`);
+      assert.ok(
+        report.ttlMs !== null && report.ttlMs > 0 && report.ttlMs <= longest,
+        `ttl ${report.ttlMs} of ${longest}`,
+      );
       assert.deepEqual(
         { allowed: report.next.allowed, remaining: report.next.remaining, limit: report.next.limit },
         { allowed: expected.allowed, remaining: 6, limit: 10 },
@@ -80,7 +100,10 @@ describe('sluice inspect and reset', () => {
           assert.equal(state.windowIndex, Math.floor(report.serverTimeMs / 3_600_000));
           break;
         case 'slidingWindow':
-          assert.deepEqual([state.storedPrevious, state.storedCurrent, state.previous, state.current], [0, 4, 0, 4]);
+          assert.deepEqual(
+            [state.storedPrevious, state.storedCurrent, state.previous, state.current],
+            [0, 4, 0, 4],
+          );
           assert.equal(state.estimate, 4);
           break;
         case 'slidingLog':
@@ -97,7 +120,16 @@ describe('sluice inspect and reset', () => {
           assert.equal(Math.round(state.available as number), 6);
       }
 
-      const reset = await runCli(['reset', name, identifier, '--redis', server.url, '--config', config.path, '--json']);
+      const reset = await runCli([
+        'reset',
+        name,
+        identifier,
+        '--redis',
+        server.url,
+        '--config',
+        config.path,
+        '--json',
+      ]);
       assert.equal(reset.code, 0, reset.stderr);
       assert.deepEqual(parseJson(reset), { limiter: name, identifier, key: report.key, deleted: true });
       assert.equal(await redis.exists(report.key), 0);
@@ -114,7 +146,15 @@ describe('sluice inspect and reset', () => {
   test('a denied identifier: the text report shows the state and the wait; policy flags replace the config', async () => {
     const limiter = limiters.get('fixed') as Limiter;
     await limiter.limit('heavy', { cost: 10 });
-    const result = await runCli(['inspect', 'fixed', 'heavy', '--redis', server.url, '--config', config.path]);
+    const result = await runCli([
+      'inspect',
+      'fixed',
+      'heavy',
+      '--redis',
+      server.url,
+      '--config',
+      config.path,
+    ]);
     assert.equal(result.code, 0, result.stderr);
     assert.match(result.stdout, /^limiter {2}fixed: fixedWindow\(limit=10,windowMs=3600000\)\n/);
     assert.match(result.stdout, /\nkey {6}app:fixed:\{heavy\}\n/);
@@ -122,8 +162,22 @@ describe('sluice inspect and reset', () => {
     assert.match(result.stdout, /\nnext {5}cost 1: denied, retry after .+ \(\d+ ms\)/);
     // The same key read with the policy given on the command line, and a cost.
     const flags = await runCli([
-      'inspect', 'fixed', 'heavy', '--redis', server.url, '--prefix', 'app',
-      '--algorithm', 'fixedWindow', '--limit', '20', '--window', '1h', '--cost', '10', '--json',
+      'inspect',
+      'fixed',
+      'heavy',
+      '--redis',
+      server.url,
+      '--prefix',
+      'app',
+      '--algorithm',
+      'fixedWindow',
+      '--limit',
+      '20',
+      '--window',
+      '1h',
+      '--cost',
+      '10',
+      '--json',
     ]);
     assert.equal(flags.code, 0, flags.stderr);
     const report = parseJson<InspectReport>(flags);
@@ -134,15 +188,49 @@ describe('sluice inspect and reset', () => {
   test('a limiter with no known policy, and a policy flag with a bad value, are refused', async () => {
     const unknown = await runCli(['inspect', 'nope', 'x', '--redis', server.url, '--config', config.path]);
     assert.equal(unknown.code, 2);
-    assert.match(unknown.stderr, /^sluice inspect: No policy for limiter "nope" in .*sluice\.config\.json: add it there, or give it with --algorithm/);
-    const bad = await runCli(['inspect', 'x', 'y', '--redis', server.url, '--algorithm', 'fixedWindow', '--limit', '0', '--window', '1m']);
+    assert.match(
+      unknown.stderr,
+      /^sluice inspect: No policy for limiter "nope" in .*sluice\.config\.json: add it there, or give it with --algorithm/,
+    );
+    const bad = await runCli([
+      'inspect',
+      'x',
+      'y',
+      '--redis',
+      server.url,
+      '--algorithm',
+      'fixedWindow',
+      '--limit',
+      '0',
+      '--window',
+      '1m',
+    ]);
     assert.equal(bad.code, 2);
-    assert.equal(bad.stderr, 'sluice inspect: Expected `--limit` to be a whole number from 1 to 9,007,199,254,740,991, got "0".\n');
-    const missing = await runCli(['inspect', 'x', 'y', '--redis', server.url, '--algorithm', 'gcra', '--limit', '5']);
+    assert.equal(
+      bad.stderr,
+      'sluice inspect: Expected `--limit` to be a whole number from 1 to 9,007,199,254,740,991, got "0".\n',
+    );
+    const missing = await runCli([
+      'inspect',
+      'x',
+      'y',
+      '--redis',
+      server.url,
+      '--algorithm',
+      'gcra',
+      '--limit',
+      '5',
+    ]);
     assert.equal(missing.code, 2);
-    assert.match(missing.stderr, /^sluice inspect: policy flags: Expected `gcra.periodMs` to be a whole number of milliseconds/);
+    assert.match(
+      missing.stderr,
+      /^sluice inspect: policy flags: Expected `gcra.periodMs` to be a whole number of milliseconds/,
+    );
     const positional = await runCli(['inspect', 'only-one']);
     assert.equal(positional.code, 2);
-    assert.equal(positional.stderr, 'sluice inspect: Expected <limiter> <identifier>, got "only-one" (see `sluice inspect --help`).\n');
+    assert.equal(
+      positional.stderr,
+      'sluice inspect: Expected <limiter> <identifier>, got "only-one" (see `sluice inspect --help`).\n',
+    );
   });
 });

@@ -11,7 +11,16 @@ interface VerifyReport {
   limit: number;
   requests: number;
   exact: boolean;
-  results: Array<{ limiter: string; kind: string; requests: number; allowed: number; denied: number; errors: number; exact: boolean; overBy: number }>;
+  results: Array<{
+    limiter: string;
+    kind: string;
+    requests: number;
+    allowed: number;
+    denied: number;
+    errors: number;
+    exact: boolean;
+    overBy: number;
+  }>;
 }
 
 const SLUICE = ['fixedWindow', 'slidingWindow', 'slidingLog', 'tokenBucket', 'gcra'];
@@ -33,7 +42,18 @@ describe('sluice verify', () => {
   test('every algorithm allows exactly the limit; the naive limiters over-admit; its keys are gone', async () => {
     // 150 requests per process at a limit of 100: each process pipelines its reads before any
     // write, so a naive limiter admits at least 150 whatever the timing.
-    const result = await runCli(['verify', '--redis', server.url, '--processes', '3', '--parallel', '150', '--limit', '100', '--json']);
+    const result = await runCli([
+      'verify',
+      '--redis',
+      server.url,
+      '--processes',
+      '3',
+      '--parallel',
+      '150',
+      '--limit',
+      '100',
+      '--json',
+    ]);
     assert.equal(result.code, 0, result.stderr);
     const report = parseJson<VerifyReport>(result);
     assert.equal(report.requests, 450);
@@ -58,7 +78,10 @@ describe('sluice verify', () => {
   test('prints the table with the default load', async () => {
     const result = await runCli(['verify', '--redis', server.url]);
     assert.equal(result.code, 0, result.stderr);
-    assert.match(result.stdout, /^5 processes x 100 parallel requests = 500 at a limit of 100, on Redis [\d.]+ at redis:\/\/127\.0\.0\.1:\d+\n/);
+    assert.match(
+      result.stdout,
+      /^5 processes x 100 parallel requests = 500 at a limit of 100, on Redis [\d.]+ at redis:\/\/127\.0\.0\.1:\d+\n/,
+    );
     for (const name of SLUICE) {
       assert.match(result.stdout, new RegExp(`\\n${name}\\s+500\\s+100\\s+400\\s+0\\s+exact\\n`));
     }
@@ -68,7 +91,17 @@ describe('sluice verify', () => {
   });
 
   test('Ctrl-C stops the workers and deletes the keys already written', async () => {
-    const running = startCli(['verify', '--redis', server.url, '--processes', '4', '--parallel', '2000', '--limit', '1000']);
+    const running = startCli([
+      'verify',
+      '--redis',
+      server.url,
+      '--processes',
+      '4',
+      '--parallel',
+      '2000',
+      '--limit',
+      '1000',
+    ]);
     // After the first round its key exists (with a TTL of about a day) until verify cleans up.
     await running.waitFor(/verify: fixedWindow: \d+ of 8000 allowed/);
     running.child.kill('SIGINT');
@@ -79,7 +112,17 @@ describe('sluice verify', () => {
   });
 
   test('refuses a load that cannot exceed the limit', async () => {
-    const result = await runCli(['verify', '--redis', server.url, '--processes', '2', '--parallel', '50', '--limit', '100']);
+    const result = await runCli([
+      'verify',
+      '--redis',
+      server.url,
+      '--processes',
+      '2',
+      '--parallel',
+      '50',
+      '--limit',
+      '100',
+    ]);
     assert.equal(result.code, 2);
     assert.equal(
       result.stderr,
