@@ -30,4 +30,4 @@ if (files.length === 0) {
   console.error('No test files matched.');
   process.exit(1);
 }
-run('node', ['--test', '--test-concurrency=2', '--test-timeout=300000', ...files]);
+run('node', ['--test', '--test-reporter=spec', '--test-concurrency=2', '--test-timeout=300000', ...files]);

@@ -20,6 +20,8 @@ export const ERROR_CODES = {
   BAD_REPLY: 'ERR_SLUICE_BAD_REPLY',
   /** The clock returned something other than a finite, non-negative number of milliseconds. */
   INVALID_CLOCK: 'ERR_SLUICE_INVALID_CLOCK',
+  /** The keys of an atomic multi-key check (`all()`) would land on different cluster slots. Nothing was written. */
+  CROSS_SLOT: 'ERR_SLUICE_CROSS_SLOT',
 } as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[keyof typeof ERROR_CODES];

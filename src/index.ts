@@ -12,8 +12,19 @@ export {
   type SlidingWindowState,
   slidingWindow,
 } from './algorithms/sliding-window.js';
+export { type AllOptions, all, type CombinedLimiter, type Identifiers } from './combine.js';
+export type { CombinedDecision, MemberDecision } from './combined-decision.js';
 export { ERROR_CODES, type ErrorCode, SluiceError } from './errors.js';
-export { type CallOptions, createLimiter, type Limiter } from './limiter.js';
+export { type CallOptions, createLimiter, type KeyOptions, type Limiter } from './limiter.js';
+export {
+  type LoginBudget,
+  type LoginDecision,
+  type LoginDimension,
+  type LoginGuard,
+  type LoginGuardOptions,
+  loginGuard,
+  normalizeUsername,
+} from './login-guard.js';
 export type { LimiterOptions } from './options.js';
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory.js';
 export { RedisStore, type RedisStoreOptions } from './stores/redis/store.js';

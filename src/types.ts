@@ -84,6 +84,8 @@ export interface StoreRequest {
   /** Limiter name, part of the key. */
   readonly name: string;
   readonly identifier: string;
+  /** A hash tag shared with other keys (see `CallOptions.tag`); the identifier's own tag when absent. */
+  readonly tag?: string | undefined;
   readonly operation: Operation;
   readonly cost: number;
   /** Milliseconds from the limiter's clock, or `undefined` to let the store read its own. */
@@ -96,8 +98,16 @@ export interface Store {
   readonly kind: string;
   /** Decides one request atomically. */
   decide(request: StoreRequest): Promise<StoreResult>;
+  /**
+   * Decides several requests (one key each, every key of one cluster slot) together and atomically:
+   * `limit` takes from every key only when every key allows, so a denial takes nothing anywhere.
+   * All requests have the same operation (`limit` or `peek`) and the same `now`. Results are in
+   * request order. Rejects with ERR_SLUICE_CROSS_SLOT, writing nothing, when the keys' slots differ.
+   * Optional: `all()` combines limiters on a store without it one by one, with refunds.
+   */
+  decideAll?(requests: readonly StoreRequest[]): Promise<StoreResult[]>;
   /** Deletes one identifier's state for a limiter. */
-  reset(name: string, identifier: string): Promise<void>;
+  reset(name: string, identifier: string, tag?: string): Promise<void>;
   /** The key under which an identifier's state is kept, for tools and tests. */
-  keyFor(name: string, identifier: string): string;
+  keyFor(name: string, identifier: string, tag?: string): string;
 }

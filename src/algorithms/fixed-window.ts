@@ -1,4 +1,5 @@
 // Fixed window: the pure twin of fixed-window.lua. Windows are aligned to the clock, as in the seed's Step 1.
+import { describeShare, resolveShare, scaleLimit } from '../share.js';
 import type { Operation, Outcome, Policy } from '../types.js';
 import { durationMs, knownKeys, optionsObject, positiveInteger } from '../validate.js';
 
@@ -50,6 +51,12 @@ export interface FixedWindowOptions {
   readonly limit: number;
   /** Window length in ms; windows start at multiples of it (minutes start at :00). */
   readonly windowMs: number;
+  /**
+   * This region's part of a global budget, from 0 (excluded) to 1: the limit is scaled by it and
+   * rounded down (see the README's "Sharing a budget across regions").
+   * @default 1
+   */
+  readonly share?: number;
 }
 
 /**
@@ -61,8 +68,9 @@ export interface FixedWindowOptions {
  */
 export function fixedWindow(options: FixedWindowOptions): Policy<FixedWindowState> {
   const raw = optionsObject('fixedWindow options', options, true);
-  knownKeys('fixedWindow', raw, ['limit', 'windowMs']);
-  const limit = positiveInteger('fixedWindow.limit', raw.limit);
+  knownKeys('fixedWindow', raw, ['limit', 'windowMs', 'share']);
+  const share = resolveShare('fixedWindow.share', raw.share);
+  const limit = scaleLimit('fixedWindow', 'limit', positiveInteger('fixedWindow.limit', raw.limit), share);
   const windowMs = durationMs('fixedWindow.windowMs', raw.windowMs);
   return {
     algorithm: 'fixedWindow',
@@ -71,7 +79,7 @@ export function fixedWindow(options: FixedWindowOptions): Policy<FixedWindowStat
     limit,
     windowMs,
     maxCost: limit,
-    description: `fixedWindow(limit=${limit},windowMs=${windowMs})`,
+    description: `fixedWindow(limit=${limit},windowMs=${windowMs}${describeShare(share)})`,
     decide: (state, now, operation, cost) => decideFixedWindow(state, now, operation, cost, limit, windowMs),
   };
 }

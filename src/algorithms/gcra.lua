@@ -2,6 +2,16 @@
 -- Twin of gcra.ts; the two change together. Composed into scripts after stores/redis/lua/prelude.lua.
 -- gcra(key, now, op, cost, interval, tolerance) -> allowed, remaining, resetMs, retryAfterMs
 --   op: '0' limit, '1' peek, '2' refund; interval: ms per unit; tolerance: burst x interval, in ms.
+-- Whole units that fit now: the largest n with tat + n x interval - now <= tolerance, by the very
+-- comparison a request of cost n meets, so `remaining` never disagrees with the next decision.
+local function gcra_units(tat, now, interval, tolerance)
+  local n = floor((tolerance - (tat - now)) / interval)
+  if n < 0 then n = 0 end
+  while tat + (n + 1) * interval - now <= tolerance + EPSILON_MS do n = n + 1 end
+  while n > 0 and tat + n * interval - now > tolerance + EPSILON_MS do n = n - 1 end
+  return n
+end
+
 local function gcra(key, now, op, cost, interval, tolerance)
   local tat = tonumber(call('GET', key)) or now
   if tat < now then tat = now end
@@ -14,7 +24,7 @@ local function gcra(key, now, op, cost, interval, tolerance)
     write = true
   else
     local next = tat + cost * interval
-    if next - now > tolerance + EPSILON then
+    if next - now > tolerance + EPSILON_MS then
       -- A denied request consumes nothing.
       allowed = 0
       retry = ceil(next - tolerance - now)
@@ -30,5 +40,5 @@ local function gcra(key, now, op, cost, interval, tolerance)
       call('DEL', key)
     end
   end
-  return allowed, floor((tolerance - (tat - now)) / interval + EPSILON), ceil(tat - now), retry
+  return allowed, gcra_units(tat, now, interval, tolerance), ceil(tat - now), retry
 end

@@ -1,9 +1,25 @@
 // GCRA and the token bucket: the pure twin of gcra.lua. One number of state, the theoretical arrival time.
+import { describeShare, resolveShare, scaleBurst } from '../share.js';
 import type { Operation, Outcome, Policy } from '../types.js';
 import { durationMs, knownKeys, optionsObject, positiveInteger, positiveNumber } from '../validate.js';
 
-/** Slack for float comparisons, in ms; the Lua twin uses the same value. */
-const EPSILON = 1e-6;
+/**
+ * Slack for comparisons of times, in ms; the Lua twin uses the same value. Times near 1.7e12 ms
+ * carry float steps of about 2.4e-4 ms: one microsecond covers them.
+ */
+const EPSILON_MS = 1e-3;
+
+/**
+ * Whole units that fit now: the largest n with tat + n × interval − now ≤ tolerance, by the very
+ * comparison a request of cost n meets, so `remaining` never disagrees with the next decision.
+ */
+function unitsAvailable(tat: number, now: number, intervalMs: number, toleranceMs: number): number {
+  let n = Math.floor((toleranceMs - (tat - now)) / intervalMs);
+  if (n < 0) n = 0;
+  while (tat + (n + 1) * intervalMs - now <= toleranceMs + EPSILON_MS) n++;
+  while (n > 0 && tat + n * intervalMs - now > toleranceMs + EPSILON_MS) n--;
+  return n;
+}
 
 /**
  * The rule both policies share: each unit of cost moves the theoretical arrival time (TAT) one
@@ -27,7 +43,7 @@ export function decideGcra(
     write = true;
   } else {
     const next = tat + cost * intervalMs;
-    if (next - now > toleranceMs + EPSILON) {
+    if (next - now > toleranceMs + EPSILON_MS) {
       allowed = false;
       retryAfterMs = Math.ceil(next - toleranceMs - now);
     } else if (operation === 'limit') {
@@ -38,7 +54,7 @@ export function decideGcra(
   const keep = tat > now;
   return {
     allowed,
-    remaining: Math.floor((toleranceMs - (tat - now)) / intervalMs + EPSILON),
+    remaining: unitsAvailable(tat, now, intervalMs, toleranceMs),
     resetMs: Math.ceil(tat - now),
     retryAfterMs,
     // A write that leaves nothing owed deletes; a read keeps what was there.
@@ -58,6 +74,12 @@ export interface GcraOptions {
    * @default limit
    */
   readonly burst?: number;
+  /**
+   * This region's part of a global budget, from 0 (excluded) to 1: the rate is scaled exactly and
+   * the burst rounded down, to at least 1 (see the README's "Sharing a budget across regions").
+   * @default 1
+   */
+  readonly share?: number;
 }
 
 /**
@@ -69,16 +91,18 @@ export interface GcraOptions {
  */
 export function gcra(options: GcraOptions): Policy<number> {
   const raw = optionsObject('gcra options', options, true);
-  knownKeys('gcra', raw, ['limit', 'periodMs', 'burst']);
+  knownKeys('gcra', raw, ['limit', 'periodMs', 'burst', 'share']);
   const limit = positiveInteger('gcra.limit', raw.limit);
   const periodMs = durationMs('gcra.periodMs', raw.periodMs);
   const burst = raw.burst === undefined ? limit : positiveInteger('gcra.burst', raw.burst);
-  const intervalMs = periodMs / limit;
+  const share = resolveShare('gcra.share', raw.share);
+  // The rate needs no rounding: the emission interval is a fraction of a millisecond as readily as a whole one.
+  const intervalMs = periodMs / (limit * share);
   return gcraPolicy(
     'gcra',
-    `gcra(limit=${limit},periodMs=${periodMs},burst=${burst})`,
+    `gcra(limit=${limit},periodMs=${periodMs},burst=${burst}${describeShare(share)})`,
     intervalMs,
-    burst,
+    scaleBurst(burst, share),
     periodMs,
   );
 }
@@ -89,6 +113,13 @@ export interface TokenBucketOptions {
   readonly capacity: number;
   /** Tokens added per second, fractions allowed (0.5 is one token every two seconds). */
   readonly refillPerSecond: number;
+  /**
+   * This region's part of a global budget, from 0 (excluded) to 1: the refill rate is scaled
+   * exactly and the capacity rounded down, to at least 1 (see the README's "Sharing a budget
+   * across regions").
+   * @default 1
+   */
+  readonly share?: number;
 }
 
 /**
@@ -101,16 +132,18 @@ export interface TokenBucketOptions {
  */
 export function tokenBucket(options: TokenBucketOptions): Policy<number> {
   const raw = optionsObject('tokenBucket options', options, true);
-  knownKeys('tokenBucket', raw, ['capacity', 'refillPerSecond']);
+  knownKeys('tokenBucket', raw, ['capacity', 'refillPerSecond', 'share']);
   const capacity = positiveInteger('tokenBucket.capacity', raw.capacity);
   const refillPerSecond = positiveNumber('tokenBucket.refillPerSecond', raw.refillPerSecond);
-  const intervalMs = 1000 / refillPerSecond;
+  const share = resolveShare('tokenBucket.share', raw.share);
+  const intervalMs = 1000 / (refillPerSecond * share);
+  const scaledCapacity = scaleBurst(capacity, share);
   return gcraPolicy(
     'tokenBucket',
-    `tokenBucket(capacity=${capacity},refillPerSecond=${refillPerSecond})`,
+    `tokenBucket(capacity=${capacity},refillPerSecond=${refillPerSecond}${describeShare(share)})`,
     intervalMs,
-    capacity,
-    Math.ceil(capacity * intervalMs),
+    scaledCapacity,
+    Math.ceil(scaledCapacity * intervalMs),
   );
 }
 

@@ -1,17 +1,20 @@
 // Sliding window log: the pure twin of sliding-log.lua (the seed's Step 2). Exact, one entry per unit used.
 import { ERROR_CODES, SluiceError } from '../errors.js';
+import { describeShare, resolveShare, scaleLimit } from '../share.js';
 import type { Operation, Outcome, Policy } from '../types.js';
 import { durationMs, knownKeys, optionsObject, positiveInteger } from '../validate.js';
 
 /**
- * The largest limit the sliding log accepts. Memory and the cost of a denial's lookup grow with the
- * limit; above this, `slidingWindow` or `gcra` decide in O(1) with a few bytes per identifier.
+ * The largest limit the sliding log accepts. Memory (about 90 bytes per entry once a log passes 128
+ * entries) and the work of a request (one sorted-set insert per unit of cost) grow with the limit;
+ * at 1000 the costliest request stays near a millisecond of Redis time. Above it, `slidingWindow` or
+ * `gcra` decide in O(1) with about 100 bytes per identifier.
  */
-export const SLIDING_LOG_MAX_LIMIT = 10_000;
+export const SLIDING_LOG_MAX_LIMIT = 1000;
 
 /**
  * The state kept per identifier: entry times in ascending order, one per unit used. The twin
- * updates it in place (copying a log of up to 10 000 entries per decision would dominate).
+ * updates it in place (copying a log of up to 1000 entries per decision would dominate).
  */
 export interface SlidingLogState {
   readonly times: number[];
@@ -70,6 +73,12 @@ export interface SlidingLogOptions {
   readonly limit: number;
   /** Window length in ms. */
   readonly windowMs: number;
+  /**
+   * This region's part of a global budget, from 0 (excluded) to 1: the limit is scaled by it and
+   * rounded down (see the README's "Sharing a budget across regions").
+   * @default 1
+   */
+  readonly share?: number;
 }
 
 /**
@@ -81,8 +90,9 @@ export interface SlidingLogOptions {
  */
 export function slidingLog(options: SlidingLogOptions): Policy<SlidingLogState> {
   const raw = optionsObject('slidingLog options', options, true);
-  knownKeys('slidingLog', raw, ['limit', 'windowMs']);
-  const limit = positiveInteger('slidingLog.limit', raw.limit);
+  knownKeys('slidingLog', raw, ['limit', 'windowMs', 'share']);
+  const share = resolveShare('slidingLog.share', raw.share);
+  const limit = scaleLimit('slidingLog', 'limit', positiveInteger('slidingLog.limit', raw.limit), share);
   if (limit > SLIDING_LOG_MAX_LIMIT) {
     throw new SluiceError(
       ERROR_CODES.LIMIT_TOO_HIGH,
@@ -97,7 +107,7 @@ export function slidingLog(options: SlidingLogOptions): Policy<SlidingLogState> 
     limit,
     windowMs,
     maxCost: limit,
-    description: `slidingLog(limit=${limit},windowMs=${windowMs})`,
+    description: `slidingLog(limit=${limit},windowMs=${windowMs}${describeShare(share)})`,
     decide: (state, now, operation, cost) => decideSlidingLog(state, now, operation, cost, limit, windowMs),
   };
 }

@@ -1,4 +1,5 @@
 // Sliding window counter: the pure twin of sliding-window.lua (the seed's follow-up approximation).
+import { describeShare, resolveShare, scaleLimit } from '../share.js';
 import type { Operation, Outcome, Policy } from '../types.js';
 import { durationMs, knownKeys, optionsObject, positiveInteger } from '../validate.js';
 
@@ -78,6 +79,12 @@ export interface SlidingWindowOptions {
   readonly limit: number;
   /** Window length in ms. */
   readonly windowMs: number;
+  /**
+   * This region's part of a global budget, from 0 (excluded) to 1: the limit is scaled by it and
+   * rounded down (see the README's "Sharing a budget across regions").
+   * @default 1
+   */
+  readonly share?: number;
 }
 
 /**
@@ -90,8 +97,14 @@ export interface SlidingWindowOptions {
  */
 export function slidingWindow(options: SlidingWindowOptions): Policy<SlidingWindowState> {
   const raw = optionsObject('slidingWindow options', options, true);
-  knownKeys('slidingWindow', raw, ['limit', 'windowMs']);
-  const limit = positiveInteger('slidingWindow.limit', raw.limit);
+  knownKeys('slidingWindow', raw, ['limit', 'windowMs', 'share']);
+  const share = resolveShare('slidingWindow.share', raw.share);
+  const limit = scaleLimit(
+    'slidingWindow',
+    'limit',
+    positiveInteger('slidingWindow.limit', raw.limit),
+    share,
+  );
   const windowMs = durationMs('slidingWindow.windowMs', raw.windowMs);
   return {
     algorithm: 'slidingWindow',
@@ -100,7 +113,7 @@ export function slidingWindow(options: SlidingWindowOptions): Policy<SlidingWind
     limit,
     windowMs,
     maxCost: limit,
-    description: `slidingWindow(limit=${limit},windowMs=${windowMs})`,
+    description: `slidingWindow(limit=${limit},windowMs=${windowMs}${describeShare(share)})`,
     decide: (state, now, operation, cost) =>
       decideSlidingWindow(state, now, operation, cost, limit, windowMs),
   };

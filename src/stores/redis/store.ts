@@ -10,6 +10,7 @@ import {
   type StoreResult,
 } from '../../types.js';
 import { keyPart, knownKeys, optionsObject, positiveInteger } from '../../validate.js';
+import { atomicRequestsError } from '../atomic.js';
 import { type Commander, toCommander } from './adapters.js';
 import { LIBRARY_CODE, SCRIPTS, type Script } from './scripts.js';
 import { keySlot } from './slot.js';
@@ -49,7 +50,12 @@ interface Batch {
   readonly operation: Operation;
   readonly now: number | undefined;
   readonly items: Pending[];
+  /** Units of cost in the batch: the log inserts one entry per unit, so its batches are bounded by cost. */
+  cost: number;
 }
+
+/** The most log entries one coalesced call may insert (each is a sorted-set insert on the server). */
+const MAX_LOG_BATCH_COST = 1000;
 
 const DEFAULTS = { prefix: 'rl', mode: 'scripts', maxBatch: 128 } as const;
 const COSTS = Array.from({ length: 101 }, (_, i) => String(i));
@@ -98,12 +104,12 @@ export class RedisStore implements Store {
     return { library: this.#commander.client, cluster: this.#commander.cluster };
   }
 
-  keyFor(name: string, identifier: string): string {
-    return stateKey(this.prefix, name, identifier);
+  keyFor(name: string, identifier: string, tag?: string): string {
+    return stateKey(this.prefix, name, identifier, tag);
   }
 
   decide(request: StoreRequest): Promise<StoreResult> {
-    const key = stateKey(this.prefix, request.name, request.identifier);
+    const key = stateKey(this.prefix, request.name, request.identifier, request.tag);
     return new Promise<StoreResult>((resolve, reject) => {
       this.#queue.push({ request, key, resolve, reject });
       if (!this.#scheduled) {
@@ -114,8 +120,59 @@ export class RedisStore implements Store {
     });
   }
 
-  async reset(name: string, identifier: string): Promise<void> {
-    const key = stateKey(this.prefix, name, identifier);
+  /**
+   * One call of the combined script (lua/all.lua) over every key: each is looked at, and `limit`
+   * takes from all only when all allow. Not coalesced with other calls: one call per check.
+   */
+  decideAll(requests: readonly StoreRequest[]): Promise<StoreResult[]> {
+    const keys = requests.map((r) => stateKey(this.prefix, r.name, r.identifier, r.tag));
+    const invalid = atomicRequestsError(requests, keys);
+    if (invalid !== undefined) return Promise.reject(invalid);
+    const first = requests[0];
+    const firstKey = keys[0];
+    if (first === undefined || firstKey === undefined) return Promise.resolve([]);
+    const count = requests.length;
+    // Slots 0 and 1 are the command and the script's name; #run fills them.
+    const args = [
+      '',
+      '',
+      String(count),
+      ...keys,
+      OPERATION_CODE[first.operation],
+      first.now === undefined ? '' : String(first.now),
+    ];
+    for (const request of requests) {
+      const [firstParameter, secondParameter] = request.policy.args;
+      args.push(request.policy.script, String(request.cost), firstParameter ?? '', secondParameter ?? '');
+    }
+    const script = SCRIPTS.all;
+    return this.#run(script, args, firstKey).then(
+      (reply) => {
+        if (!Array.isArray(reply) || reply.length !== count * 4) {
+          throw new SluiceError(
+            ERROR_CODES.BAD_REPLY,
+            `Expected ${count * 4} integers from the ${script.name} script, got ${Array.isArray(reply) ? `${reply.length} values` : typeof reply}.`,
+          );
+        }
+        const results: StoreResult[] = [];
+        for (let base = 0; base < reply.length; base += 4) {
+          results.push({
+            allowed: reply[base] === 1,
+            remaining: Number(reply[base + 1]),
+            resetMs: Number(reply[base + 2]),
+            retryAfterMs: Number(reply[base + 3]),
+          });
+        }
+        return results;
+      },
+      (error: unknown) => {
+        throw storeError(error);
+      },
+    );
+  }
+
+  async reset(name: string, identifier: string, tag?: string): Promise<void> {
+    const key = stateKey(this.prefix, name, identifier, tag);
     try {
       await this.#commander.send(['DEL', key], key);
     } catch (error) {
@@ -128,25 +185,34 @@ export class RedisStore implements Store {
     const queue = this.#queue;
     this.#queue = [];
     const cluster = this.#commander.cluster;
-    const batches = new Map<Policy, Map<string, Batch>>();
+    // One open batch per policy and slot (on a cluster only keys of one slot may share a call). A
+    // request that cannot join it (another operation or time, or a full batch) sends it first, so
+    // each key sees its requests in the order they were made.
+    const open = new Map<Policy, Map<number, Batch>>();
     for (const item of queue) {
       const { policy, operation, now } = item.request;
-      let byPolicy = batches.get(policy);
-      if (byPolicy === undefined) {
-        byPolicy = new Map();
-        batches.set(policy, byPolicy);
+      let bySlot = open.get(policy);
+      if (bySlot === undefined) {
+        bySlot = new Map();
+        open.set(policy, bySlot);
       }
-      // On a cluster only keys of one slot may share a call.
-      const group = `${operation}|${now ?? ''}|${cluster ? keySlot(item.key) : 0}`;
-      let batch = byPolicy.get(group);
-      if (batch === undefined || batch.items.length >= this.maxBatch) {
+      const slot = cluster ? keySlot(item.key) : 0;
+      let batch = bySlot.get(slot);
+      if (
+        batch === undefined ||
+        batch.operation !== operation ||
+        batch.now !== now ||
+        batch.items.length >= this.maxBatch ||
+        (policy.script === 'sliding-log' && batch.cost + item.request.cost > MAX_LOG_BATCH_COST)
+      ) {
         if (batch !== undefined) this.#send(batch);
-        batch = { policy, operation, now, items: [] };
-        byPolicy.set(group, batch);
+        batch = { policy, operation, now, items: [], cost: 0 };
+        bySlot.set(slot, batch);
       }
       batch.items.push(item);
+      batch.cost += item.request.cost;
     }
-    for (const byPolicy of batches.values()) for (const batch of byPolicy.values()) this.#send(batch);
+    for (const bySlot of open.values()) for (const batch of bySlot.values()) this.#send(batch);
   };
 
   #send(batch: Batch): void {

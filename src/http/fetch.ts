@@ -1,0 +1,120 @@
+// Adapter for web-standard runtimes: (Request) => Response | undefined, and a wrapper for a whole fetch handler.
+import { type DenialInfo, decisionsOn, denialInfo, evaluate } from './handle.js';
+import { rateLimitHeaders } from './headers.js';
+import { adapterFunction, type RateLimitOptions, resolveRateLimitOptions } from './options.js';
+import { fetchRequestView } from './view.js';
+
+export { type ClientIpOptions, clientIp, headerKey } from './client-key.js';
+export type { DenialInfo } from './handle.js';
+
+/** Options of the fetch adapter. */
+export interface FetchRateLimitOptions extends RateLimitOptions<Request> {
+  /** Answers a refused request instead of the default problem+json response; the refusal's headers are added. */
+  readonly onDenied?: (request: Request, info: DenialInfo) => Response | Promise<Response>;
+  /**
+   * The peer's address, which a `Request` does not carry; receives whatever the runtime passes
+   * after the request (Deno's `info`, Bun's `server`). Without it, `clientIp()` finds no address
+   * and `missingKey` applies: use `headerKey` or a key function instead.
+   * @example (request, info) => info.remoteAddr.hostname // Deno.serve
+   */
+  readonly remoteAddress?: (request: Request, ...context: never[]) => string | undefined;
+}
+
+/** Your fetch handler: the request, then whatever the runtime passes along (typed as you like). */
+export type FetchHandler = (request: Request, ...context: never[]) => Response | Promise<Response>;
+
+/** A handler the runtime can call with any extra arguments (Deno's `info`, Bun's `server`). */
+export type WrappedFetchHandler = (request: Request, ...context: unknown[]) => Promise<Response>;
+
+/** The fetch-style limiter. */
+export interface FetchRateLimiter {
+  /** A 429 (or configured) Response for a refused request, `undefined` when it may go on. */
+  (request: Request, ...context: unknown[]): Promise<Response | undefined>;
+  /** The rate-limit headers to add to your response for an allowed request. */
+  headers(request: Request): Headers;
+  /** With the bare guard and a `count` mode: report the response's status once it is known. */
+  complete(request: Request, status: number): void;
+  /** A whole fetch handler: the guard, your handler, headers on its response, and the count settled. */
+  wrap(handler: FetchHandler): WrappedFetchHandler;
+}
+
+/** Copies headers onto a response, recreating it when its headers are immutable (a fetched Response). */
+function withHeaders(
+  response: Response,
+  headers: Record<string, string>,
+  keepContentType: boolean,
+): Response {
+  const entries = Object.entries(headers).filter(([name]) => !(keepContentType && name === 'Content-Type'));
+  try {
+    for (const [name, value] of entries) response.headers.set(name, value);
+    return response;
+  } catch {
+    const copy = new Response(response.body, response);
+    for (const [name, value] of entries) copy.headers.set(name, value);
+    return copy;
+  }
+}
+
+/**
+ * Rate limits any runtime built on web standards (Deno, Bun, Cloudflare Workers, Node's fetch
+ * servers).
+ *
+ * @example
+ * import { headerKey } from 'sluice/http';
+ * import { rateLimit } from 'sluice/fetch';
+ * const limit = rateLimit({ limiter, key: headerKey('x-api-key') });
+ * export default { fetch: limit.wrap((request) => new Response('ok')) };
+ * // or: const refused = await limit(request); if (refused) return refused;
+ */
+export function rateLimit(options: FetchRateLimitOptions): FetchRateLimiter {
+  const config = resolveRateLimitOptions<Request>('rateLimit (fetch)', options, [
+    'onDenied',
+    'remoteAddress',
+  ]);
+  const onDenied = adapterFunction('onDenied', options.onDenied);
+  const remoteAddress = adapterFunction('remoteAddress', options.remoteAddress);
+  const settlers = new WeakMap<Request, (status: number, finished: boolean) => void>();
+
+  const guard = async (request: Request, ...context: unknown[]): Promise<Response | undefined> => {
+    // The caller's functions declare what their runtime passes; we forward it untouched.
+    const address = remoteAddress === undefined ? undefined : remoteAddress(request, ...(context as never[]));
+    const evaluation = await evaluate(config, request, fetchRequestView(request, address), request);
+    if (evaluation.kind === 'skip') return undefined;
+    if (evaluation.kind === 'allow') {
+      if (evaluation.settle !== undefined) settlers.set(request, evaluation.settle);
+      return undefined;
+    }
+    const { refusal } = evaluation;
+    if (onDenied === undefined) {
+      return new Response(refusal.body, { status: refusal.status, headers: refusal.headers });
+    }
+    return withHeaders(await onDenied(request, denialInfo(evaluation)), refusal.headers, true);
+  };
+  const headersFor = (request: Request): Record<string, string> =>
+    rateLimitHeaders(decisionsOn(request), { style: config.styles });
+  const complete = (request: Request, status: number, finished = true): void => {
+    const settle = settlers.get(request);
+    settlers.delete(request);
+    settle?.(status, finished);
+  };
+  const wrap = (handler: FetchHandler): WrappedFetchHandler => {
+    return async (request, ...context) => {
+      const refused = await guard(request, ...context);
+      if (refused !== undefined) return refused;
+      let response: Response;
+      try {
+        response = await handler(request, ...(context as never[]));
+      } catch (error) {
+        complete(request, 500, false);
+        throw error;
+      }
+      complete(request, response.status);
+      return withHeaders(response, headersFor(request), false);
+    };
+  };
+  return Object.assign(guard, {
+    headers: (request: Request) => new Headers(headersFor(request)),
+    complete: (request: Request, status: number) => complete(request, status),
+    wrap,
+  });
+}

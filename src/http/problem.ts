@@ -1,0 +1,118 @@
+// RFC 9457 problem details for refused requests, and the whole refusal (status, headers, body) built from decisions.
+import {
+  type HeaderOptions,
+  isEnforcedDenial,
+  type PolicyDecision,
+  rateLimitHeaders,
+  retryAfterSeconds,
+  wholeSeconds,
+  wholeUnits,
+} from './headers.js';
+
+export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
+
+/** The problem types of draft-ietf-httpapi-ratelimit-headers (section 5). */
+export const PROBLEM_TYPES = {
+  quotaExceeded: 'https://iana.org/assignments/http-problem-types#quota-exceeded',
+  temporaryReducedCapacity: 'https://iana.org/assignments/http-problem-types#temporary-reduced-capacity',
+} as const;
+
+/** An RFC 9457 problem details object. `violated-policies` names the policies that refused. */
+export interface ProblemDetails {
+  readonly type: string;
+  readonly title: string;
+  readonly status: number;
+  readonly detail: string;
+  readonly 'violated-policies': readonly string[];
+  readonly [member: string]: unknown;
+}
+
+/** Overrides for the problem body. */
+export interface ProblemOptions {
+  /**
+   * The problem type URI.
+   * @default 'https://iana.org/assignments/http-problem-types#quota-exceeded'
+   */
+  readonly type?: string;
+  /**
+   * A short summary that does not change between occurrences.
+   * @default 'Too Many Requests'
+   */
+  readonly title?: string;
+}
+
+/** Everything a refusal sends: status, headers (with Retry-After and Content-Type), and the body. */
+export interface Refusal {
+  readonly status: number;
+  readonly headers: Record<string, string>;
+  readonly problem: ProblemDetails;
+  /** `problem` as JSON, ready to send. */
+  readonly body: string;
+}
+
+function isStoreFailure(entry: PolicyDecision): boolean {
+  return entry.decision.reason === 'store-error' || entry.decision.reason === 'timeout';
+}
+
+function describe(entry: PolicyDecision): string {
+  const seconds = Math.max(1, wholeSeconds(entry.windowMs));
+  return `"${entry.name}" (${wholeUnits(entry.decision.limit)} per ${seconds} s)`;
+}
+
+/**
+ * The problem details for a refused request, or `undefined` when no decision refused it. A quota
+ * refusal is a 429 of type quota-exceeded; when every refusal came from a failing store (a limiter
+ * that fails closed), it is a 503 of type temporary-reduced-capacity: the client did nothing wrong.
+ *
+ * @example
+ * problemDetails([{ name: 'api', windowMs: 60_000, decision }]);
+ * // { type: 'https://iana.org/assignments/http-problem-types#quota-exceeded', title: 'Too Many Requests',
+ * //   status: 429, detail: 'Quota exceeded for policy "api" (100 per 60 s). Retry in 12 s.',
+ * //   'violated-policies': ['api'] }
+ */
+export function problemDetails(
+  entries: readonly PolicyDecision[],
+  options: ProblemOptions = {},
+): ProblemDetails | undefined {
+  const refusing = entries.filter((entry) => isEnforcedDenial(entry.decision));
+  if (refusing.length === 0) return undefined;
+  const quota = refusing.filter((entry) => !isStoreFailure(entry));
+  const retry = retryAfterSeconds(refusing) ?? 1;
+  const names = [...new Set((quota.length > 0 ? quota : refusing).map((entry) => entry.name))];
+  if (quota.length === 0) {
+    return {
+      type: PROBLEM_TYPES.temporaryReducedCapacity,
+      title: 'Service Unavailable',
+      status: 503,
+      detail: `The rate limiter could not decide (${names.map((name) => `"${name}"`).join(', ')}). Retry in ${retry} s.`,
+      'violated-policies': names,
+    };
+  }
+  const policies = [...new Map(quota.map((entry) => [entry.name, entry])).values()].map(describe);
+  return {
+    type: options.type ?? PROBLEM_TYPES.quotaExceeded,
+    title: options.title ?? 'Too Many Requests',
+    status: 429,
+    detail: `Quota exceeded for ${policies.length === 1 ? 'policy' : 'policies'} ${policies.join(', ')}. Retry in ${retry} s.`,
+    'violated-policies': names,
+  };
+}
+
+/**
+ * The whole refusal for decisions that refused a request, or `undefined` when none did: status,
+ * headers (rate-limit fields in the chosen style, `Retry-After`, `Content-Type`) and the JSON body.
+ *
+ * @example
+ * const refusal = refusalFor(entries, { style: 'ietf' });
+ * if (refusal) return new Response(refusal.body, { status: refusal.status, headers: refusal.headers });
+ */
+export function refusalFor(
+  entries: readonly PolicyDecision[],
+  options: HeaderOptions & ProblemOptions = {},
+): Refusal | undefined {
+  const problem = problemDetails(entries, options);
+  if (problem === undefined) return undefined;
+  const headers = rateLimitHeaders(entries, options);
+  headers['Content-Type'] = PROBLEM_CONTENT_TYPE;
+  return { status: problem.status, headers, problem, body: JSON.stringify(problem) };
+}

@@ -1,0 +1,247 @@
+// loginGuard(): the seed's login exercise as a recipe: failures logged per username and per IP, failing closed.
+import { slidingLog } from './algorithms/sliding-log.js';
+import { ERROR_CODES, SluiceError } from './errors.js';
+import { checkIdentifier, createLimiter, type Limiter } from './limiter.js';
+import type { Decision, Policy, Store } from './types.js';
+import { durationMs, keyPart, knownKeys, optionsObject, positiveInteger } from './validate.js';
+
+/** One dimension's budget of failures. */
+export interface LoginBudget {
+  /** Failures allowed within `windowMs`. */
+  readonly limit: number;
+  /** The window, in ms. */
+  readonly windowMs: number;
+}
+
+/** Options of {@link loginGuard}. */
+export interface LoginGuardOptions {
+  /** Where the failure logs live; a RedisStore in production (each log is one sorted set). */
+  readonly store: Store;
+  /**
+   * Failures per username, whichever IP they come from.
+   * @default { limit: 5, windowMs: 900000 } (5 per 15 minutes)
+   */
+  readonly perUsername?: LoginBudget;
+  /**
+   * Failures per client IP (or IPv6 prefix: pass the key sluice's IP extractor gives), whichever
+   * usernames they try.
+   * @default { limit: 100, windowMs: 900000 } (100 per 15 minutes)
+   */
+  readonly perIp?: LoginBudget;
+  /**
+   * The limiters' names are `<name>:user` and `<name>:ip`, so keys read `rl:login:user:{alice}`.
+   * @default 'login'
+   */
+  readonly name?: string;
+  /**
+   * How long to wait for the store before refusing (the guard fails closed). A client that queues
+   * commands while disconnected would otherwise keep the login waiting until Redis came back.
+   * @default 1000
+   */
+  readonly timeoutMs?: number;
+  /** Milliseconds since the epoch; by default the store's clock (Redis's `TIME`). For tests. */
+  readonly clock?: () => number;
+}
+
+/** The two budgets a login attempt is checked against. */
+export type LoginDimension = 'username' | 'ip';
+
+/** What the guard says about a login attempt (`check`) or a recorded failure (`failed`). */
+export interface LoginDecision {
+  /**
+   * `check`: whether the attempt may go on to authentication. `failed`: whether the failure was
+   * recorded in both logs (false once a log is full: the attempt was over a limit).
+   */
+  readonly allowed: boolean;
+  /** The dimensions that refused (or could not be asked), in the order username, ip. Empty when allowed. */
+  readonly blockedBy: readonly LoginDimension[];
+  /**
+   * 0 when allowed; otherwise ms until an attempt would be allowed: the largest wait among the
+   * dimensions that answered and refused. A dimension whose store could not be asked adds no wait
+   * (no one knows how long the outage lasts), so a refusal for a failed store alone says 0.
+   */
+  readonly retryAfterMs: number;
+  /** The username dimension's decision; undefined when the store could not be asked. */
+  readonly username: Decision | undefined;
+  /** The IP dimension's decision; undefined when the store could not be asked. */
+  readonly ip: Decision | undefined;
+  /**
+   * Present when the refusal comes from the store failing rather than from a limit: `store-error`
+   * or `timeout`. The guard fails closed; answer 503 rather than 429.
+   */
+  readonly reason?: 'store-error' | 'timeout';
+  /** The store's error, when `reason` is present and the error reached the guard. */
+  readonly error?: SluiceError;
+}
+
+/** A login guard: check before authenticating, report the outcome after. */
+export interface LoginGuard {
+  /** The failure logs, for tools and tests. */
+  readonly limiters: { readonly username: Limiter; readonly ip: Limiter };
+  /** Whether an attempt may be made now. Consumes nothing. Refuses when the store fails. */
+  check(username: string, ip: string): Promise<LoginDecision>;
+  /** Records a failed attempt against the username and the IP, each on its own. */
+  failed(username: string, ip: string): Promise<LoginDecision>;
+  /** Forgets the username's failures (its IP's stay). Rejects with ERR_SLUICE_STORE when the store fails. */
+  succeeded(username: string): Promise<void>;
+}
+
+const DEFAULTS = {
+  perUsername: { limit: 5, windowMs: 15 * 60_000 },
+  perIp: { limit: 100, windowMs: 15 * 60_000 },
+  name: 'login',
+  timeoutMs: 1000,
+} as const;
+
+/**
+ * The key a username is counted under: Unicode NFKC, then case folded (upper then lower case,
+ * locale-independent, so `ß` and `SS` fold alike), then trimmed. `Alice`, `ALICE`, `ａｌｉｃｅ`
+ * (full-width) and ` alice ` share one budget. Folding too much only merges budgets, which is
+ * stricter; folding too little would let an attacker multiply the budget by respelling a name.
+ */
+export function normalizeUsername(username: string): string {
+  return username.normalize('NFKC').toUpperCase().toLowerCase().normalize('NFKC').trim();
+}
+
+function budget(option: string, value: unknown, fallback: LoginBudget): LoginBudget {
+  if (value === undefined) return fallback;
+  const raw = optionsObject(option, value, true);
+  knownKeys(option, raw, ['limit', 'windowMs']);
+  return {
+    limit: positiveInteger(`${option}.limit`, raw.limit),
+    windowMs: durationMs(`${option}.windowMs`, raw.windowMs),
+  };
+}
+
+class StoreTimeout extends SluiceError {}
+
+function within<T>(promise: Promise<T>, timeoutMs: number): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(
+      () =>
+        reject(
+          new StoreTimeout(
+            ERROR_CODES.STORE,
+            `The store did not answer within ${timeoutMs} ms (\`loginGuard.timeoutMs\`).`,
+          ),
+        ),
+      timeoutMs,
+    );
+    promise.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(error);
+      },
+    );
+  });
+}
+
+function asSluiceError(error: unknown): SluiceError {
+  if (error instanceof SluiceError) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  return new SluiceError(ERROR_CODES.STORE, `The store failed: ${message}`, { cause: error });
+}
+
+/**
+ * The seed's login exercise as a recipe: a sliding log of failures per username and per IP, two
+ * single-key scripts on different slots (no shared tag: that would send every login through one
+ * shard), and a refusal whenever the store cannot answer.
+ *
+ * @example
+ * const guard = loginGuard({ store, perUsername: { limit: 5, windowMs: 15 * 60_000 }, perIp: { limit: 100, windowMs: 15 * 60_000 } });
+ * const verdict = await guard.check(username, ip);
+ * if (!verdict.allowed) return reply(verdict.reason ? 503 : 429, verdict.retryAfterMs);
+ * if (await authenticate(username, password)) await guard.succeeded(username);
+ * else await guard.failed(username, ip);
+ */
+export function loginGuard(options: LoginGuardOptions): LoginGuard {
+  const raw = optionsObject('loginGuard options', options, true);
+  knownKeys('loginGuard', raw, ['store', 'perUsername', 'perIp', 'name', 'timeoutMs', 'clock']);
+  const perUsername = budget('loginGuard.perUsername', raw.perUsername, DEFAULTS.perUsername);
+  const perIp = budget('loginGuard.perIp', raw.perIp, DEFAULTS.perIp);
+  const name = raw.name === undefined ? DEFAULTS.name : keyPart('loginGuard.name', raw.name);
+  const timeoutMs =
+    raw.timeoutMs === undefined
+      ? DEFAULTS.timeoutMs
+      : positiveInteger('loginGuard.timeoutMs', raw.timeoutMs, 2 ** 31 - 1);
+  // createLimiter validates the store and the clock, naming them.
+  const store = raw.store as Store;
+  const clock = raw.clock as (() => number) | undefined;
+  const limiter = (policy: Policy, suffix: string): Limiter =>
+    createLimiter(
+      clock === undefined
+        ? { store, policy, name: `${name}:${suffix}` }
+        : { store, policy, name: `${name}:${suffix}`, clock },
+    );
+  const username = limiter(slidingLog(perUsername), 'user');
+  const ip = limiter(slidingLog(perIp), 'ip');
+
+  function inputs(user: unknown, address: unknown): [string, string] | SluiceError {
+    const invalid = checkIdentifier(user, 'username') ?? checkIdentifier(address, 'ip');
+    if (invalid !== undefined) return invalid;
+    const normalized = normalizeUsername(user as string);
+    return checkIdentifier(normalized, 'username (normalized)') ?? [normalized, address as string];
+  }
+
+  async function both(operation: 'peek' | 'limit', user: string, address: string): Promise<LoginDecision> {
+    const keys = inputs(user, address);
+    if (keys instanceof SluiceError) throw keys;
+    const [byUser, byIp] = await Promise.allSettled([
+      within(username[operation](keys[0]), timeoutMs),
+      within(ip[operation](keys[1]), timeoutMs),
+    ]);
+    const blockedBy: LoginDimension[] = [];
+    let retryAfterMs = 0;
+    let reason: 'store-error' | 'timeout' | undefined;
+    let error: SluiceError | undefined;
+    const outcomes: Array<[LoginDimension, PromiseSettledResult<Decision>]> = [
+      ['username', byUser],
+      ['ip', byIp],
+    ];
+    for (const [dimension, outcome] of outcomes) {
+      if (outcome.status === 'rejected') {
+        blockedBy.push(dimension);
+        reason ??= outcome.reason instanceof StoreTimeout ? 'timeout' : 'store-error';
+        error ??= asSluiceError(outcome.reason);
+      } else if (outcome.value.reason === 'store-error' || outcome.value.reason === 'timeout') {
+        // A limiter that answers for a failed store (a failure policy) may say yes: the guard still refuses.
+        blockedBy.push(dimension);
+        reason ??= outcome.value.reason;
+      } else if (!outcome.value.allowed) {
+        blockedBy.push(dimension);
+        if (outcome.value.retryAfterMs > retryAfterMs) retryAfterMs = outcome.value.retryAfterMs;
+      }
+    }
+    const decision: LoginDecision = {
+      allowed: blockedBy.length === 0,
+      blockedBy,
+      retryAfterMs,
+      username: byUser.status === 'fulfilled' ? byUser.value : undefined,
+      ip: byIp.status === 'fulfilled' ? byIp.value : undefined,
+    };
+    if (reason === undefined) return decision;
+    return error === undefined ? { ...decision, reason } : { ...decision, reason, error };
+  }
+
+  return {
+    limiters: { username, ip },
+    check: (user, address) => both('peek', user, address),
+    failed: (user, address) => both('limit', user, address),
+    succeeded: async (user) => {
+      const invalid = checkIdentifier(user, 'username');
+      if (invalid !== undefined) throw invalid;
+      const normalized = normalizeUsername(user);
+      const empty = checkIdentifier(normalized, 'username (normalized)');
+      if (empty !== undefined) throw empty;
+      try {
+        await within(username.reset(normalized), timeoutMs);
+      } catch (error) {
+        throw asSluiceError(error);
+      }
+    },
+  };
+}

@@ -1,0 +1,53 @@
+// What every Redis-backed suite shares: the store variants to run under, and the end-of-suite hygiene checks.
+import assert from 'node:assert/strict';
+import { RedisStore } from '../../src/index.js';
+import { CLIENT_KINDS, type ClientKind, type Connected, connect } from './clients.js';
+
+export type Mode = 'scripts' | 'functions';
+
+/** Every client library in both modes: each Redis suite runs under all four. */
+export const VARIANTS: ReadonlyArray<{ readonly kind: ClientKind; readonly mode: Mode }> =
+  CLIENT_KINDS.flatMap((kind) => (['scripts', 'functions'] as const).map((mode) => ({ kind, mode })));
+
+export interface Variant {
+  readonly connected: Connected;
+  readonly store: RedisStore;
+}
+
+export async function openVariant(
+  kind: ClientKind,
+  mode: Mode,
+  port: number,
+  prefix = 'rl',
+): Promise<Variant> {
+  const connected = await connect(kind, port);
+  return { connected, store: new RedisStore({ client: connected.client, prefix, mode }) };
+}
+
+/** Keys matching `pattern` whose PTTL is -1 (no expiry), found with SCAN. */
+export async function keysWithoutExpiry(connected: Connected, pattern = '*'): Promise<string[]> {
+  const found: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, keys] = (await connected.command('SCAN', cursor, 'MATCH', pattern, 'COUNT', 1000)) as [
+      string,
+      string[],
+    ];
+    cursor = String(next);
+    for (const key of keys) {
+      if (Number(await connected.command('PTTL', key)) === -1) found.push(key);
+    }
+  } while (cursor !== '0');
+  return found;
+}
+
+/** Asserts the server holds no key without an expiry. */
+export async function assertHygiene(connected: Connected): Promise<void> {
+  assert.deepEqual(await keysWithoutExpiry(connected), [], 'every key has an expiry');
+}
+
+/** SLOWLOG entries that are limiter scripts (EVALSHA, EVAL or FCALL). */
+export async function scriptsInSlowlog(connected: Connected): Promise<unknown[]> {
+  const slowlog = (await connected.command('SLOWLOG', 'GET', 128)) as unknown[][];
+  return slowlog.filter((entry) => /^(EVALSHA|EVAL|FCALL)$/i.test(String((entry[3] as unknown[])[0])));
+}

@@ -1,0 +1,124 @@
+// The fetch-style adapter, driven with web-standard Requests: the common behaviour, the bare guard, immutable responses.
+import assert from 'node:assert/strict';
+import { afterEach, describe, it } from 'node:test';
+import { headerKey } from '../../src/http/client-key.js';
+import { type FetchRateLimitOptions, rateLimit } from '../../src/http/fetch.js';
+import { type Build, conformance } from './conformance.js';
+import { assertProblem, memoryLimiter, rateLimitItem, SECONDS_LEFT, type TestLimiter } from './support.js';
+
+function answer(request: Request): Response {
+  const path = new URL(request.url).pathname;
+  if (path === '/fail') return new Response('no', { status: 401 });
+  return new Response(path === '/health' ? 'up' : 'ok');
+}
+
+const build: Build = async (scenario) => {
+  const options: FetchRateLimitOptions = {
+    limiter: scenario.limiter,
+    cost: (request) => Number(request.headers.get('x-cost') ?? 1),
+    skip: (request) => new URL(request.url).pathname === '/health',
+    remoteAddress: () => '::ffff:198.51.100.20',
+    ...(scenario.count === undefined ? {} : { count: scenario.count }),
+    ...(scenario.customDenial === true
+      ? {
+          onDenied: () =>
+            new Response('slow down', { status: 429, headers: { 'Content-Type': 'text/plain' } }),
+        }
+      : {}),
+  };
+  const handler = rateLimit(options).wrap(answer);
+  return {
+    key: '198.51.100.20',
+    async send(path, headers = {}) {
+      const response = await handler(new Request(`http://example.test${path}`, { headers }));
+      return {
+        status: response.status,
+        headers: Object.fromEntries(response.headers),
+        body: await response.text(),
+      };
+    },
+    close: async () => {},
+  };
+};
+
+conformance('fetch', build);
+
+describe('fetch: specifics', () => {
+  const opened: TestLimiter[] = [];
+  const limiterOf = (limit: number, name?: string) => {
+    const made = memoryLimiter(limit, name);
+    opened.push(made);
+    return made.limiter;
+  };
+  afterEach(() => {
+    for (const made of opened.splice(0)) made.close();
+  });
+
+  it('the bare guard: undefined when allowed (headers() for the response), a 429 Response when not', async () => {
+    const limit = rateLimit({ limiter: limiterOf(1), key: headerKey('x-api-key') });
+    const first = new Request('http://example.test/', { headers: { 'x-api-key': 'k1' } });
+    assert.equal(await limit(first), undefined);
+    assert.deepEqual(rateLimitItem(Object.fromEntries(limit.headers(first)), 'api'), {
+      r: 0,
+      t: SECONDS_LEFT,
+    });
+    const refused = await limit(new Request('http://example.test/', { headers: { 'x-api-key': 'k1' } }));
+    assert.ok(refused instanceof Response);
+    assert.equal(refused.status, 429);
+    assert.equal(refused.headers.get('retry-after'), String(SECONDS_LEFT));
+    assertProblem(refused.headers.get('content-type') ?? undefined, await refused.text(), ['api']);
+    const other = new Request('http://example.test/', { headers: { 'x-api-key': 'k2' } });
+    assert.equal(await limit(other), undefined, 'another key has its own budget');
+  });
+
+  it("the bare guard with count: 'failed' refunds when complete() reports a success", async () => {
+    const limiter = limiterOf(1);
+    const limit = rateLimit({ limiter, key: headerKey('x-api-key'), count: 'failed' });
+    for (let i = 0; i < 3; i++) {
+      const req = new Request('http://example.test/', { headers: { 'x-api-key': 'k' } });
+      assert.equal(await limit(req), undefined);
+      limit.complete(req, 204);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    assert.equal((await limiter.peek('k')).remaining, 1);
+  });
+
+  it('headers are added to a response whose headers are immutable', async () => {
+    const frozen = Response.redirect('http://example.test/elsewhere', 302);
+    assert.throws(() => frozen.headers.set('x', 'y'), TypeError);
+    const handler = rateLimit({ limiter: limiterOf(2), remoteAddress: () => '192.0.2.1' }).wrap(() => frozen);
+    const response = await handler(new Request('http://example.test/'));
+    assert.equal(response.status, 302);
+    assert.equal(response.headers.get('location'), 'http://example.test/elsewhere');
+    assert.deepEqual(rateLimitItem(Object.fromEntries(response.headers), 'api'), { r: 1, t: SECONDS_LEFT });
+  });
+
+  it('without remoteAddress every client shares the (unknown) bucket', async () => {
+    const limiter = limiterOf(2);
+    const handler = rateLimit({ limiter }).wrap(answer);
+    await handler(new Request('http://example.test/ok'));
+    assert.equal((await limiter.peek('(unknown)')).remaining, 1);
+  });
+});
+
+describe('fetch: runtime arguments', () => {
+  it('remoteAddress receives what the runtime passes after the request, typed by the caller', async () => {
+    const made = memoryLimiter(2);
+    try {
+      interface ServeInfo {
+        readonly remoteAddr: { readonly hostname: string };
+      }
+      const limit = rateLimit({
+        limiter: made.limiter,
+        remoteAddress: (_request, info: ServeInfo) => info.remoteAddr.hostname,
+      });
+      const serve: (request: Request, info: ServeInfo) => Promise<Response> = limit.wrap(
+        () => new Response('ok'),
+      );
+      await serve(new Request('http://example.test/'), { remoteAddr: { hostname: '2001:db8:5:6a00::9' } });
+      assert.equal((await made.limiter.peek('2001:db8:5:6a00::/56')).remaining, 1);
+    } finally {
+      made.close();
+    }
+  });
+});

@@ -1,0 +1,200 @@
+// The framework-free headers and problem bodies: structured-field syntax, several policies, odd numbers, shadow and failure.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { type PolicyDecision, rateLimitHeaders, sfString } from '../../src/http/headers.js';
+import { problemDetails, refusalFor } from '../../src/http/problem.js';
+import type { Decision } from '../../src/index.js';
+import { parseItems } from './support.js';
+
+const allowed = (overrides: Partial<Decision> = {}): Decision => ({
+  allowed: true,
+  limit: 100,
+  remaining: 99,
+  resetMs: 60_000,
+  retryAfterMs: 0,
+  ...overrides,
+});
+const denied = (overrides: Partial<Decision> = {}): Decision => ({
+  allowed: false,
+  limit: 100,
+  remaining: 0,
+  resetMs: 60_000,
+  retryAfterMs: 12_300,
+  ...overrides,
+});
+const entry = (name: string, decision: Decision, windowMs = 60_000): PolicyDecision => ({
+  name,
+  windowMs,
+  decision,
+});
+
+describe('rateLimitHeaders', () => {
+  it('ietf: one item per policy in RateLimit-Policy (q, w) and RateLimit (r, t), parsed as RFC 8941 lists', () => {
+    const headers = rateLimitHeaders([
+      entry('api', allowed({ remaining: 42, resetMs: 30_500 })),
+      entry('daily', allowed({ limit: 10_000, remaining: 9_000, resetMs: 3_600_000 }), 86_400_000),
+    ]);
+    assert.deepEqual(parseItems(headers['RateLimit-Policy']), [
+      { name: 'api', params: { q: 100, w: 60 } },
+      { name: 'daily', params: { q: 10_000, w: 86_400 } },
+    ]);
+    assert.deepEqual(parseItems(headers.RateLimit), [
+      { name: 'api', params: { r: 42, t: 31 } },
+      { name: 'daily', params: { r: 9_000, t: 3_600 } },
+    ]);
+    assert.equal(headers['Retry-After'], undefined);
+    assert.equal(headers['RateLimit-Limit'], undefined, 'draft-6 fields only when asked for');
+  });
+
+  it('a refusal adds Retry-After (seconds, rounded up) and t is the wait', () => {
+    const headers = rateLimitHeaders([entry('api', denied({ retryAfterMs: 12_001 }))]);
+    assert.equal(headers['Retry-After'], '13');
+    assert.deepEqual(parseItems(headers.RateLimit), [{ name: 'api', params: { r: 0, t: 13 } }]);
+  });
+
+  it('Retry-After is the longest wait of the refusing policies, and at least 1', () => {
+    const headers = rateLimitHeaders([
+      entry('a', denied({ retryAfterMs: 2_000 })),
+      entry('b', denied({ retryAfterMs: 9_000 })),
+      entry('c', allowed()),
+    ]);
+    assert.equal(headers['Retry-After'], '9');
+    assert.equal(rateLimitHeaders([entry('a', denied({ retryAfterMs: 0 }))])['Retry-After'], '1');
+  });
+
+  it('draft-6 and legacy describe the most constraining policy', () => {
+    const headers = rateLimitHeaders(
+      [
+        entry('wide', allowed({ limit: 1000, remaining: 700 })),
+        entry('narrow', allowed({ limit: 10, remaining: 3, resetMs: 4_200 })),
+      ],
+      { style: ['draft-6', 'legacy'], now: 1_700_000_000_500 },
+    );
+    assert.deepEqual(headers, {
+      'RateLimit-Limit': '10',
+      'RateLimit-Remaining': '3',
+      'RateLimit-Reset': '5',
+      'X-RateLimit-Limit': '10',
+      'X-RateLimit-Remaining': '3',
+      'X-RateLimit-Reset': String(Math.ceil((1_700_000_000_500 + 4_200) / 1000)),
+    });
+    const refusedToo = rateLimitHeaders(
+      [entry('narrow', allowed({ remaining: 0 })), entry('hard', denied({ remaining: 5 }))],
+      {
+        style: 'draft-6',
+      },
+    );
+    assert.equal(
+      refusedToo['RateLimit-Remaining'],
+      '5',
+      'a refusing policy outranks one with less remaining',
+    );
+    assert.equal(refusedToo['RateLimit-Reset'], '13');
+  });
+
+  it('NaN, negative, infinite and fractional numbers never reach a header', () => {
+    const odd = [
+      entry('nan', allowed({ limit: Number.NaN, remaining: Number.NaN, resetMs: Number.NaN })),
+      entry('negative', denied({ limit: -5, remaining: -3, resetMs: -10, retryAfterMs: -1 }), -1),
+      entry('fraction', allowed({ limit: 10.7, remaining: 2.5, resetMs: 1.2 }), 0.4),
+      entry(
+        'infinite',
+        allowed({
+          limit: Number.POSITIVE_INFINITY,
+          remaining: Number.POSITIVE_INFINITY,
+          resetMs: Number.POSITIVE_INFINITY,
+        }),
+      ),
+    ];
+    const headers = rateLimitHeaders(odd, { style: ['ietf', 'draft-6', 'legacy'], now: Number.NaN });
+    for (const [name, value] of Object.entries(headers)) {
+      if (name === 'RateLimit' || name === 'RateLimit-Policy') {
+        for (const item of parseItems(value)) {
+          for (const number of Object.values(item.params))
+            assert.ok(Number.isSafeInteger(number) && number >= 0, `${name}: ${value}`);
+          if (name === 'RateLimit-Policy') assert.ok((item.params.w ?? 0) >= 1, 'w is at least 1');
+        }
+      } else {
+        assert.match(value, /^\d+$/, `${name}: ${value}`);
+      }
+    }
+    assert.deepEqual(parseItems(headers.RateLimit)[2], { name: 'fraction', params: { r: 2, t: 1 } });
+  });
+
+  it('the same policy twice gives one item, the more constraining', () => {
+    const headers = rateLimitHeaders([
+      entry('api', allowed({ remaining: 9 })),
+      entry('api', allowed({ remaining: 4 })),
+    ]);
+    assert.deepEqual(parseItems(headers.RateLimit), [{ name: 'api', params: { r: 4, t: 60 } }]);
+  });
+
+  it('policy names are escaped into valid sf-strings', () => {
+    assert.equal(sfString('a"b\\c'), '"a\\"b\\\\c"');
+    const headers = rateLimitHeaders([entry('we"ird\\näme', allowed())]);
+    assert.deepEqual(
+      parseItems(headers.RateLimit).map((item) => item.name),
+      ['we"ird\\n?me'],
+    );
+  });
+
+  it('shadow decisions (wouldAllow) never refuse and stay invisible', () => {
+    const shadow = entry('shadow', allowed({ remaining: 0, wouldAllow: false }));
+    assert.deepEqual(rateLimitHeaders([shadow]), {});
+    assert.equal(problemDetails([shadow]), undefined);
+    const odd = entry('shadow', { ...denied(), wouldAllow: false });
+    assert.equal(refusalFor([odd]), undefined, 'even a shadow decision marked not allowed is not enforced');
+  });
+
+  it('decisions without store numbers (store-error, timeout) add no items; fallback and cached do', () => {
+    const headers = rateLimitHeaders([
+      entry('open', allowed({ reason: 'store-error' })),
+      entry('slow', allowed({ reason: 'timeout' })),
+      entry('fallback', allowed({ reason: 'fallback', remaining: 7 })),
+      entry('cached', denied({ reason: 'cached' })),
+    ]);
+    assert.deepEqual(
+      parseItems(headers.RateLimit).map((item) => item.name),
+      ['fallback', 'cached'],
+    );
+    assert.equal(headers['Retry-After'], '13');
+  });
+});
+
+describe('problem details', () => {
+  it('a quota refusal is a 429 of type quota-exceeded naming the violated policies', () => {
+    const refusal = refusalFor([entry('api', allowed()), entry('burst', denied({ limit: 5 }), 1_000)]);
+    assert.ok(refusal !== undefined);
+    assert.equal(refusal.status, 429);
+    assert.equal(refusal.headers['Content-Type'], 'application/problem+json');
+    assert.equal(refusal.headers['Retry-After'], '13');
+    assert.deepEqual(JSON.parse(refusal.body), {
+      type: 'https://iana.org/assignments/http-problem-types#quota-exceeded',
+      title: 'Too Many Requests',
+      status: 429,
+      detail: 'Quota exceeded for policy "burst" (5 per 1 s). Retry in 13 s.',
+      'violated-policies': ['burst'],
+    });
+  });
+
+  it('a limiter failing closed is a 503 (temporary reduced capacity), still with Retry-After', () => {
+    const refusal = refusalFor([entry('api', denied({ reason: 'store-error', retryAfterMs: 0 }))]);
+    assert.ok(refusal !== undefined);
+    assert.equal(refusal.status, 503);
+    assert.equal(
+      refusal.problem.type,
+      'https://iana.org/assignments/http-problem-types#temporary-reduced-capacity',
+    );
+    assert.equal(refusal.headers['Retry-After'], '1');
+    assert.equal(refusal.headers.RateLimit, undefined, 'no made-up numbers');
+  });
+
+  it('type and title can be overridden for the 429', () => {
+    const problem = problemDetails([entry('api', denied())], {
+      type: 'https://example.test/slow-down',
+      title: 'Slow down',
+    });
+    assert.equal(problem?.type, 'https://example.test/slow-down');
+    assert.equal(problem?.title, 'Slow down');
+  });
+});

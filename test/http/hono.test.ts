@@ -1,0 +1,132 @@
+// Hono, driven in-process with app.request: the common behaviour, stacked middlewares, remote address.
+import assert from 'node:assert/strict';
+import { afterEach, describe, it } from 'node:test';
+import { type Context, Hono } from 'hono';
+import { clientIp } from '../../src/http/client-key.js';
+import { type HonoRateLimitOptions, rateLimit } from '../../src/http/hono.js';
+import { type Build, conformance } from './conformance.js';
+import { memoryLimiter, rateLimitItem, SECONDS_LEFT, type TestLimiter } from './support.js';
+
+/** What @hono/node-server passes as `c.env`: the Node request, whose socket has the peer's address. */
+const nodeEnv = (address: string) => ({ incoming: { socket: { remoteAddress: address } } });
+
+function routes(app: Hono): void {
+  app.get('/ok', (c) => c.text('ok'));
+  app.get('/fail', (c) => c.text('no', 401));
+  app.get('/health', (c) => c.text('up'));
+}
+
+const build: Build = async (scenario) => {
+  const app = new Hono();
+  const options: HonoRateLimitOptions = {
+    limiter: scenario.limiter,
+    cost: (c: Context) => Number(c.req.header('x-cost') ?? 1),
+    skip: (c: Context) => c.req.path === '/health',
+    ...(scenario.count === undefined ? {} : { count: scenario.count }),
+    ...(scenario.customDenial === true ? { onDenied: (c: Context) => c.text('slow down', 429) } : {}),
+  };
+  app.use(rateLimit(options));
+  routes(app);
+  return {
+    key: '203.0.113.9',
+    async send(path, headers = {}) {
+      const response = await app.request(path, { headers }, nodeEnv('203.0.113.9'));
+      return {
+        status: response.status,
+        headers: Object.fromEntries(response.headers),
+        body: await response.text(),
+      };
+    },
+    close: async () => {},
+  };
+};
+
+conformance('hono', build);
+
+describe('hono: specifics', () => {
+  const opened: TestLimiter[] = [];
+  const limiterOf = (limit: number, name?: string) => {
+    const made = memoryLimiter(limit, name);
+    opened.push(made);
+    return made.limiter;
+  };
+  afterEach(() => {
+    for (const made of opened.splice(0)) made.close();
+  });
+
+  it('an outer and an inner middleware each add their item, whatever order they render in', async () => {
+    const app = new Hono();
+    const globalLimiter = limiterOf(10, 'global');
+    app.use(rateLimit({ limiter: globalLimiter }));
+    app.use('/search', rateLimit({ limiter: limiterOf(2, 'search') }));
+    app.get('/search', (c) => c.text('found'));
+    const reply = await app.request('/search', {}, nodeEnv('203.0.113.9'));
+    assert.equal(reply.status, 200);
+    const headers = Object.fromEntries(reply.headers);
+    assert.deepEqual(rateLimitItem(headers, 'global'), { r: 9, t: SECONDS_LEFT });
+    assert.deepEqual(rateLimitItem(headers, 'search'), { r: 1, t: SECONDS_LEFT });
+    await app.request('/search', {}, nodeEnv('203.0.113.9'));
+    const refused = await app.request('/search', {}, nodeEnv('203.0.113.9'));
+    assert.equal(refused.status, 429);
+    assert.deepEqual(rateLimitItem(Object.fromEntries(refused.headers), 'global'), { r: 8, t: SECONDS_LEFT });
+    assert.equal(
+      (await globalLimiter.peek('203.0.113.9')).remaining,
+      8,
+      'the inner refusal gave back the outer grant',
+    );
+  });
+
+  it('without a peer address, requests share the (unknown) bucket, or are refused with missingKey: deny', async () => {
+    const shared = limiterOf(5, 'shared');
+    const app = new Hono();
+    app.get('/shared', rateLimit({ limiter: shared }), (c) => c.text('ok'));
+    app.get('/strict', rateLimit({ limiter: limiterOf(5, 'strict'), missingKey: 'deny' }), (c) =>
+      c.text('ok'),
+    );
+    assert.equal((await app.request('/shared')).status, 200);
+    assert.equal((await shared.peek('(unknown)')).remaining, 4);
+    const refused = await app.request('/strict');
+    assert.equal(refused.status, 400);
+    assert.match(refused.headers.get('content-type') ?? '', /application\/problem\+json/);
+    assert.match(((await refused.json()) as { detail: string }).detail, /client IP/);
+  });
+
+  it('a remoteAddress option and trusted proxies: one hop reads the right-most X-Forwarded-For entry', async () => {
+    const limiter = limiterOf(5);
+    const app = new Hono();
+    app.use(
+      rateLimit({
+        limiter,
+        key: clientIp({ trustProxy: ['10.0.0.0/8'] }),
+        remoteAddress: (c) => c.req.header('x-test-peer'),
+      }),
+    );
+    routes(app);
+    await app.request('/ok', {
+      headers: { 'x-test-peer': '10.1.2.3', 'x-forwarded-for': '1.2.3.4, 198.51.100.7' },
+    });
+    assert.equal((await limiter.peek('198.51.100.7')).remaining, 4);
+    await app.request('/ok', { headers: { 'x-test-peer': '198.51.100.8', 'x-forwarded-for': '1.2.3.4' } });
+    assert.equal((await limiter.peek('198.51.100.8')).remaining, 4, 'an untrusted peer is the client');
+    assert.equal((await limiter.peek('1.2.3.4')).remaining, 5);
+  });
+
+  it("an error in the handler counts as a failure under count: 'failed'", async () => {
+    const limiter = limiterOf(3);
+    const app = new Hono();
+    app.use(rateLimit({ limiter, count: 'failed' }));
+    app.get('/boom', () => {
+      throw new Error('boom');
+    });
+    app.onError((_error, c) => c.text('error', 500));
+    routes(app);
+    assert.equal((await app.request('/boom', {}, nodeEnv('203.0.113.9'))).status, 500);
+    assert.equal((await app.request('/ok', {}, nodeEnv('203.0.113.9'))).status, 200);
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(
+      (await limiter.peek('203.0.113.9')).remaining,
+      2,
+      'the error was counted, the success refunded',
+    );
+  });
+});

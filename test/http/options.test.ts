@@ -1,0 +1,82 @@
+// Middleware options: one validation path, errors that name the option, and the core's request path on edge cases.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { headerKey } from '../../src/http/client-key.js';
+import { evaluate } from '../../src/http/handle.js';
+import { resolveRateLimitOptions } from '../../src/http/options.js';
+import type { RequestView } from '../../src/http/view.js';
+import { SluiceError } from '../../src/index.js';
+import { memoryLimiter } from './support.js';
+
+const view = (headers: Record<string, string> = {}, path = '/'): RequestView => ({
+  method: 'GET',
+  path,
+  remoteAddress: '192.0.2.1',
+  header: (name) => headers[name],
+});
+
+describe('middleware options', () => {
+  it('rejects bad options with ERR_SLUICE_INVALID_OPTION naming the option and value', () => {
+    const { limiter, close } = memoryLimiter(3);
+    try {
+      const cases: Array<[unknown, RegExp]> = [
+        [{}, /`limiter`/],
+        [{ limiter: {} }, /`limiter`/],
+        [{ limiter: [] }, /`limiter`/],
+        [{ limiter, cost: -1 }, /`cost`.*-1 \(number\)/],
+        [{ limiter, cost: 1.5 }, /`cost`/],
+        [{ limiter, count: 'failures' }, /`count`.*"failures"/],
+        [{ limiter, headers: 'draft-7' }, /`headers`/],
+        [{ limiter, missingKey: 'allow' }, /`missingKey`/],
+        [{ limiter, key: 'ip' }, /`key`/],
+        [{ limiter, skip: true }, /`skip`/],
+        [{ limiter, problem: { status: 400 } }, /Unknown option `problem.status`/],
+        [{ routes: [{ path: 'login', limiter }] }, /`routes\[0\].path`/],
+        [{ routes: [{ path: '/login', limiter: 'x' }] }, /`routes\[0\].limiter`/],
+        [{ limiter, onDenied: () => {} }, /Unknown option `test.onDenied`/],
+      ];
+      for (const [options, message] of cases) {
+        assert.throws(
+          () => resolveRateLimitOptions('test', options as never),
+          (error: unknown) =>
+            error instanceof SluiceError &&
+            error.code === 'ERR_SLUICE_INVALID_OPTION' &&
+            message.test(error.message),
+          String(message),
+        );
+      }
+    } finally {
+      close();
+    }
+  });
+
+  it('a key over 1 KiB is no usable key: the shared bucket, never an error', async () => {
+    const { limiter, close } = memoryLimiter(3);
+    try {
+      const config = resolveRateLimitOptions('test', { limiter, key: headerKey('x-api-key') });
+      const state = {};
+      const evaluation = await evaluate(config, {}, view({ 'x-api-key': 'k'.repeat(2000) }), state);
+      assert.equal(evaluation.kind, 'allow');
+      assert.equal(evaluation.kind === 'allow' ? evaluation.key : '', '(unknown)');
+      assert.equal((await limiter.peek('(unknown)')).remaining, 2);
+    } finally {
+      close();
+    }
+  });
+
+  it('cost 0 lets the request through uncounted; a limiter function may choose none', async () => {
+    const { limiter, close } = memoryLimiter(3);
+    try {
+      const free = resolveRateLimitOptions('test', { limiter, cost: 0 });
+      assert.equal((await evaluate(free, {}, view(), {})).kind, 'skip');
+      const chosen = resolveRateLimitOptions<{ plan: string }>('test', {
+        limiter: (request) => (request.plan === 'free' ? limiter : undefined),
+      });
+      assert.equal((await evaluate(chosen, { plan: 'paid' }, view(), {})).kind, 'skip');
+      assert.equal((await evaluate(chosen, { plan: 'free' }, view(), {})).kind, 'allow');
+      assert.equal((await limiter.peek('192.0.2.1')).remaining, 2);
+    } finally {
+      close();
+    }
+  });
+});
