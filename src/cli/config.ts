@@ -1,6 +1,7 @@
 // The policies file shared by `serve`, `inspect` and `audit`: limiter names mapped to policies.
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { HEADER_STYLES, type HeaderStyle } from '../http/index.js';
 import {
   fixedWindow,
   gcra,
@@ -29,6 +30,8 @@ export interface ServeSettings {
   readonly port: number;
   /** The policy guarding the demo route `GET /demo`, keyed by client address; none when there are no policies. */
   readonly demoPolicy: string | undefined;
+  /** Header styles the service writes: `ietf`, `draft-6`, `legacy`. */
+  readonly headers: readonly HeaderStyle[];
 }
 
 export interface Config {
@@ -53,7 +56,7 @@ export const DEFAULT_CONFIG = {
     uploads: { algorithm: 'gcra', limit: 10, periodMs: 60_000, burst: 2 },
     demo: { algorithm: 'fixedWindow', limit: 5, windowMs: 10_000 },
   },
-  serve: { host: '127.0.0.1', port: 8080, demoPolicy: 'demo' },
+  serve: { host: '127.0.0.1', port: 8080, demoPolicy: 'demo', headers: ['ietf', 'draft-6'] },
 } as const;
 
 export const DEFAULT_CONFIG_FILE = 'sluice.config.json';
@@ -123,7 +126,7 @@ export function parseConfig(where: string, document: unknown, path: string | und
     policies.set(name, policyFromSpec(`${where}: policies.${name}`, spec));
   }
   const serveRaw = objectAt(`${where}: serve`, root.serve ?? {});
-  onlyKeys(`${where}: serve`, serveRaw, ['host', 'port', 'demoPolicy']);
+  onlyKeys(`${where}: serve`, serveRaw, ['host', 'port', 'demoPolicy', 'headers']);
   const host = serveRaw.host ?? DEFAULT_CONFIG.serve.host;
   const port = serveRaw.port ?? DEFAULT_CONFIG.serve.port;
   const demoPolicy = serveRaw.demoPolicy ?? DEFAULT_CONFIG.serve.demoPolicy;
@@ -143,7 +146,20 @@ export function parseConfig(where: string, document: unknown, path: string | und
       `expected the name of one of the policies (${[...policies.keys()].join(', ')}), got ${JSON.stringify(demo)}.`,
     );
   }
-  return { path, prefix, policies, serve: { host, port, demoPolicy: demo } };
+  const headerList = serveRaw.headers ?? ['ietf'];
+  const headers = typeof headerList === 'string' ? [headerList] : headerList;
+  if (!Array.isArray(headers) || !headers.every((style) => HEADER_STYLES.includes(style as HeaderStyle))) {
+    fail(
+      `${where}: serve.headers`,
+      `expected a list of ${HEADER_STYLES.map((style) => JSON.stringify(style)).join(', ')}, got ${JSON.stringify(headerList)}.`,
+    );
+  }
+  return {
+    path,
+    prefix,
+    policies,
+    serve: { host, port, demoPolicy: demo, headers: headers as HeaderStyle[] },
+  };
 }
 
 /**

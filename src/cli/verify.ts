@@ -2,7 +2,7 @@
 // beside two naive limiters that show the race the scripts prevent.
 import { type ChildProcess, fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { RedisStore } from '../index.js';
+import { RedisStore, SLIDING_LOG_MAX_LIMIT } from '../index.js';
 import {
   COMMON_FLAGS,
   COMMON_FLAGS_HELP,
@@ -115,7 +115,7 @@ deleted at the end, also after Ctrl-C.
 Options:
   --processes <n>     processes, each with its own connection (default 5)
   --parallel <n>      requests each process fires at once (default 100)
-  --limit <n>         the limit of every limiter (default 100, at most 10000)
+  --limit <n>         the limit of every limiter (default 100, at most ${SLIDING_LOG_MAX_LIMIT}, the sliding log's ceiling)
 ${CONNECTION_FLAGS_HELP}
 ${COMMON_FLAGS_HELP}
 
@@ -212,7 +212,8 @@ async function run(context: Context): Promise<number> {
   const { values, signal } = context;
   const processes = optional(values, 'processes', (f, t) => parsePositiveInteger(f, t, 64), 5);
   const parallel = optional(values, 'parallel', (f, t) => parsePositiveInteger(f, t, 10_000), 100);
-  const limit = optional(values, 'limit', (f, t) => parsePositiveInteger(f, t, 10_000), 100);
+  // The sliding log's ceiling bounds every round: one limit for all, so the rows compare.
+  const limit = optional(values, 'limit', (f, t) => parsePositiveInteger(f, t, SLIDING_LOG_MAX_LIMIT), 100);
   const timeoutMs = optional(values, 'timeout', parseDuration, 5000);
   const requests = processes * parallel;
   if (requests <= limit) {

@@ -25,6 +25,8 @@ export interface RunningCli {
   /** Resolves when `pattern` has appeared on stdout or stderr. */
   waitFor(pattern: RegExp): Promise<void>;
   readonly exited: Promise<CliResult>;
+  /** What it printed so far. */
+  output(): { stdout: string; stderr: string };
 }
 
 function environment(extra: Readonly<Record<string, string>> | undefined): NodeJS.ProcessEnv {
@@ -65,6 +67,7 @@ export function startCli(args: readonly string[], options: CliOptions = {}): Run
   return {
     child,
     exited,
+    output: () => ({ stdout, stderr }),
     waitFor: (pattern) =>
       new Promise((resolve, reject) => {
         const check = (): void => {
