@@ -232,11 +232,17 @@ describe('sluice serve', () => {
     } finally {
       await stop(running);
     }
-    const bad = writeConfig({ policies: { api: { algorithm: 'gcra', limit: 5, periodMs: 1000 } }, serve: { headers: ['ietf', 'x-custom'] } });
+    const bad = writeConfig({
+      policies: { api: { algorithm: 'gcra', limit: 5, periodMs: 1000 } },
+      serve: { headers: ['ietf', 'x-custom'] },
+    });
     try {
       const result = await startCli(['serve', '--port', '0', '--config', bad.path]).exited;
       assert.equal(result.code, 2);
-      assert.match(result.stderr, /^sluice serve: .*sluice\.config\.json: serve\.headers: expected a list of "ietf", "draft-6", "legacy", got \["ietf","x-custom"\]\.\n$/);
+      assert.match(
+        result.stderr,
+        /^sluice serve: .*sluice\.config\.json: serve\.headers: expected a list of "ietf", "draft-6", "legacy", got \["ietf","x-custom"\]\.\n$/,
+      );
     } finally {
       bad.remove();
     }
