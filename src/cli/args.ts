@@ -69,7 +69,7 @@ export function parseCommand(spec: CommandSpec, argv: readonly string[]): Parsed
     });
   } catch (error) {
     // parseArgs explains itself well, at length: keep its first sentence.
-    const text = error instanceof Error ? (error.message.split('. ')[0] ?? error.message) : String(error);
+    const text = error instanceof Error ? (error.message.split(/\.\s/)[0] ?? error.message) : String(error);
     throw new CliError(`${text.replace(/\.$/, '')} (see \`sluice ${spec.name} --help\`).`);
   }
   const values = parsed.values as Values;

@@ -177,7 +177,14 @@ describe('sluice bad input', () => {
       await runCli(['audit', '--redis']),
       /^sluice audit: Option '--redis <value>' argument missing \(see `sluice audit --help`\)\.\n$/,
     );
-    assertOneLine(await runCli(['audit', '--count', '-5']), /^sluice audit: /);
+    assertOneLine(
+      await runCli(['audit', '--count', '-5']),
+      /^sluice audit: Option '--count' argument is ambiguous \(see `sluice audit --help`\)\.\n$/,
+    );
+    assertOneLine(
+      await runCli(['audit', '--count=-5']),
+      /^sluice audit: Expected `--count` to be a whole number from 1 to 1,000,000, got "-5"\.\n$/,
+    );
     assertOneLine(
       await runCli(['verify', '--processes', '1000']),
       /^sluice verify: Expected `--processes` to be a whole number from 1 to 64, got "1000"\.\n$/,
