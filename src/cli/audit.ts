@@ -417,9 +417,16 @@ function textReport(report: {
   );
   if (report.fix)
     lines.push(
-      `Fixed ${formatNumber(report.fixed)}. Keys of an unexpected type are reported, never changed.`,
+      `Fixed ${formatNumber(report.fixed)}: keys without an expiry got one, TTLs beyond their policy were cut.`,
     );
-  else lines.push('Run again with --fix --ttl <time> to give them an expiry.');
+  else if (findings.some((finding) => !finding.problems.every((problem) => problem === 'unexpected-type'))) {
+    lines.push('Run again with --fix --ttl <time> to give them an expiry within their policy.');
+  }
+  if (findings.some((finding) => finding.problems.includes('unexpected-type'))) {
+    lines.push(
+      "Keys of an unexpected type are not a limiter's: look at them (sluice inspect, redis-cli) and delete or rename them.",
+    );
+  }
   return lines.join('\n');
 }
 

@@ -15,7 +15,7 @@ export function formatDuration(ms: number): string {
     return seconds === 0 ? `${minutes} min` : `${minutes} min ${seconds} s`;
   }
   const hours = Math.floor(minutes / 60);
-  if (hours < 48) return `${hours} h ${minutes % 60} min`;
+  if (hours < 48) return minutes % 60 === 0 ? `${hours} h` : `${hours} h ${minutes % 60} min`;
   return `${formatNumber(ms / 86_400_000, 1)} days`;
 }
 
