@@ -116,7 +116,11 @@ export function describeFailure(error: unknown, target: Target): string {
   if (resp !== null) {
     const first = resp[1] ?? resp[2] ?? '';
     const http =
-      first === 'H' ? ' (it answered like an HTTP server)' : first === '<' ? ' (it answered with HTML: a web server?)' : '';
+      first === 'H'
+        ? ' (it answered like an HTTP server)'
+        : first === '<'
+          ? ' (it answered with HTML: a web server?)'
+          : '';
     return `The server at ${where} is not a Redis server: its reply does not speak RESP${http}.`;
   }
   if (/certificate|SSL|TLS|wrong version number/i.test(message))
