@@ -141,33 +141,64 @@ function baseOptions(target: Target, timeoutMs: number): RedisOptions {
   };
 }
 
+/**
+ * Reconnecting after a blip, for a long-running service: a command sent while the connection is
+ * down fails at once (no offline queue), so the service answers 503 instead of hanging.
+ */
+function persistentOptions(options: RedisOptions): RedisOptions {
+  return {
+    ...options,
+    retryStrategy: (attempt: number) => Math.min(attempt * 100, 2000),
+    maxRetriesPerRequest: 1,
+    enableOfflineQueue: false,
+  };
+}
+
+export interface ConnectOptions {
+  /**
+   * Keep reconnecting after the first connection (for `serve`). The first connection still
+   * fails fast, with the one-line messages, when the URL or the server is wrong.
+   * @default false
+   */
+  readonly persistent?: boolean;
+}
+
 /** Connects, proves the server speaks Redis, and on a cluster connects to every primary. */
-export async function connect(url: string, timeoutMs: number): Promise<Connection> {
+export async function connect(
+  url: string,
+  timeoutMs: number,
+  options: ConnectOptions = {},
+): Promise<Connection> {
   const target = parseRedisUrl(url);
   const io = await loadIoredis();
-  const single = await open(new io.Redis(baseOptions(target, timeoutMs)), target, timeoutMs);
+  const strict = baseOptions(target, timeoutMs);
+  const single = await open(new io.Redis(strict), target, timeoutMs);
   const info = String(await single.info('server'));
   const clusterInfo = String(await single.info('cluster'));
   const server = serverName(info);
   if (!/cluster_enabled:1/.test(clusterInfo)) {
+    let client = single;
+    if (options.persistent === true) {
+      await quit(single);
+      client = await open(new io.Redis(persistentOptions(strict)), target, timeoutMs);
+    }
     return {
-      client: single,
-      primaries: [single],
+      client,
+      primaries: [client],
       cluster: false,
       label: target.label,
       server,
       close: async () => {
-        await quit(single);
+        await quit(client);
       },
     };
   }
   await quit(single);
-  const { host, port, db: _db, ...shared } = baseOptions(target, timeoutMs);
+  const { host, port, db: _db, ...shared } = options.persistent === true ? persistentOptions(strict) : strict;
   const cluster = new io.Cluster([{ host: host as string, port: port as number }], {
     lazyConnect: true,
     redisOptions: shared,
-    clusterRetryStrategy: () => null,
-    enableOfflineQueue: true,
+    ...(options.persistent === true ? { enableOfflineQueue: false } : { clusterRetryStrategy: () => null }),
   });
   await open(cluster, target, timeoutMs);
   const primaries = cluster.nodes('master');

@@ -95,7 +95,7 @@ async function run(context: Context): Promise<number> {
   let store: Store;
   if (redisFlag === undefined) store = new MemoryStore({ prefix });
   else {
-    connection = await connect(redisFlag, timeoutMs);
+    connection = await connect(redisFlag, timeoutMs, { persistent: true });
     store = new RedisStore({ client: connection.client, prefix });
   }
   const limiters = new Map<string, Limiter>();

@@ -218,6 +218,30 @@ describe('sluice serve', () => {
     }
   });
 
+  test('with Redis down a decision is a 503 problem, and the service recovers when Redis is back', async () => {
+    const { running, base } = await startServe(['--redis', redisServer.url]);
+    try {
+      assert.equal((await limit(base, { policy: 'api', key: 'k-outage' })).status, 200);
+      await redisServer.kill();
+      const down = await limit(base, { policy: 'api', key: 'k-outage' });
+      assert.equal(down.status, 503, down.body);
+      assert.equal(down.headers['content-type'], 'application/problem+json');
+      assert.equal(down.headers['retry-after'], '1');
+      assert.match(JSON.parse(down.body).detail, /^The rate limiter could not decide: its store failed/);
+      await redisServer.restart();
+      // The client reconnects on its own (backing off up to 2 s); poll until it has.
+      let status = 0;
+      for (let attempt = 0; attempt < 100 && status !== 200; attempt++) {
+        status = (await limit(base, { policy: 'api', key: 'k-outage' })).status;
+        if (status !== 200) await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      assert.equal(status, 200);
+    } finally {
+      assert.equal(await stop(running), 0);
+    }
+    assert.match(running.output().stderr, /sluice serve: Redis store failed: /);
+  });
+
   test('a port in use, and a bad config, are one line and exit 2', async () => {
     const { running, base } = await startServe();
     try {
