@@ -38,7 +38,8 @@ describe('sluice audit', () => {
   const config = writeConfig({
     prefix: 'rl',
     policies: {
-      api: { algorithm: 'fixedWindow', limit: 100, windowMs: 60_000 },
+      // Windows long enough that the planted keys outlive a slow run on a busy machine.
+      api: { algorithm: 'fixedWindow', limit: 100, windowMs: 600_000 },
       login: { algorithm: 'slidingLog', limit: 5, windowMs: 900_000 },
     },
   });
@@ -59,11 +60,11 @@ describe('sluice audit', () => {
 
   /** Writes `count` healthy fixed-window counters, 10 000 per pipeline. */
   async function plantHealthy(count: number): Promise<void> {
-    const index = Math.floor(Date.now() / 60_000);
+    const index = Math.floor(Date.now() / 600_000);
     for (let start = 0; start < count; start += 10_000) {
       const pipeline = redis.pipeline();
       for (let i = start; i < Math.min(count, start + 10_000); i++) {
-        pipeline.set(`rl:api:{user-${i}}`, `${index}:1`, 'PX', 50_000);
+        pipeline.set(`rl:api:{user-${i}}`, `${index}:1`, 'PX', 500_000);
       }
       await pipeline.exec();
     }
@@ -74,7 +75,7 @@ describe('sluice audit', () => {
     // State written by the library itself is healthy by construction.
     const limiter = createLimiter({
       store: new RedisStore({ client: redis, prefix: 'rl' }),
-      policy: fixedWindow({ limit: 100, windowMs: 60_000 }),
+      policy: fixedWindow({ limit: 100, windowMs: 600_000 }),
       name: 'api',
     });
     await limiter.limit('real-client', { cost: 7 });
@@ -131,8 +132,8 @@ describe('sluice audit', () => {
     const fixed = parseJson<AuditReport>(fix);
     assert.equal(fixed.found, lost.length);
     assert.equal(fixed.fixed, lost.length);
-    // --ttl 1h, but never beyond what the limiter's policy sets (1 minute for api, 15 for login).
-    const longest: Record<string, number> = { api: 60_000, login: 900_000, legacy: 3_600_000 };
+    // --ttl 1h, but never beyond what the limiter's policy sets (10 minutes for api, 15 for login).
+    const longest: Record<string, number> = { api: 600_000, login: 900_000, legacy: 3_600_000 };
     for (const key of lost) {
       const ttl = await redis.pttl(key);
       const limit = longest[key.split(/[:-]/)[1] as string] as number;
@@ -142,7 +143,7 @@ describe('sluice audit', () => {
     }
     // Healthy keys keep their own TTL.
     const healthyTtl = await redis.pttl('rl:api:{user-42}');
-    assert.ok(healthyTtl > 0 && healthyTtl <= 50_000, `healthy key now has ${healthyTtl} ms`);
+    assert.ok(healthyTtl > 0 && healthyTtl <= 500_000, `healthy key now has ${healthyTtl} ms`);
 
     const second = await runCli(['audit', '--redis', server.url, '--config', config.path]);
     assert.equal(second.code, 0, second.stdout + second.stderr);
@@ -152,12 +153,12 @@ describe('sluice audit', () => {
 
   test('reports TTLs far beyond the policy and unexpected types by limiter; --fix cuts the TTL and leaves the types', async () => {
     await plantHealthy(1000);
-    await redis.set('rl:api:{forever-ish}', '1:1', 'PX', 86_400_000); // fixedWindow of 1 minute: never above 60 s
+    await redis.set('rl:api:{forever-ish}', '1:1', 'PX', 86_400_000); // a 10-minute fixed window: never above 10 min
     await redis.hset('rl:api:{a-hash}', 'tokens', '5'); // a hash where a counter belongs, and no TTL either
-    await redis.pexpire('rl:api:{a-hash}', 30_000);
-    await redis.set('rl:login:{a-string}', '3', 'PX', 60_000); // the sliding log keeps a sorted set
+    await redis.pexpire('rl:api:{a-hash}', 300_000);
+    await redis.set('rl:login:{a-string}', '3', 'PX', 600_000); // the sliding log keeps a sorted set
     await redis.rpush('rl:unknown:{a-list}', 'x'); // not in the config: strings or sorted sets only
-    await redis.pexpire('rl:unknown:{a-list}', 60_000);
+    await redis.pexpire('rl:unknown:{a-list}', 600_000);
     await redis.set('cache:unrelated', 'x'); // outside the pattern
 
     const result = await runCli(['audit', '--redis', server.url, '--config', config.path, '--json']);
@@ -171,7 +172,7 @@ describe('sluice audit', () => {
       'rl:unknown:{a-list}': ['unexpected-type'],
     });
     const byName = new Map(report.limiters.map((group) => [group.name, group]));
-    assert.equal(byName.get('api')?.policy, 'fixedWindow(limit=100,windowMs=60000)');
+    assert.equal(byName.get('api')?.policy, 'fixedWindow(limit=100,windowMs=600000)');
     assert.equal(byName.get('api')?.ttlTooLong, 1);
     assert.equal(byName.get('api')?.unexpectedType, 1);
     assert.equal(byName.get('login')?.unexpectedType, 1);
@@ -182,7 +183,7 @@ describe('sluice audit', () => {
     assert.equal(text.code, 1);
     assert.match(
       text.stdout,
-      /rl:api:\{forever-ish\}\s+string\s+TTL 2\d h \d+ min\s+TTL far beyond its policy \(at most 1 min\)/,
+      /rl:api:\{forever-ish\}\s+string\s+TTL 2\d h \d+ min\s+TTL far beyond its policy \(at most 10 min\)/,
     );
     assert.match(text.stdout, /rl:login:\{a-string\}\s+string\s+TTL .*unexpected type \(expected zset\)/);
     // Not a terminal: plain progress lines, no carriage returns.
@@ -203,7 +204,7 @@ describe('sluice audit', () => {
     assert.equal(fix.code, 1);
     assert.equal(parseJson<AuditReport>(fix).fixed, 1);
     const cut = await redis.pttl('rl:api:{forever-ish}');
-    assert.ok(cut > 0 && cut <= 60_000, `the TTL was cut to the policy's longest, got ${cut}`);
+    assert.ok(cut > 0 && cut <= 600_000, `the TTL was cut to the policy's longest, got ${cut}`);
     assert.equal(await redis.type('rl:api:{a-hash}'), 'hash', 'types are reported, never changed');
 
     const again = parseJson<AuditReport>(

@@ -26,10 +26,13 @@ interface InspectReport {
   };
 }
 
-// Long periods: nothing refills or slides out between the library's write and the CLI's read.
+// Long periods: nothing refills, slides out or rolls over between the library's write and the CLI's
+// read (clock-aligned windows of a week end at a moment a run is most unlikely to straddle).
+const WEEK_MS = 604_800_000;
+
 const POLICIES: Record<string, Record<string, unknown>> = {
-  fixed: { algorithm: 'fixedWindow', limit: 10, windowMs: 3_600_000 },
-  sliding: { algorithm: 'slidingWindow', limit: 10, windowMs: 3_600_000 },
+  fixed: { algorithm: 'fixedWindow', limit: 10, windowMs: WEEK_MS },
+  sliding: { algorithm: 'slidingWindow', limit: 10, windowMs: WEEK_MS },
   log: { algorithm: 'slidingLog', limit: 10, windowMs: 3_600_000 },
   bucket: { algorithm: 'tokenBucket', capacity: 10, refillPerSecond: 0.001 },
   cell: { algorithm: 'gcra', limit: 10, periodMs: 3_600_000 },
@@ -97,7 +100,7 @@ describe('sluice inspect and reset', () => {
         case 'fixedWindow':
           assert.equal(report.raw, `${state.windowIndex}:4`);
           assert.deepEqual([state.count, state.current, state.used], [4, true, 4]);
-          assert.equal(state.windowIndex, Math.floor(report.serverTimeMs / 3_600_000));
+          assert.equal(state.windowIndex, Math.floor(report.serverTimeMs / WEEK_MS));
           break;
         case 'slidingWindow':
           assert.deepEqual(
@@ -156,7 +159,7 @@ describe('sluice inspect and reset', () => {
       config.path,
     ]);
     assert.equal(result.code, 0, result.stderr);
-    assert.match(result.stdout, /^limiter {2}fixed: fixedWindow\(limit=10,windowMs=3600000\)\n/);
+    assert.match(result.stdout, /^limiter {2}fixed: fixedWindow\(limit=10,windowMs=604800000\)\n/);
     assert.match(result.stdout, /\nkey {6}app:fixed:\{heavy\}\n/);
     assert.match(result.stdout, /\nstate {4}10 of 10 used in window \d+ \(/);
     assert.match(result.stdout, /\nnext {5}cost 1: denied, retry after .+ \(\d+ ms\)/);
@@ -174,14 +177,14 @@ describe('sluice inspect and reset', () => {
       '--limit',
       '20',
       '--window',
-      '1h',
+      '7d',
       '--cost',
       '10',
       '--json',
     ]);
     assert.equal(flags.code, 0, flags.stderr);
     const report = parseJson<InspectReport>(flags);
-    assert.equal(report.policy, 'fixedWindow(limit=20,windowMs=3600000)');
+    assert.equal(report.policy, 'fixedWindow(limit=20,windowMs=604800000)');
     assert.deepEqual([report.next.allowed, report.next.cost, report.next.remaining], [true, 10, 10]);
   });
 

@@ -73,13 +73,20 @@ describe('sluice serve', () => {
   });
 
   test('POST /v1/limit answers decisions and the headers to forward, the demo route 429s, SIGTERM exits 0', async () => {
-    const { running, base } = await startServe();
+    // A sliding log for the demo: no clock-aligned window may roll over between the requests.
+    const config = writeConfig({
+      policies: {
+        api: { algorithm: 'tokenBucket', capacity: 100, refillPerSecond: 10 },
+        demo: { algorithm: 'slidingLog', limit: 5, windowMs: 10_000 },
+      },
+      serve: { headers: ['ietf', 'draft-6'] },
+    });
+    const { running, base } = await startServe(['--config', config.path]);
     try {
       assert.match(
         running.output().stdout,
-        /with the memory store\n {2}policies api, search, login, uploads, demo from .*sluice\.config\.json\n/,
+        /with the memory store\n {2}policies api, demo from .*sluice\.config\.json\n/,
       );
-      // The default "demo" policy: fixedWindow of 5 per 10 s.
       const remaining: number[] = [];
       for (let i = 0; i < 5; i++) {
         const reply = await limit(base, { policy: 'demo', key: 'client-42' });
@@ -129,11 +136,12 @@ describe('sluice serve', () => {
       assert.equal(JSON.parse(refused.body).title, 'Too Many Requests');
 
       const policies = JSON.parse((await send(base, 'GET', '/v1/policies')).body);
-      assert.equal(policies.demo.description, 'fixedWindow(limit=5,windowMs=10000)');
+      assert.equal(policies.demo.description, 'slidingLog(limit=5,windowMs=10000)');
       assert.equal((await send(base, 'GET', '/healthz')).body, 'ok\n');
     } finally {
       const code = await stop(running);
       assert.equal(code, 0);
+      config.remove();
     }
     const { stdout, stderr } = running.output();
     assert.match(stderr, /SIGTERM: finishing requests in flight, then stopping/);
@@ -141,8 +149,13 @@ describe('sluice serve', () => {
   });
 
   test('bad requests get 400 (or 404, 405, 413) problem+json, and the service keeps serving', async () => {
+    // The repository's own sluice.config.json, as `npm start` serves it.
     const { running, base } = await startServe();
     try {
+      assert.match(
+        running.output().stdout,
+        /with the memory store\n {2}policies api, search, login, uploads, demo from .*sluice\.config\.json\n/,
+      );
       const cases: Array<[Promise<Reply>, number, RegExp]> = [
         [
           limit(base, '{"policy": "api",'),
