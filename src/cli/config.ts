@@ -34,12 +34,20 @@ export interface ServeSettings {
   readonly headers: readonly HeaderStyle[];
 }
 
+/** A policy's limiter options besides the algorithm's: what to do when Redis fails or is late. */
+export interface FailureSettings {
+  readonly onStoreError?: 'allow' | 'deny' | 'fallback';
+  readonly timeoutMs?: number;
+}
+
 export interface Config {
   /** The file read, or undefined for the built-in defaults. */
   readonly path: string | undefined;
   readonly prefix: string;
   /** Limiter name -> policy. The name is part of every key: `<prefix>:<name>:{<identifier>}`. */
   readonly policies: ReadonlyMap<string, Policy>;
+  /** Limiter name -> its `onStoreError` and `timeoutMs`, where the file gives them. */
+  readonly failure: ReadonlyMap<string, FailureSettings>;
   readonly serve: ServeSettings;
 }
 
@@ -52,7 +60,7 @@ export const DEFAULT_CONFIG = {
   policies: {
     api: { algorithm: 'tokenBucket', capacity: 100, refillPerSecond: 10 },
     search: { algorithm: 'slidingWindow', limit: 60, windowMs: 60_000 },
-    login: { algorithm: 'slidingLog', limit: 5, windowMs: 900_000 },
+    login: { algorithm: 'slidingLog', limit: 5, windowMs: 900_000, onStoreError: 'deny' },
     uploads: { algorithm: 'gcra', limit: 10, periodMs: 60_000, burst: 2 },
     demo: { algorithm: 'fixedWindow', limit: 5, windowMs: 10_000 },
   },
@@ -61,6 +69,39 @@ export const DEFAULT_CONFIG = {
 
 export const DEFAULT_CONFIG_FILE = 'sluice.config.json';
 
+/**
+ * The limiter options a policy entry may carry beside the algorithm's: `onStoreError` and
+ * `timeoutMs`, as createLimiter takes them (it validates them, naming the option).
+ */
+export function failureFromSpec(where: string, spec: unknown): FailureSettings {
+  if (typeof spec !== 'object' || spec === null || Array.isArray(spec)) return {};
+  const { onStoreError, timeoutMs } = spec as Record<string, unknown>;
+  if (
+    onStoreError !== undefined &&
+    onStoreError !== 'allow' &&
+    onStoreError !== 'deny' &&
+    onStoreError !== 'fallback'
+  ) {
+    fail(
+      where,
+      `expected "onStoreError" to be "allow", "deny" or "fallback", got ${JSON.stringify(onStoreError)}.`,
+    );
+  }
+  if (
+    timeoutMs !== undefined &&
+    (typeof timeoutMs !== 'number' || !Number.isSafeInteger(timeoutMs) || timeoutMs < 1)
+  ) {
+    fail(
+      where,
+      `expected "timeoutMs" to be a positive whole number of milliseconds, got ${JSON.stringify(timeoutMs)}.`,
+    );
+  }
+  return {
+    ...(onStoreError === undefined ? {} : { onStoreError: onStoreError as 'allow' | 'deny' | 'fallback' }),
+    ...(timeoutMs === undefined ? {} : { timeoutMs: timeoutMs as number }),
+  };
+}
+
 /** Builds a policy from `{ "algorithm": "tokenBucket", ...the factory's options }`. */
 export function policyFromSpec(where: string, spec: unknown): Policy {
   if (typeof spec !== 'object' || spec === null || Array.isArray(spec)) {
@@ -68,7 +109,13 @@ export function policyFromSpec(where: string, spec: unknown): Policy {
       `${where}: expected an object such as {"algorithm": "fixedWindow", "limit": 100, "windowMs": 60000}.`,
     );
   }
-  const { algorithm, ...options } = spec as Record<string, unknown>;
+  // The limiter's own options travel beside the algorithm's; failureFromSpec reads them.
+  const {
+    algorithm,
+    onStoreError: _onStoreError,
+    timeoutMs: _timeoutMs,
+    ...options
+  } = spec as Record<string, unknown>;
   const factory = typeof algorithm === 'string' ? FACTORIES[algorithm] : undefined;
   if (factory === undefined) {
     throw new CliError(
@@ -115,6 +162,7 @@ export function parseConfig(where: string, document: unknown, path: string | und
     );
   }
   const policies = new Map<string, Policy>();
+  const failure = new Map<string, FailureSettings>();
   const specs = objectAt(`${where}: policies`, root.policies ?? {});
   for (const [name, spec] of Object.entries(specs)) {
     if (!/^[\x21-\x7a|~]{1,128}$/.test(name)) {
@@ -124,6 +172,7 @@ export function parseConfig(where: string, document: unknown, path: string | und
       );
     }
     policies.set(name, policyFromSpec(`${where}: policies.${name}`, spec));
+    failure.set(name, failureFromSpec(`${where}: policies.${name}`, spec));
   }
   const serveRaw = objectAt(`${where}: serve`, root.serve ?? {});
   onlyKeys(`${where}: serve`, serveRaw, ['host', 'port', 'demoPolicy', 'headers']);
@@ -158,6 +207,7 @@ export function parseConfig(where: string, document: unknown, path: string | und
     path,
     prefix,
     policies,
+    failure,
     serve: { host, port, demoPolicy: demo, headers: headers as HeaderStyle[] },
   };
 }

@@ -131,13 +131,17 @@ async function run(context: Context): Promise<number> {
   const connection = await connect(redisUrl(stringFlag(values, 'redis')), timeoutMs);
   try {
     const store = new RedisStore({ client: connection.client, prefix });
-    const limiter = createLimiter({ store, policy, name });
+    const limiter = createLimiter({ store, policy, name, timeoutMs });
     const key = store.keyFor(name, identifier);
     const { raw, ttlMs, nowMs } = await readState(connection, key);
     const state = decodeState(policy, raw, nowMs);
     let next: Decision;
     try {
       next = await limiter.peek(identifier, { cost });
+      // inspect reports what Redis holds: a decision made without Redis would be a guess.
+      if (next.reason !== undefined) {
+        throw new CliError(`Redis did not answer the peek (${next.reason}); nothing to report.`);
+      }
     } catch (error) {
       if (error instanceof SluiceError && error.code !== 'ERR_SLUICE_STORE') {
         throw new CliError(error.message, { cause: error });

@@ -134,6 +134,9 @@ function baseOptions(target: Target, timeoutMs: number): RedisOptions {
     lazyConnect: true,
     // An operator's tool reports a failure; it does not wait out a reconnect loop.
     retryStrategy: () => null,
+    // The settings RedisStore expects (README: "When Redis is slow or gone"): a command never waits
+    // behind a dead connection, and one lost with its connection is not sent twice.
+    enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
     connectTimeout: timeoutMs,
     // RESP2 replies have the same shape on every server and client setting this tool meets.
@@ -149,8 +152,6 @@ function persistentOptions(options: RedisOptions): RedisOptions {
   return {
     ...options,
     retryStrategy: (attempt: number) => Math.min(attempt * 100, 2000),
-    maxRetriesPerRequest: 1,
-    enableOfflineQueue: false,
   };
 }
 

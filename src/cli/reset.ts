@@ -47,7 +47,7 @@ async function run(context: Context): Promise<number> {
     const policy = config.policies.get(name) ?? fixedWindow({ limit: 1, windowMs: 1000 });
     let limiter: ReturnType<typeof createLimiter>;
     try {
-      limiter = createLimiter({ store, policy, name });
+      limiter = createLimiter({ store, policy, name, timeoutMs });
     } catch (error) {
       if (error instanceof SluiceError)
         throw new CliError(error.message.replace('`name`', 'the limiter name'));

@@ -99,7 +99,29 @@ async function run(context: Context): Promise<number> {
     store = new RedisStore({ client: connection.client, prefix });
   }
   const limiters = new Map<string, Limiter>();
-  for (const [name, policy] of config.policies) limiters.set(name, createLimiter({ store, policy, name }));
+  // Store failures are decided by each policy's onStoreError; the log gets one line per policy and
+  // outage, not one per request.
+  const reported = new Set<string>();
+  for (const [name, policy] of config.policies) {
+    const limiter = createLimiter({
+      store,
+      policy,
+      name,
+      ...config.failure.get(name),
+      onError: (error) => {
+        if (reported.has(name)) return;
+        reported.add(name);
+        context.err(
+          `sluice serve: policy ${name}: ${errorText(error)}; deciding by onStoreError until Redis answers`,
+        );
+      },
+      onDecision: (decision) => {
+        if (decision.reason === undefined && reported.delete(name))
+          context.err(`sluice serve: policy ${name}: Redis answers again`);
+      },
+    });
+    limiters.set(name, limiter);
+  }
   const demo = config.serve.demoPolicy === undefined ? undefined : limiters.get(config.serve.demoPolicy);
 
   const server = createServer(

@@ -26,7 +26,10 @@ export interface ServiceOptions {
   readonly onError: (error: unknown) => void;
 }
 
-/** What `POST /v1/limit` answers, as JSON, with HTTP status 200 (allowed) or 429 (denied). */
+/**
+ * What `POST /v1/limit` answers, as JSON, with HTTP status 200 (allowed), 429 (denied) or 503 (denied
+ * because the store failed and the policy fails closed). `reason` says when the store did not decide.
+ */
 export interface LimitAnswer extends Decision {
   readonly policy: string;
   readonly key: string;
@@ -207,7 +210,10 @@ export function createService(options: ServiceOptions): RequestListener {
       headers,
       ...(problem === undefined ? {} : { problem }),
     };
-    sendJson(response, decision.allowed ? 200 : 429, answer, headers);
+    // A refusal the store did not make (a policy that fails closed while Redis is down) is the
+    // service's trouble, not the client's overuse: 503, as the HTTP middleware answers.
+    const failed = decision.reason === 'store-error' || decision.reason === 'timeout';
+    sendJson(response, decision.allowed ? 200 : failed ? 503 : 429, answer, headers);
   }
 
   function policies(response: ServerResponse): void {

@@ -70,10 +70,14 @@ function prepare(connection: Connection, message: Extract<ToWorker, { type: 'pre
   // maxBatch 1: every request is its own script call, as in the seed's check, rather than one
   // coalesced call per process that would be atomic for a simpler reason.
   const store = new RedisStore({ client: redis, prefix: message.prefix, maxBatch: 1 });
+  // verify judges the scripts, not the failure policy: a reply is waited for, and a decision made
+  // without Redis (a timeout, an error) counts as a refusal, which shows as "not exact".
   const limiter = createLimiter({
     store,
     policy: policyFromSpec('verify policy', message.policy),
     name: message.name,
+    timeoutMs: 60_000,
+    onStoreError: 'deny',
   });
   // A peek loads the script (NOSCRIPT, then EVAL) before the race, and writes nothing.
   return limiter.peek('warm-up').then(() => async () => (await limiter.limit(VERIFY_IDENTIFIER)).allowed);

@@ -231,28 +231,40 @@ describe('sluice serve', () => {
     }
   });
 
-  test('with Redis down a decision is a 503 problem, and the service recovers when Redis is back', async () => {
+  test('with Redis down each policy decides by its onStoreError (api fails open, login fails closed with a 503), and the service recovers', async () => {
     const { running, base } = await startServe(['--redis', redisServer.url]);
     try {
       assert.equal((await limit(base, { policy: 'api', key: 'k-outage' })).status, 200);
       await redisServer.kill();
-      const down = await limit(base, { policy: 'api', key: 'k-outage' });
-      assert.equal(down.status, 503, down.body);
-      assert.equal(down.headers['content-type'], 'application/problem+json');
-      assert.equal(down.headers['retry-after'], '1');
-      assert.match(JSON.parse(down.body).detail, /^The rate limiter could not decide: its store failed/);
+      const open = await limit(base, { policy: 'api', key: 'k-outage' });
+      assert.equal(open.status, 200, open.body);
+      assert.equal(JSON.parse(open.body).reason, 'store-error', 'the default policy fails open and says so');
+      const closed = await limit(base, { policy: 'login', key: 'alice' });
+      assert.equal(closed.status, 503, closed.body);
+      const refused = JSON.parse(closed.body);
+      assert.equal(refused.allowed, false);
+      assert.equal(refused.reason, 'store-error');
+      assert.equal(closed.headers['retry-after'], '1');
       await redisServer.restart();
-      // The client reconnects on its own (backing off up to 2 s); poll until it has.
-      let status = 0;
-      for (let attempt = 0; attempt < 100 && status !== 200; attempt++) {
-        status = (await limit(base, { policy: 'api', key: 'k-outage' })).status;
-        if (status !== 200) await new Promise((resolve) => setTimeout(resolve, 100));
+      // The client reconnects on its own (backing off up to 2 s); poll until decisions come from Redis.
+      let reason: unknown = 'store-error';
+      for (let attempt = 0; attempt < 100 && reason !== undefined; attempt++) {
+        const reply = await limit(base, { policy: 'api', key: 'k-outage' });
+        reason = JSON.parse(reply.body).reason;
+        if (reason !== undefined) await new Promise((resolve) => setTimeout(resolve, 100));
       }
-      assert.equal(status, 200);
+      assert.equal(reason, undefined, 'decisions come from Redis again');
     } finally {
       assert.equal(await stop(running), 0);
     }
-    assert.match(running.output().stderr, /sluice serve: Redis store failed: /);
+    const stderr = running.output().stderr;
+    assert.match(stderr, /sluice serve: policy api: .*deciding by onStoreError until Redis answers/);
+    assert.match(stderr, /sluice serve: policy api: Redis answers again/);
+    assert.equal(
+      stderr.match(/policy api: .*deciding by onStoreError/g)?.length,
+      1,
+      'one line per outage, not per request',
+    );
   });
 
   test('a port in use, and a bad config, are one line and exit 2', async () => {
