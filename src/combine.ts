@@ -6,11 +6,13 @@ import {
   checkCost,
   checkIdentifier,
   checkTag,
+  internalsOf,
   type KeyOptions,
   type Limiter,
-  limiterClock,
+  type LimiterInternals,
   readClock,
 } from './limiter.js';
+import { atomicRequestsError } from './stores/atomic.js';
 import type { Decision, Operation, StoreRequest } from './types.js';
 import { knownKeys, optionsObject } from './validate.js';
 
@@ -99,6 +101,7 @@ export function all(limiters: readonly Limiter[], options?: AllOptions): Combine
   });
   const atomic = raw.atomic ?? sameStore;
   let clock: (() => number) | undefined;
+  let internals: LimiterInternals[] = [];
   if (atomic) {
     if (!sameStore) {
       throw new SluiceError(
@@ -112,18 +115,19 @@ export function all(limiters: readonly Limiter[], options?: AllOptions): Combine
         `Expected the store of all(limiters, { atomic: true }) to offer decideAll(), got a ${describeValue(store.kind)} store without it. Use { atomic: false }.`,
       );
     }
-    const clocks = list.map((limiter) => limiterClock(limiter));
-    clocks.forEach((found, i) => {
+    internals = list.map((limiter, i) => {
+      const found = internalsOf(limiter);
       if (found === undefined) {
         throw invalidOption(
           `limiters[${i}]`,
-          'a limiter from createLimiter() (atomic checks need its clock)',
-          list[i],
+          'a limiter from createLimiter() (atomic checks need its clock and failure policy)',
+          limiter,
         );
       }
+      return found;
     });
-    clock = clocks[0]?.clock;
-    if (!clocks.every((found) => found?.clock === clock)) {
+    clock = internals[0]?.clock;
+    if (!internals.every((found) => found.clock === clock)) {
       throw new SluiceError(
         ERROR_CODES.INVALID_OPTION,
         'Expected the limiters of an atomic all() to share one `clock` (or none): one script decides every key at one time.',
@@ -155,11 +159,59 @@ export function all(limiters: readonly Limiter[], options?: AllOptions): Combine
       cost,
       now,
     }));
-    return decideAll.call(store, requests).then((results) => {
-      const decisions = results.map((result, i) => member(list[i] as Limiter, result));
+    const combine = (decisions: Decision[]) => {
+      const members = decisions.map((decision, i) => member(list[i] as Limiter, decision));
       return combineDecisions(
-        decisions,
-        decisions.every((d) => d.allowed),
+        members,
+        members.every((d) => d.allowed),
+      );
+    };
+    // Each limiter keeps its own failure policy: while one's store is being probed after a failure,
+    // every member decides without the store; otherwise one script asks for all, within the first
+    // limiter's deadline, and a failure or timeout is decided by each member's `onStoreError`.
+    // A combination the store would refuse (keys on several slots, a repeated key) is the caller's
+    // mistake, not an outage: refused here, before any failure policy could answer for it.
+    const refused = atomicRequestsError(
+      requests,
+      requests.map((request) => store.keyFor(request.name, request.identifier, request.tag)),
+    );
+    if (refused !== undefined) return Promise.reject(refused);
+    const admitted = internals.map((inner) => inner.admit());
+    const probes = admitted.map((admission) => admission === 'probe');
+    if (admitted.includes('skip')) {
+      return Promise.resolve(
+        combine(
+          internals.map((inner, i) =>
+            inner.unanswered(requests[i] as StoreRequest, 'skipped', undefined, probes[i] === true),
+          ),
+        ),
+      );
+    }
+    const starts = internals.map((inner, i) => inner.begin(requests[i] as StoreRequest));
+    const unanswered = (reason: 'store-error' | 'timeout', error: unknown) =>
+      combine(
+        internals.map((inner, i) =>
+          inner.unanswered(requests[i] as StoreRequest, reason, error, probes[i] === true),
+        ),
+      );
+    return new Promise<CombinedDecision>((resolve) => {
+      (internals[0] as LimiterInternals).deadlines.race(
+        () => decideAll.call(store, requests),
+        (results) =>
+          resolve(
+            combine(
+              results.map((result, i) =>
+                (internals[i] as LimiterInternals).answered(
+                  requests[i] as StoreRequest,
+                  result,
+                  probes[i] === true,
+                  starts[i] as { startedAt: number; epoch: number },
+                ),
+              ),
+            ),
+          ),
+        (error) => resolve(unanswered('store-error', error)),
+        () => resolve(unanswered('timeout', undefined)),
       );
     });
   }

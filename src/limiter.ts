@@ -104,12 +104,40 @@ export function readClock(clock: (() => number) | undefined): number | SluiceErr
   return value;
 }
 
-// The clock of each limiter createLimiter made, for all(): one atomic script runs at one time.
-const CLOCKS = new WeakMap<Limiter, (() => number) | undefined>();
+/**
+ * What all() needs of a limiter beyond its public face, so that an atomic check over several
+ * limiters keeps each one's clock, deadline, failure policy, deny cache and hooks.
+ */
+export interface LimiterInternals {
+  /** The limiter's clock (`undefined`: the store's). One atomic script runs at one time. */
+  readonly clock: (() => number) | undefined;
+  /** The limiter's deadlines: an atomic check waits no longer than its first limiter would. */
+  readonly deadlines: Deadlines;
+  /** Whether a call may go to the store now (see Failover.admit). */
+  admit(): 'store' | 'probe' | 'skip';
+  /** Marks the start of a call: what the deny cache needs to remember its denial. */
+  begin(request: StoreRequest): { readonly startedAt: number; readonly epoch: number };
+  /** The decision for the store's answer. */
+  answered(
+    request: StoreRequest,
+    result: StoreResult,
+    probe: boolean,
+    start: { startedAt: number; epoch: number },
+  ): Decision;
+  /** The failure policy's decision, reported to `onError`; `error` undefined while another call probes. */
+  unanswered(
+    request: StoreRequest,
+    reason: 'store-error' | 'timeout' | 'skipped',
+    error: unknown,
+    probe: boolean,
+  ): Decision;
+}
 
-/** Whether `createLimiter` made this limiter, and its clock (`undefined`: the store's). */
-export function limiterClock(limiter: Limiter): { readonly clock: (() => number) | undefined } | undefined {
-  return CLOCKS.has(limiter) ? { clock: CLOCKS.get(limiter) } : undefined;
+const INTERNALS = new WeakMap<Limiter, LimiterInternals>();
+
+/** The internals of a limiter made by `createLimiter`, or `undefined` for any other object. */
+export function internalsOf(limiter: Limiter): LimiterInternals | undefined {
+  return INTERNALS.get(limiter);
 }
 
 /**
@@ -308,6 +336,23 @@ export function createLimiter(options: LimiterOptions): Limiter {
     refund: (identifier, amount = 1, options) => run('refund', identifier, amount, 'amount', options?.tag),
     reset,
   };
-  CLOCKS.set(limiter, clock);
+  INTERNALS.set(limiter, {
+    clock,
+    deadlines,
+    admit: () => failover.admit(),
+    begin: (request) => ({
+      startedAt: denyCache === undefined ? 0 : (request.now ?? performance.now()),
+      epoch: denyCache?.epoch ?? 0,
+    }),
+    answered: (request, result, probe, start) => {
+      if (probe) failover.probeDone();
+      return fromStore(request, result, start.startedAt, start.epoch);
+    },
+    unanswered: (request, reason, error, probe) => {
+      if (probe) failover.probeDone();
+      if (reason === 'skipped') return deliver(failover.decide(request), request, failover.error);
+      return failed(request, reason, reason === 'timeout' ? timeoutError() : storeError(error));
+    },
+  });
   return limiter;
 }

@@ -114,33 +114,6 @@ function budget(option: string, value: unknown, fallback: LoginBudget): LoginBud
   };
 }
 
-class StoreTimeout extends SluiceError {}
-
-function within<T>(promise: Promise<T>, timeoutMs: number): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(
-      () =>
-        reject(
-          new StoreTimeout(
-            ERROR_CODES.STORE,
-            `The store did not answer within ${timeoutMs} ms (\`loginGuard.timeoutMs\`).`,
-          ),
-        ),
-      timeoutMs,
-    );
-    promise.then(
-      (value) => {
-        clearTimeout(timer);
-        resolve(value);
-      },
-      (error: unknown) => {
-        clearTimeout(timer);
-        reject(error);
-      },
-    );
-  });
-}
-
 function asSluiceError(error: unknown): SluiceError {
   if (error instanceof SluiceError) return error;
   const message = error instanceof Error ? error.message : String(error);
@@ -203,10 +176,8 @@ export function loginGuard(options: LoginGuardOptions): LoginGuard {
   async function both(operation: 'peek' | 'limit', user: string, address: string): Promise<LoginDecision> {
     const keys = inputs(user, address);
     if (keys instanceof SluiceError) throw keys;
-    const [byUser, byIp] = await Promise.allSettled([
-      within(username[operation](keys[0]), timeoutMs),
-      within(ip[operation](keys[1]), timeoutMs),
-    ]);
+    // The limiters wait at most `timeoutMs` and answer for a failed store themselves.
+    const [byUser, byIp] = await Promise.allSettled([username[operation](keys[0]), ip[operation](keys[1])]);
     const blockedBy: LoginDimension[] = [];
     let retryAfterMs = 0;
     let reason: 'store-error' | 'timeout' | undefined;
@@ -218,8 +189,8 @@ export function loginGuard(options: LoginGuardOptions): LoginGuard {
     for (const [dimension, outcome] of outcomes) {
       if (outcome.status === 'rejected') {
         blockedBy.push(dimension);
-        reason ??= outcome.reason instanceof StoreTimeout ? 'timeout' : 'store-error';
         error ??= asSluiceError(outcome.reason);
+        reason ??= error.code === ERROR_CODES.TIMEOUT ? 'timeout' : 'store-error';
       } else if (outcome.value.reason === 'store-error' || outcome.value.reason === 'timeout') {
         // A limiter that answers for a failed store (a failure policy) may say yes: the guard still refuses.
         blockedBy.push(dimension);
@@ -252,7 +223,7 @@ export function loginGuard(options: LoginGuardOptions): LoginGuard {
       const empty = checkIdentifier(normalized, 'username (normalized)');
       if (empty !== undefined) throw empty;
       try {
-        await within(username.reset(normalized), timeoutMs);
+        await username.reset(normalized);
       } catch (error) {
         throw asSluiceError(error);
       }

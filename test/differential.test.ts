@@ -14,6 +14,7 @@ import {
   slidingWindow,
   tokenBucket,
 } from '../src/index.js';
+import { type ExpiryWatch, watchExpiries } from './helpers/expiries.js';
 import { seeded } from './helpers/random.js';
 import { type RedisServer, startRedis } from './helpers/redis-server.js';
 import { assertHygiene, openVariant, VARIANTS, type Variant } from './helpers/suites.js';
@@ -41,12 +42,49 @@ function call(limiter: Limiter, c: Call): Promise<Decision> {
 }
 
 let server: RedisServer;
+let expiries: ExpiryWatch;
 before(async () => {
   server = await startRedis();
+  expiries = await watchExpiries(server.port);
 });
 after(async () => {
+  await expiries.close();
   await server.stop();
 });
+
+/**
+ * Compares one tick. Redis expires keys in real time while the test runs on its own clock: when a
+ * key the tick touches was expired by the server, the twins may disagree for that reason alone. Such
+ * a tick is not compared; both sides forget the identifiers it touched and go on. Returns whether
+ * the tick was compared.
+ */
+async function compare(
+  onRedis: Limiter,
+  inMemory: Limiter,
+  calls: readonly Call[],
+  describeTick: () => string,
+): Promise<boolean> {
+  const expected = await Promise.all(calls.map((c) => call(inMemory, c)));
+  const actual = await Promise.all(calls.map((c) => call(onRedis, c)));
+  if (JSON.stringify(actual) === JSON.stringify(expected)) return true;
+  await expiries.settle();
+  const touched = [...new Set(calls.map((c) => c.identifier))];
+  const keys = touched.map((identifier) => onRedis.store.keyFor(onRedis.name, identifier));
+  if (keys.some((key) => expiries.expired.has(key))) {
+    for (const identifier of touched) {
+      await onRedis.reset(identifier);
+      await inMemory.reset(identifier);
+    }
+    for (const key of keys) expiries.clear(key);
+    return false;
+  }
+  assert.deepEqual(
+    actual,
+    expected,
+    `${describeTick()}: ${JSON.stringify(calls)}\nredis  ${JSON.stringify(actual)}\nmemory ${JSON.stringify(expected)}`,
+  );
+  return true;
+}
 
 for (const { kind, mode } of VARIANTS) {
   describe(`Lua on Redis (${kind}, ${mode}) and the TypeScript twins agree`, () => {
@@ -75,7 +113,8 @@ for (const { kind, mode } of VARIANTS) {
         const onRedis = createLimiter({ store: variant.store, policy, name, clock, timeoutMs: 60_000 });
         const inMemory = createLimiter({ store: new MemoryStore(), policy, name, clock });
         let decisions = 0;
-        for (let step = 0; step < STEPS; step++) {
+        let skipped = 0;
+        for (let tickIndex = 0; tickIndex < STEPS; tickIndex++) {
           const r = random.next();
           let step = 0;
           if (r < 0.6) step = Math.round(random.next() * 50_000) / 1000;
@@ -83,8 +122,8 @@ for (const { kind, mode } of VARIANTS) {
           else if (r < 0.99) step = Math.round(random.next() * policy.windowMs * 2000) / 1000;
           else step = policy.windowMs * 10;
           if (r < 0.2) step = 0;
-          // Redis expires keys in real time. The test clock never runs slower than real time, so a key
-          // the twin still counts on cannot have expired on the server (expired state is stale anyway).
+          // Redis expires keys in real time: the test clock never runs slower than real time, which
+          // makes early expiries rare (compare() tells the remaining ones apart).
           const real = performance.now();
           now += Math.max(step, real - lastReal);
           lastReal = real;
@@ -97,16 +136,13 @@ for (const { kind, mode } of VARIANTS) {
             const cost = random.next() < 0.7 ? 1 : random.int(1, policy.maxCost);
             calls.push({ identifier: random.pick(IDENTIFIERS), operation, cost });
           }
-          const expected = await Promise.all(calls.map((c) => call(inMemory, c)));
-          const actual = await Promise.all(calls.map((c) => call(onRedis, c)));
-          decisions += calls.length;
-          assert.deepEqual(
-            actual,
-            expected,
-            `seed ${seed}, step ${step}, now ${now}: ${JSON.stringify(calls)}`,
-          );
+          if (await compare(onRedis, inMemory, calls, () => `seed ${seed}, tick ${tickIndex}, now ${now}`)) {
+            decisions += calls.length;
+          } else skipped++;
         }
-        assert.ok(decisions >= STEPS);
+        // Early expiries are rare; a run that skipped much would prove little.
+        assert.ok(skipped <= STEPS / 20, `${skipped} ticks skipped for keys Redis expired early`);
+        assert.ok(decisions >= STEPS * 0.95);
       });
     });
   });
@@ -121,15 +157,23 @@ describe('a clock that runs backwards', () => {
         const random = seeded(policy.windowMs + policy.limit);
         let now = 1_800_000_000_000;
         const clock = () => now;
-        const onRedis = createLimiter({ store: variant.store, policy, name: `b${index}`, clock });
+        const onRedis = createLimiter({
+          store: variant.store,
+          policy,
+          name: `b${index}`,
+          clock,
+          timeoutMs: 60_000,
+        });
         const inMemory = createLimiter({ store: new MemoryStore(), policy, name: `b${index}`, clock });
-        for (let step = 0; step < 300; step++) {
-          // Small steps both ways, well inside every TTL, so real time cannot expire what the twin keeps.
+        let skipped = 0;
+        for (let tickIndex = 0; tickIndex < 300; tickIndex++) {
+          // Small steps both ways.
           now += Math.round((random.next() - 0.4) * policy.windowMs * 100) / 1000;
           const cost = random.next() < 0.7 ? 1 : random.int(1, policy.maxCost);
           const c: Call = { identifier: 'back', operation: random.next() < 0.85 ? 'limit' : 'refund', cost };
-          assert.deepEqual(await call(onRedis, c), await call(inMemory, c), `step ${step}, now ${now}`);
+          if (!(await compare(onRedis, inMemory, [c], () => `tick ${tickIndex}, now ${now}`))) skipped++;
         }
+        assert.ok(skipped <= 15, `${skipped} ticks skipped for keys Redis expired early`);
       } finally {
         await variant.connected.close();
       }

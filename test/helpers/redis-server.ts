@@ -89,6 +89,8 @@ export interface StartOptions {
   readonly port?: number;
   /** The binary, for redis-sentinel or valkey-server. */
   readonly binary?: string;
+  /** A configuration file, passed first (redis-sentinel needs one it can rewrite). */
+  readonly configFile?: string;
 }
 
 const running = new Set<ChildProcess>();
@@ -103,6 +105,7 @@ export async function startRedis(options: StartOptions = {}): Promise<RedisServe
   const dir = mkdtempSync(join(tmpdir(), 'sluice-redis-'));
   const port = options.port ?? (await freePort());
   const args = [
+    ...(options.configFile === undefined ? [] : [options.configFile]),
     '--port',
     String(port),
     '--bind',

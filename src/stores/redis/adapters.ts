@@ -33,6 +33,10 @@ interface NodeRedisClusterLike {
   nodeClient(node: unknown): NodeRedisClientLike | Promise<NodeRedisClientLike>;
 }
 
+interface NodeRedisSentinelLike {
+  sendCommand(isReadonly: boolean | undefined, args: string[]): Promise<unknown>;
+}
+
 function isFunction(value: unknown): value is AnyFunction {
   return typeof value === 'function';
 }
@@ -56,6 +60,16 @@ function nodeRedisClientCommander(redis: NodeRedisClientLike): Commander {
     cluster: false,
     send: (args) => redis.sendCommand(args as string[]),
     sendToPrimaries: async (args) => [await redis.sendCommand(args as string[])],
+  };
+}
+
+// createSentinel(): commands go to the primary the sentinels name, and follow it after a failover.
+function nodeRedisSentinelCommander(redis: NodeRedisSentinelLike): Commander {
+  return {
+    client: 'node-redis',
+    cluster: false,
+    send: (args) => redis.sendCommand(false, args as string[]),
+    sendToPrimaries: async (args) => [await redis.sendCommand(false, args as string[])],
   };
 }
 
@@ -88,6 +102,9 @@ export function toCommander(client: unknown): Commander {
       Array.isArray(candidate.masters)
     ) {
       return nodeRedisClusterCommander(client as unknown as NodeRedisClusterLike);
+    }
+    if (isFunction(candidate.sendCommand) && isFunction(candidate.getMasterNode)) {
+      return nodeRedisSentinelCommander(client as unknown as NodeRedisSentinelLike);
     }
     if (isFunction(candidate.sendCommand)) {
       return nodeRedisClientCommander(client as unknown as NodeRedisClientLike);

@@ -18,7 +18,10 @@ import { keySlot } from './slot.js';
 
 /** Options of {@link RedisStore}. */
 export interface RedisStoreOptions {
-  /** An ioredis client or Cluster, or a node-redis client or cluster, already configured. */
+  /**
+   * An ioredis client (direct or through Sentinel) or Cluster, or a node-redis client, cluster
+   * (`createCluster()`) or sentinel (`createSentinel()`), already configured.
+   */
   readonly client: unknown;
   /**
    * First part of every key: `<prefix>:<limiter name>:{<identifier>}`.
@@ -63,8 +66,29 @@ const DEFAULTS = { prefix: 'rl', mode: 'scripts', maxBatch: 128 } as const;
 const FUNCTION_TRIES = 3;
 const COSTS = Array.from({ length: 101 }, (_, i) => String(i));
 
-function isErrorStarting(error: unknown, prefix: string): boolean {
-  return error instanceof Error && error.message.startsWith(prefix);
+// ioredis Cluster wraps the reply that ends a run of redirections, e.g. when a replica promoted in
+// a failover (it has no scripts) answers the last retry: the script still did not run.
+const NOSCRIPT = /^(?:Too many Cluster redirections\. Last error: ReplyError: )?NOSCRIPT/;
+
+function isNoScript(error: unknown): boolean {
+  return error instanceof Error && NOSCRIPT.test(error.message);
+}
+
+const TRYAGAIN = /^(?:Too many Cluster redirections\. Last error: ReplyError: )?TRYAGAIN/;
+
+function isTryAgain(error: unknown): boolean {
+  return error instanceof Error && TRYAGAIN.test(error.message);
+}
+
+/** The items grouped by key, each group in arrival order. */
+function byKey(items: readonly Pending[]): Pending[][] {
+  const groups = new Map<string, Pending[]>();
+  for (const item of items) {
+    const group = groups.get(item.key);
+    if (group === undefined) groups.set(item.key, [item]);
+    else group.push(item);
+  }
+  return [...groups.values()];
 }
 
 /**
@@ -260,6 +284,15 @@ export class RedisStore implements Store {
         }
       },
       (error: unknown) => {
+        // TRYAGAIN: the slot is being migrated and only some of these keys have moved. Redis refused
+        // before running anything, and a call of one key cannot meet it (the client follows ASK).
+        if (isTryAgain(error)) {
+          const parts = byKey(items);
+          if (parts.length > 1) {
+            for (const part of parts) this.#send({ ...batch, items: part });
+            return;
+          }
+        }
         const wrapped = storeError(error);
         for (const item of items) item.reject(wrapped);
       },
@@ -292,7 +325,7 @@ export class RedisStore implements Store {
       return await this.#commander.send(args, key);
     } catch (error) {
       // Only NOSCRIPT earns a resend: any other error may have run the script, and a resend would count twice.
-      if (!isErrorStarting(error, 'NOSCRIPT')) throw error;
+      if (!isNoScript(error)) throw error;
       const retry = args.slice();
       retry[0] = 'EVAL';
       retry[1] = script.body;
@@ -323,6 +356,7 @@ export class RedisStore implements Store {
 
 function storeError(error: unknown): SluiceError {
   if (error instanceof SluiceError) return error;
-  const message = error instanceof Error ? error.message : String(error);
+  // node-redis rejects a timed-out command with an empty message: its name is the news.
+  const message = error instanceof Error ? error.message || error.name : String(error);
   return new SluiceError(ERROR_CODES.STORE, `Redis store failed: ${message}`, { cause: error });
 }

@@ -1,0 +1,159 @@
+// Reads the state each algorithm keeps in Redis back into numbers. The formats are those written by
+// src/algorithms/*.lua; the inspect tests round-trip them with the library, so a change there shows here.
+import type { Policy } from '../index.js';
+
+/** What was read from Redis for one key. */
+export type RawState =
+  | { readonly type: 'none' }
+  | { readonly type: 'string'; readonly value: string }
+  | { readonly type: 'zset'; readonly entries: ReadonlyArray<{ member: string; scoreMs: number }> }
+  | { readonly type: string };
+
+export interface FixedWindowView {
+  readonly format: 'fixed window "<window index>:<count>"';
+  readonly windowIndex: number;
+  readonly count: number;
+  readonly windowStartMs: number;
+  readonly windowEndMs: number;
+  /** Whether the stored window is the one `now` falls in; a count from an earlier window is stale. */
+  readonly current: boolean;
+  /** Units used in the current window. */
+  readonly used: number;
+}
+
+export interface SlidingWindowView {
+  readonly format: 'sliding window "<window index>:<previous count>:<current count>"';
+  readonly windowIndex: number;
+  readonly storedPrevious: number;
+  readonly storedCurrent: number;
+  /** The counts as of now (a stored window that has moved on becomes "previous", or is gone). */
+  readonly previous: number;
+  readonly current: number;
+  /** Share of the previous window still inside the sliding window ending now. */
+  readonly weight: number;
+  /** previous x weight + current: what the next request is measured against. */
+  readonly estimate: number;
+}
+
+export interface GcraView {
+  readonly format: 'theoretical arrival time (TAT) in ms';
+  readonly tatMs: number;
+  /** How far the TAT is ahead of now: the time until the allowance is full again. */
+  readonly aheadMs: number;
+  readonly intervalMs: number;
+  readonly toleranceMs: number;
+  /** Units (tokens) in use now, fractions kept. */
+  readonly used: number;
+  /** Units (tokens) available now, fractions kept. */
+  readonly available: number;
+}
+
+export interface SlidingLogView {
+  readonly format: 'sliding log: sorted set, one entry per unit, scored by time in ms';
+  readonly entries: number;
+  /** Entries still inside the window ending now. */
+  readonly inWindow: number;
+  readonly oldestMs: number | null;
+  readonly newestMs: number | null;
+  /** The entries' times, oldest first (at most 20). */
+  readonly timesMs: readonly number[];
+}
+
+export type StateView =
+  | FixedWindowView
+  | SlidingWindowView
+  | GcraView
+  | SlidingLogView
+  | { readonly error: string };
+
+const round = (value: number, digits = 3): number => Number(value.toFixed(digits));
+
+/** Decodes what a policy's script stored, as of `nowMs` on the server's clock. */
+export function decodeState(policy: Policy, raw: RawState, nowMs: number): StateView | null {
+  if (raw.type === 'none') return null;
+  const first = Number(policy.args[0]);
+  const second = Number(policy.args[1]);
+  const expected = policy.script === 'sliding-log' ? 'zset' : 'string';
+  if (raw.type !== expected) {
+    return { error: `expected a ${expected} for ${policy.algorithm}, found a ${raw.type}` };
+  }
+  if ('entries' in raw) {
+    const windowMs = second;
+    const times = raw.entries.map((entry) => entry.scoreMs);
+    const newest = times.at(-1);
+    // The log's own clock never runs backwards (see sliding-log.lua).
+    const now = newest !== undefined && newest > nowMs ? newest : nowMs;
+    return {
+      format: 'sliding log: sorted set, one entry per unit, scored by time in ms',
+      entries: times.length,
+      inWindow: times.filter((time) => time > now - windowMs).length,
+      oldestMs: times[0] ?? null,
+      newestMs: newest ?? null,
+      timesMs: times.slice(0, 20),
+    };
+  }
+  const value = 'value' in raw ? raw.value : '';
+  if (policy.script === 'fixed-window') {
+    const match = /^(\d+):(\d+)$/.exec(value);
+    if (match === null) return { error: `expected "<window index>:<count>", found ${JSON.stringify(value)}` };
+    const windowMs = second;
+    const windowIndex = Number(match[1]);
+    const count = Number(match[2]);
+    const current = windowIndex === Math.floor(nowMs / windowMs);
+    return {
+      format: 'fixed window "<window index>:<count>"',
+      windowIndex,
+      count,
+      windowStartMs: windowIndex * windowMs,
+      windowEndMs: (windowIndex + 1) * windowMs,
+      current,
+      used: current ? count : 0,
+    };
+  }
+  if (policy.script === 'sliding-window') {
+    const match = /^(\d+):(\d+):(\d+)$/.exec(value);
+    if (match === null) {
+      return { error: `expected "<window index>:<previous>:<current>", found ${JSON.stringify(value)}` };
+    }
+    const windowMs = second;
+    const windowIndex = Number(match[1]);
+    const storedPrevious = Number(match[2]);
+    const storedCurrent = Number(match[3]);
+    const index = Math.floor(nowMs / windowMs);
+    const weight = (windowMs - (nowMs - index * windowMs)) / windowMs;
+    let previous = 0;
+    let current = 0;
+    if (windowIndex === index) {
+      previous = storedPrevious;
+      current = storedCurrent;
+    } else if (windowIndex === index - 1) {
+      previous = storedCurrent;
+    }
+    return {
+      format: 'sliding window "<window index>:<previous count>:<current count>"',
+      windowIndex,
+      storedPrevious,
+      storedCurrent,
+      previous,
+      current,
+      weight: round(weight, 6),
+      estimate: round(previous * weight + current),
+    };
+  }
+  const tat = Number(value);
+  if (value === '' || !Number.isFinite(tat)) {
+    return { error: `expected a number (the TAT in ms), found ${JSON.stringify(value)}` };
+  }
+  const intervalMs = first;
+  const toleranceMs = second;
+  const aheadMs = Math.max(0, tat - nowMs);
+  return {
+    format: 'theoretical arrival time (TAT) in ms',
+    tatMs: tat,
+    aheadMs: round(aheadMs),
+    intervalMs,
+    toleranceMs,
+    used: round(aheadMs / intervalMs),
+    available: round((toleranceMs - aheadMs) / intervalMs),
+  };
+}

@@ -1,0 +1,150 @@
+// One process of `sluice verify`: its own connection, firing its share of requests when the parent says go.
+import { createLimiter, RedisStore } from '../index.js';
+import { policyFromSpec } from './config.js';
+import { errorText } from './errors.js';
+import { type Connection, connect } from './redis.js';
+
+/** The hidden argument that makes the CLI run as a verify worker (forked by `sluice verify`). */
+export const VERIFY_WORKER = '__verify-worker';
+
+/** The limiters verify runs: sluice's, and the two broken ones the seed warns about. */
+export type RoundKind = 'sluice' | 'get-incr' | 'multi-exec';
+
+export type ToWorker =
+  | { readonly type: 'init'; readonly url: string; readonly timeoutMs: number }
+  | {
+      readonly type: 'prepare';
+      readonly kind: RoundKind;
+      /** `{ algorithm, ...options }` for sluice rounds. */
+      readonly policy?: Record<string, unknown>;
+      readonly prefix: string;
+      readonly name: string;
+      /** The key the naive limiters count in. */
+      readonly key: string;
+      readonly parallel: number;
+      readonly limit: number;
+      readonly ttlMs: number;
+    }
+  | { readonly type: 'go' };
+
+export type FromWorker =
+  | { readonly type: 'connected' }
+  | { readonly type: 'ready' }
+  | {
+      readonly type: 'done';
+      readonly allowed: number;
+      readonly denied: number;
+      readonly errors: number;
+      readonly error?: string;
+    }
+  | { readonly type: 'failed'; readonly message: string };
+
+/** The identifier every request of a round asks for: all of them race for one key. */
+export const VERIFY_IDENTIFIER = 'check';
+
+type Request = () => Promise<boolean>;
+
+function prepare(connection: Connection, message: Extract<ToWorker, { type: 'prepare' }>): Promise<Request> {
+  const redis = connection.client;
+  const { key, limit, ttlMs } = message;
+  if (message.kind === 'get-incr') {
+    // The seed's naive limiter: read, decide, then write, in separate round trips.
+    return Promise.resolve(async () => {
+      const count = Number((await redis.get(key)) ?? 0);
+      if (count >= limit) return false;
+      await redis.incr(key);
+      await redis.pexpire(key, ttlMs);
+      return true;
+    });
+  }
+  if (message.kind === 'multi-exec') {
+    // "MULTI makes check-then-increment safe": the read cannot happen inside the transaction, so
+    // the decision is still taken on a stale count. WATCH (or a script) is what would make it safe.
+    return Promise.resolve(async () => {
+      const count = Number((await redis.get(key)) ?? 0);
+      if (count >= limit) return false;
+      await redis.multi().incr(key).pexpire(key, ttlMs).exec();
+      return true;
+    });
+  }
+  // maxBatch 1: every request is its own script call, as in the seed's check, rather than one
+  // coalesced call per process that would be atomic for a simpler reason.
+  const store = new RedisStore({ client: redis, prefix: message.prefix, maxBatch: 1 });
+  // verify judges the scripts, not the failure policy: a reply is waited for, and a decision made
+  // without Redis (a timeout, an error) counts as a refusal, which shows as "not exact".
+  const limiter = createLimiter({
+    store,
+    policy: policyFromSpec('verify policy', message.policy),
+    name: message.name,
+    timeoutMs: 60_000,
+    onStoreError: 'deny',
+  });
+  // A peek loads the script (NOSCRIPT, then EVAL) before the race, and writes nothing.
+  return limiter.peek('warm-up').then(() => async () => (await limiter.limit(VERIFY_IDENTIFIER)).allowed);
+}
+
+/** Runs until the parent disconnects. */
+export function runVerifyWorker(): Promise<number> {
+  const send = process.send?.bind(process);
+  if (send === undefined) {
+    process.stderr.write('sluice: this command is started by `sluice verify`, not by hand.\n');
+    return Promise.resolve(2);
+  }
+  const reply = (message: FromWorker): void => {
+    send(message);
+  };
+  // Ctrl-C reaches the whole process group: the parent decides when workers stop and cleans up.
+  process.on('SIGINT', () => {});
+  let connection: Connection | undefined;
+  let request: Request | undefined;
+  let parallel = 0;
+  return new Promise((resolve) => {
+    process.on('disconnect', () => {
+      const closing = connection?.close() ?? Promise.resolve();
+      closing.then(
+        () => resolve(0),
+        () => resolve(0),
+      );
+    });
+    process.on('message', (message: ToWorker) => {
+      if (message.type === 'init') {
+        connect(message.url, message.timeoutMs).then(
+          (opened) => {
+            connection = opened;
+            reply({ type: 'connected' });
+          },
+          (error: unknown) => reply({ type: 'failed', message: errorText(error) }),
+        );
+      } else if (message.type === 'prepare' && connection !== undefined) {
+        parallel = message.parallel;
+        prepare(connection, message).then(
+          (ready) => {
+            request = ready;
+            reply({ type: 'ready' });
+          },
+          (error: unknown) => reply({ type: 'failed', message: errorText(error) }),
+        );
+      } else if (message.type === 'go' && request !== undefined) {
+        const fire = request;
+        Promise.allSettled(Array.from({ length: parallel }, () => fire())).then((results) => {
+          let allowed = 0;
+          let denied = 0;
+          let errors = 0;
+          let error: string | undefined;
+          for (const result of results) {
+            if (result.status === 'rejected') {
+              errors++;
+              error ??= errorText(result.reason);
+            } else if (result.value) allowed++;
+            else denied++;
+          }
+          reply(
+            error === undefined
+              ? { type: 'done', allowed, denied, errors }
+              : { type: 'done', allowed, denied, errors, error },
+          );
+        });
+      }
+    });
+  });
+}

@@ -1,0 +1,100 @@
+// The CLI's pure helpers: scan progress, key parsing, windows for verify, durations, decoding, config TTLs.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { parseDuration } from '../../src/cli/args.js';
+import { limiterOf, scanFraction } from '../../src/cli/audit.js';
+import { maxTtlMs, stateType } from '../../src/cli/config.js';
+import { decodeState } from '../../src/cli/decode.js';
+import { progressBar, table } from '../../src/cli/output.js';
+import { chooseWindowMs } from '../../src/cli/verify.js';
+import { fixedWindow, gcra, slidingLog, slidingWindow, tokenBucket } from '../../src/index.js';
+
+describe('CLI helpers', () => {
+  test('scanFraction follows Redis reverse-binary cursors: a table of 8 buckets is walked in eighths', () => {
+    assert.equal(scanFraction('0'), 0);
+    // SCAN over 8 buckets returns these cursors in turn, then 0.
+    const cursors = ['4', '2', '6', '1', '5', '3', '7'];
+    assert.deepEqual(
+      cursors.map(scanFraction),
+      [1, 2, 3, 4, 5, 6, 7].map((n) => n / 8),
+    );
+  });
+
+  test('limiterOf reads <prefix>:<name>:{...} and nothing else', () => {
+    assert.equal(limiterOf('rl:api:{client-1}', 'rl'), 'api');
+    assert.equal(limiterOf('rl:a:b:{x}', 'rl'), 'a:b');
+    assert.equal(limiterOf('rl:api:{tenant-9}:user-1', 'rl'), 'api');
+    assert.equal(limiterOf('rl:legacy-counter', 'rl'), undefined);
+    assert.equal(limiterOf('rl::{x}', 'rl'), undefined);
+    assert.equal(limiterOf('cache:api:{x}', 'rl'), undefined);
+    assert.equal(limiterOf('rlx:api:{x}', 'rl'), undefined);
+  });
+
+  test('chooseWindowMs keeps a verify run away from the end of a clock-aligned window', () => {
+    const day = 86_400_000;
+    assert.equal(chooseWindowMs(100 * day + day / 2), day);
+    // Five minutes before a day boundary: a 25-hour window, in which that moment is far from the end.
+    const late = 100 * day + day - 300_000;
+    const windowMs = chooseWindowMs(late);
+    assert.equal(windowMs, 25 * 3_600_000);
+    assert.ok(windowMs - (late % windowMs) > 600_000);
+  });
+
+  test('parseDuration wants a unit', () => {
+    assert.deepEqual(
+      ['500ms', '1.5s', '5m', '1h', '2d'].map((text) => parseDuration('ttl', text)),
+      [500, 1500, 300_000, 3_600_000, 172_800_000],
+    );
+    for (const text of ['3600', '1x', '0s', '-1s', ''])
+      assert.throws(() => parseDuration('ttl', text), /Expected `--ttl` to be a duration/);
+  });
+
+  test('maxTtlMs and stateType match what each script sets', () => {
+    assert.equal(maxTtlMs(fixedWindow({ limit: 5, windowMs: 60_000 })), 60_000);
+    assert.equal(maxTtlMs(slidingWindow({ limit: 5, windowMs: 60_000 })), 120_000);
+    assert.equal(maxTtlMs(slidingLog({ limit: 5, windowMs: 60_000 })), 60_000);
+    assert.equal(maxTtlMs(tokenBucket({ capacity: 10, refillPerSecond: 2 })), 5000);
+    assert.equal(maxTtlMs(gcra({ limit: 10, periodMs: 60_000, burst: 2 })), 12_000);
+    assert.equal(stateType(slidingLog({ limit: 5, windowMs: 60_000 })), 'zset');
+    assert.equal(stateType(gcra({ limit: 5, periodMs: 60_000 })), 'string');
+  });
+
+  test('decodeState says what is wrong with state it cannot read', () => {
+    const fixed = fixedWindow({ limit: 5, windowMs: 60_000 });
+    assert.equal(decodeState(fixed, { type: 'none' }, 0), null);
+    assert.deepEqual(decodeState(fixed, { type: 'hash' }, 0), {
+      error: 'expected a string for fixedWindow, found a hash',
+    });
+    assert.deepEqual(decodeState(fixed, { type: 'string', value: '7' }, 0), {
+      error: 'expected "<window index>:<count>", found "7"',
+    });
+    assert.deepEqual(decodeState(gcra({ limit: 5, periodMs: 1000 }), { type: 'string', value: 'abc' }, 0), {
+      error: 'expected a number (the TAT in ms), found "abc"',
+    });
+    // A sliding window stored in the previous window: its current count is now the previous one.
+    const sliding = decodeState(
+      slidingWindow({ limit: 10, windowMs: 1000 }),
+      { type: 'string', value: '4:2:6' },
+      5250,
+    );
+    assert.deepEqual(
+      sliding && 'estimate' in sliding
+        ? [sliding.previous, sliding.current, sliding.weight, sliding.estimate]
+        : sliding,
+      [6, 0, 0.75, 4.5],
+    );
+  });
+
+  test('table right-aligns numeric columns; progressBar fills by fraction', () => {
+    assert.equal(
+      table([
+        ['name', 'keys'],
+        ['api', '100,000'],
+        ['login', '7'],
+      ]),
+      ['name      keys', 'api    100,000', 'login        7'].join('\n'),
+    );
+    assert.equal(progressBar(0.5, 10), '[#####-----]  50%');
+    assert.equal(progressBar(2, 4), '[####] 100%');
+  });
+});
