@@ -1,6 +1,7 @@
 // Reads the state each algorithm keeps in Redis back into numbers. The formats are those written by
 // src/algorithms/*.lua; the inspect tests round-trip them with the library, so a change there shows here.
 import type { Policy } from '../index.js';
+import { decodeFixedWindow, decodeTat } from '../stores/redis/stored.js';
 
 /** What was read from Redis for one key. */
 export type RawState =
@@ -10,7 +11,7 @@ export type RawState =
   | { readonly type: string };
 
 export interface FixedWindowView {
-  readonly format: 'fixed window "<window index>:<count>"';
+  readonly format: 'fixed window: index × 2^21 + count, or "<window index>:<count>"';
   readonly windowIndex: number;
   readonly count: number;
   readonly windowStartMs: number;
@@ -36,7 +37,7 @@ export interface SlidingWindowView {
 }
 
 export interface GcraView {
-  readonly format: 'theoretical arrival time (TAT) in ms';
+  readonly format: 'theoretical arrival time (TAT): minus whole µs, or ms';
   readonly tatMs: number;
   /** How far the TAT is ahead of now: the time until the allowance is full again. */
   readonly aheadMs: number;
@@ -94,14 +95,18 @@ export function decodeState(policy: Policy, raw: RawState, nowMs: number): State
   }
   const value = 'value' in raw ? raw.value : '';
   if (policy.script === 'fixed-window') {
-    const match = /^(\d+):(\d+)$/.exec(value);
-    if (match === null) return { error: `expected "<window index>:<count>", found ${JSON.stringify(value)}` };
+    const decoded = decodeFixedWindow(value);
+    if (decoded === undefined) {
+      return {
+        error: `expected an integer (index × 2^21 + count) or "<window index>:<count>", found ${JSON.stringify(value)}`,
+      };
+    }
     const windowMs = second;
-    const windowIndex = Number(match[1]);
-    const count = Number(match[2]);
+    const windowIndex = decoded.index;
+    const count = decoded.count;
     const current = windowIndex === Math.floor(nowMs / windowMs);
     return {
-      format: 'fixed window "<window index>:<count>"',
+      format: 'fixed window: index × 2^21 + count, or "<window index>:<count>"',
       windowIndex,
       count,
       windowStartMs: windowIndex * windowMs,
@@ -140,15 +145,15 @@ export function decodeState(policy: Policy, raw: RawState, nowMs: number): State
       estimate: round(previous * weight + current),
     };
   }
-  const tat = Number(value);
-  if (value === '' || !Number.isFinite(tat)) {
-    return { error: `expected a number (the TAT in ms), found ${JSON.stringify(value)}` };
+  const tat = decodeTat(value);
+  if (tat === undefined || !Number.isFinite(tat)) {
+    return { error: `expected a number (the TAT: minus whole µs, or ms), found ${JSON.stringify(value)}` };
   }
   const intervalMs = first;
   const toleranceMs = second;
   const aheadMs = Math.max(0, tat - nowMs);
   return {
-    format: 'theoretical arrival time (TAT) in ms',
+    format: 'theoretical arrival time (TAT): minus whole µs, or ms',
     tatMs: tat,
     aheadMs: round(aheadMs),
     intervalMs,

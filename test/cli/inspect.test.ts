@@ -98,7 +98,8 @@ describe('sluice inspect and reset', () => {
       const state = report.state as Record<string, unknown>;
       switch (limiter.policy.algorithm) {
         case 'fixedWindow':
-          assert.equal(report.raw, `${state.windowIndex}:4`);
+          // One integer: the window's index × 2^21 + the count.
+          assert.equal(report.raw, String((state.windowIndex as number) * 2 ** 21 + 4));
           assert.deepEqual([state.count, state.current, state.used], [4, true, 4]);
           assert.equal(state.windowIndex, Math.floor(report.serverTimeMs / WEEK_MS));
           break;
@@ -118,7 +119,8 @@ describe('sluice inspect and reset', () => {
         default:
           // tokenBucket and gcra: one number, the theoretical arrival time.
           assert.equal(report.type, 'string');
-          assert.equal(state.tatMs, Number(report.raw));
+          // Stored as minus whole microseconds (see src/stores/redis/stored.ts).
+          assert.equal(state.tatMs, -Number(report.raw) / 1000);
           assert.equal(Math.round(state.used as number), 4);
           assert.equal(Math.round(state.available as number), 6);
       }

@@ -65,12 +65,22 @@ describe('CLI helpers', () => {
     assert.deepEqual(decodeState(fixed, { type: 'hash' }, 0), {
       error: 'expected a string for fixedWindow, found a hash',
     });
-    assert.deepEqual(decodeState(fixed, { type: 'string', value: '7' }, 0), {
-      error: 'expected "<window index>:<count>", found "7"',
+    assert.deepEqual(decodeState(fixed, { type: 'string', value: '7:x' }, 0), {
+      error: 'expected an integer (index × 2^21 + count) or "<window index>:<count>", found "7:x"',
     });
     assert.deepEqual(decodeState(gcra({ limit: 5, periodMs: 1000 }), { type: 'string', value: 'abc' }, 0), {
-      error: 'expected a number (the TAT in ms), found "abc"',
+      error: 'expected a number (the TAT: minus whole µs, or ms), found "abc"',
     });
+    // Both forms of a fixed window: window 3 of 60 s holding 2 units, read at 200 000 ms (window 3).
+    for (const value of [String(3 * 2 ** 21 + 2), '3:2']) {
+      const view = decodeState(fixed, { type: 'string', value }, 200_000);
+      assert.deepEqual(view && 'count' in view ? [view.windowIndex, view.count, view.used] : view, [3, 2, 2]);
+    }
+    // Both forms of a TAT: minus whole microseconds, or the ms themselves.
+    for (const value of ['-1500250', '1500.25']) {
+      const view = decodeState(gcra({ limit: 5, periodMs: 1000 }), { type: 'string', value }, 1000);
+      assert.equal(view && 'tatMs' in view ? view.tatMs : view, 1500.25);
+    }
     // A sliding window stored in the previous window: its current count is now the previous one.
     const sliding = decodeState(
       slidingWindow({ limit: 10, windowMs: 1000 }),
