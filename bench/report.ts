@@ -403,7 +403,7 @@ export function renderMarkdown(results: Results, resultsPath: string, notesPath:
     '',
     '## Targets',
     '',
-    'Every ratio is taken within a round, between two contenders that ran minutes apart at most, and the median over the rounds is the figure (the range over rounds follows it). ' +
+    'Every ratio is taken within a round, between two contenders that ran less than a minute apart, and the median over the rounds is the figure (the range over rounds follows it). ' +
       'The throughput targets pair each sluice algorithm with the fastest peer of the same kind (its median decisions/s); the memory store target pairs the fixed window with RateLimiterMemory, a fixed window counter.',
     '',
     table(
