@@ -7,6 +7,7 @@ import {
   checkIdentifier,
   checkTag,
   internalsOf,
+  isLimiter,
   type KeyOptions,
   type Limiter,
   type LimiterInternals,
@@ -44,20 +45,6 @@ export interface CombinedLimiter {
   refund(identifiers: Identifiers, amount?: number, options?: KeyOptions): Promise<CombinedDecision>;
   /** Forgets the identifiers in every limiter. */
   reset(identifiers: Identifiers, options?: KeyOptions): Promise<void>;
-}
-
-function isLimiter(value: unknown): value is Limiter {
-  const limiter = value as Partial<Limiter> | null;
-  return (
-    typeof limiter === 'object' &&
-    limiter !== null &&
-    typeof limiter.limit === 'function' &&
-    typeof limiter.peek === 'function' &&
-    typeof limiter.refund === 'function' &&
-    typeof limiter.reset === 'function' &&
-    typeof limiter.name === 'string' &&
-    typeof limiter.store === 'object'
-  );
 }
 
 /**

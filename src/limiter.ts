@@ -51,6 +51,22 @@ export interface Limiter {
 
 const MAX_IDENTIFIER_BYTES = 1024;
 
+/** Whether a value has the shape of a limiter (what all() and the HTTP middleware accept). */
+export function isLimiter(value: unknown): value is Limiter {
+  const limiter = value as Partial<Limiter> | null;
+  return (
+    typeof limiter === 'object' &&
+    limiter !== null &&
+    typeof limiter.limit === 'function' &&
+    typeof limiter.peek === 'function' &&
+    typeof limiter.refund === 'function' &&
+    typeof limiter.reset === 'function' &&
+    typeof limiter.name === 'string' &&
+    typeof limiter.store === 'object' &&
+    typeof limiter.policy?.windowMs === 'number'
+  );
+}
+
 /** Checks an identifier; `option` names it in the message. */
 export function checkIdentifier(identifier: unknown, option = 'identifier'): SluiceError | undefined {
   if (typeof identifier !== 'string' || identifier.length === 0) {

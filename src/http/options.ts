@@ -1,6 +1,6 @@
 // Middleware options shared by every adapter: their types, defaults, and the one path that validates them.
 import { invalidOption } from '../errors.js';
-import type { Limiter } from '../limiter.js';
+import { isLimiter, type Limiter } from '../limiter.js';
 import { knownKeys, optionsObject } from '../validate.js';
 import { clientIp, isKeyExtractor, type KeyExtractor } from './client-key.js';
 import { HEADER_STYLES, type HeaderStyle } from './headers.js';
@@ -102,18 +102,6 @@ export const CORE_OPTION_KEYS = [
   'problem',
   'onRefundError',
 ] as const;
-
-function isLimiter(value: unknown): value is Limiter {
-  const limiter = value as Partial<Limiter> | null;
-  return (
-    typeof limiter === 'object' &&
-    limiter !== null &&
-    typeof limiter.limit === 'function' &&
-    typeof limiter.refund === 'function' &&
-    typeof limiter.name === 'string' &&
-    typeof limiter.policy?.windowMs === 'number'
-  );
-}
 
 function limiterSet(option: string, value: unknown): readonly Limiter[] {
   const list = Array.isArray(value) ? value : [value];

@@ -54,12 +54,16 @@ interface Batch {
   readonly operation: Operation;
   readonly now: number | undefined;
   readonly items: Pending[];
-  /** Units of cost in the batch: the log inserts one entry per unit, so its batches are bounded by cost. */
-  cost: number;
+  /** Work in the batch, for the log: one sorted-set insert per unit of cost plus four commands per key. */
+  work: number;
 }
 
-/** The most log entries one coalesced call may insert (each is a sorted-set insert on the server). */
-const MAX_LOG_BATCH_COST = 1000;
+/**
+ * The most log work one coalesced call may do: a log request costs about four commands and one
+ * insert per unit, so a batch holds some fifty single-unit requests, and a request of cost 1000 goes
+ * alone. Keeps every call within a few milliseconds of server time, out of SLOWLOG.
+ */
+const MAX_LOG_BATCH_WORK = 256;
 
 const DEFAULTS = { prefix: 'rl', mode: 'scripts', maxBatch: 128 } as const;
 /** FCALLs per batch when the server keeps losing the library (each after loading it again). */
@@ -235,14 +239,14 @@ export class RedisStore implements Store {
         batch.operation !== operation ||
         batch.now !== now ||
         batch.items.length >= this.maxBatch ||
-        (policy.script === 'sliding-log' && batch.cost + item.request.cost > MAX_LOG_BATCH_COST)
+        (policy.script === 'sliding-log' && batch.work + item.request.cost + 4 > MAX_LOG_BATCH_WORK)
       ) {
         if (batch !== undefined) this.#send(batch);
-        batch = { policy, operation, now, items: [], cost: 0 };
+        batch = { policy, operation, now, items: [], work: 0 };
         bySlot.set(slot, batch);
       }
       batch.items.push(item);
-      batch.cost += item.request.cost;
+      batch.work += item.request.cost + 4;
     }
     for (const bySlot of open.values()) for (const batch of bySlot.values()) this.#send(batch);
   };
