@@ -32,7 +32,7 @@ const SECTIONS = ['redis', 'batch', 'memory', 'memory-store', 'deny-cache', 'fai
 type Section = (typeof SECTIONS)[number];
 
 const ROOT = process.cwd();
-/** maxBatch values swept for GCRA (1 is one call per decision; 128 the default). */
+/** maxBatch values swept for GCRA (1 is one call per decision; 64 the default). */
 const MAX_BATCH_SIZES = [1, 8, 32, 64, 128, 256] as const;
 const MEMORY_STORE_ROUNDS = 7;
 const NOTES = join('bench', 'notes.md');

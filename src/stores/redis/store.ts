@@ -36,8 +36,10 @@ export interface RedisStoreOptions {
   readonly mode?: 'scripts' | 'functions';
   /**
    * Decisions that arrive in the same tick share one script call, up to this many keys (each still
-   * decided atomically and on its own). 1 turns coalescing off.
-   * @default 128
+   * decided atomically and on its own). 1 turns coalescing off. Smaller calls let the client
+   * encode the next while Redis runs the last: with 200 decisions in flight, 32 to 64 keys per
+   * call decided the most per second (BENCHMARKS.md), and each call stays well under a millisecond.
+   * @default 64
    */
   readonly maxBatch?: number;
 }
@@ -65,7 +67,7 @@ interface Batch {
  */
 const MAX_LOG_BATCH_WORK = 256;
 
-const DEFAULTS = { prefix: 'rl', mode: 'scripts', maxBatch: 128 } as const;
+const DEFAULTS = { prefix: 'rl', mode: 'scripts', maxBatch: 64 } as const;
 /** FCALLs per batch when the server keeps losing the library (each after loading it again). */
 const FUNCTION_TRIES = 3;
 const COSTS = Array.from({ length: 101 }, (_, i) => String(i));
