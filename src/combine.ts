@@ -153,9 +153,6 @@ export function all(limiters: readonly Limiter[], options?: AllOptions): Combine
         members.every((d) => d.allowed),
       );
     };
-    // Each limiter keeps its own failure policy: while one's store is being probed after a failure,
-    // every member decides without the store; otherwise one script asks for all, within the first
-    // limiter's deadline, and a failure or timeout is decided by each member's `onStoreError`.
     // A combination the store would refuse (keys on several slots, a repeated key) is the caller's
     // mistake, not an outage: refused here, before any failure policy could answer for it.
     const refused = atomicRequestsError(
@@ -163,6 +160,9 @@ export function all(limiters: readonly Limiter[], options?: AllOptions): Combine
       requests.map((request) => store.keyFor(request.name, request.identifier, request.tag)),
     );
     if (refused !== undefined) return Promise.reject(refused);
+    // Each limiter keeps its own failure policy: while one's store is being probed after a failure,
+    // every member decides without the store; otherwise one script asks for all, within the first
+    // limiter's deadline, and a failure or timeout is decided by each member's `onStoreError`.
     const admitted = internals.map((inner) => inner.admit());
     const probes = admitted.map((admission) => admission === 'probe');
     if (admitted.includes('skip')) {

@@ -259,7 +259,6 @@ export function createLimiter(options: LimiterOptions): Limiter {
   }
 
   /** Asks the store, settling with the first of its answer and the deadline; a late answer is dropped. */
-  /** Asks the store, settling with the first of its answer and the deadline; a late answer is dropped. */
   function ask(request: StoreRequest, probe: boolean, startedAt: number, epoch: number): Promise<Decision> {
     return new Promise<Decision>((resolve) => {
       deadlines.race(
