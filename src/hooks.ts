@@ -1,6 +1,14 @@
 // Hooks for metrics and logs: their types, and the one caller that keeps a failing hook away from the decision.
 import type { SluiceError } from './errors.js';
-import type { Decision, Operation } from './types.js';
+import type { Decision, Operation, Policy, Store } from './types.js';
+
+/**
+ * How a decision was made: `store`, the store decided; `cache`, the deny cache answered and the
+ * store was not asked; `timeout` and `store-error`, the store failed this call and the failure
+ * policy answered; `skipped`, the store was known to be down and was not asked (another call is
+ * probing it) and the failure policy answered.
+ */
+export type DecisionSource = 'store' | 'cache' | 'timeout' | 'store-error' | 'skipped';
 
 /** What a hook is told about the call behind a decision or an error. */
 export interface HookContext {
@@ -16,6 +24,32 @@ export interface HookContext {
    * (code `ERR_SLUICE_STORE` with the client's error as `cause`, or `ERR_SLUICE_TIMEOUT`).
    */
   readonly error?: SluiceError;
+  /** How the decision was made (see {@link DecisionSource}); `store-error` or `timeout` for `onError`. */
+  readonly source: DecisionSource;
+  /** Milliseconds the store took to answer, with fractions, when `source` is `store`; otherwise 0. */
+  readonly storeMs: number;
+  /** `false` in shadow mode: the caller was allowed whatever the decision says. */
+  readonly enforced: boolean;
+  /** The shard that decided or failed (a cluster primary's address), when the store has several. */
+  readonly shard?: string;
+}
+
+/**
+ * Turns decisions into numbers (see `sluice/metrics`: `prometheusMetrics()`,
+ * `openTelemetryMetrics()`). One recorder may serve many limiters; it is told of each at creation.
+ */
+export interface MetricsRecorder {
+  /** A limiter was created with this recorder: its label values can be made ready (counters at 0). */
+  register(limiter: {
+    readonly name: string;
+    readonly policy: Policy;
+    readonly store: Store;
+    readonly enforced: boolean;
+  }): void;
+  /** Once per decision, with the verdict as the policy gave it (before shadow mode), after `onDecision`. */
+  record(decision: Decision, context: HookContext): void;
+  /** The store's health as a limiter sees it changed: `up` is false while the failure policy answers. */
+  health(name: string, up: boolean, shard: string | undefined): void;
 }
 
 /**

@@ -190,9 +190,10 @@ export function createLimiter(options: LimiterOptions): Limiter {
     cost: number,
     error: SluiceError | undefined,
   ): HookContext {
+    const source = error === undefined ? 'store' : error.code === ERROR_CODES.TIMEOUT ? 'timeout' : 'store-error';
     return error === undefined
-      ? { name, identifier, operation, cost }
-      : { name, identifier, operation, cost, error };
+      ? { name, identifier, operation, cost, source, storeMs: 0, enforced: enforce }
+      : { name, identifier, operation, cost, error, source, storeMs: 0, enforced: enforce };
   }
 
   /** Reports the real decision to the hook, and gives the caller the enforced one. */

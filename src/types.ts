@@ -3,6 +3,17 @@
 /** Why a decision was not made by the store in the ordinary way. Absent when the store decided. */
 export type DecisionReason = 'store-error' | 'timeout' | 'fallback' | 'cached';
 
+/**
+ * The store failed to decide: it answered with an error (`store-error`) or not within `timeoutMs`
+ * (`timeout`). The failure policy (`onStoreError`) answered instead.
+ */
+export type StoreFailure = 'store-error' | 'timeout';
+
+/** Whether a decision's `reason` says the store failed (see {@link StoreFailure}). */
+export function isStoreFailure(reason: DecisionReason | undefined): reason is StoreFailure {
+  return reason === 'store-error' || reason === 'timeout';
+}
+
 /** The answer to one request. All durations are whole milliseconds, never negative. */
 export interface Decision {
   /** Whether the request may proceed. */
@@ -69,6 +80,13 @@ export interface Policy<S = unknown> {
    * be replaced on every request); `now` is in milliseconds.
    */
   decide(state: S | undefined, now: number, operation: Operation, cost: number): Outcome<S>;
+  /**
+   * The same policy with a quota of `limit` units instead of its own, for one call (plans, tenants):
+   * the windows' and the log's `limit`; GCRA's rate with its burst scaled alike; the token bucket's
+   * capacity and refill rate scaled alike. The same object for the same `limit` (stores batch by
+   * policy). Validated by the limiter beforehand: a positive safe integer (at most 1000 for the log).
+   */
+  withLimit?(limit: number): Policy<S>;
 }
 
 /** The raw result of a store: a decision without `limit`, which the limiter adds. */
@@ -112,6 +130,19 @@ export interface Store {
    * Optional: `all()` combines limiters on a store without it one by one, with refunds.
    */
   decideAll?(requests: readonly StoreRequest[]): Promise<StoreResult[]>;
+  /**
+   * `undefined` when the store can decide now. While its first connection is still being made, a
+   * promise that resolves once it is made, or rejects (a SluiceError) when it cannot be within the
+   * store's connect timeout. The limiter waits for it before its `timeoutMs` starts, so a process
+   * that has just started does not answer its first requests with the failure policy.
+   */
+  untilReady?(): Promise<void> | undefined;
+  /**
+   * The shard that decides a request (on a cluster, the address of the primary that owns its
+   * slot), so that limiters track health per shard: one primary down does not send the other
+   * primaries' traffic to the failure policy. Absent or `undefined`: the store is one shard.
+   */
+  shardOf?(request: StoreRequest): string | undefined;
   /** Deletes one identifier's state for a limiter. */
   reset(name: string, identifier: string, tag?: string): Promise<void>;
   /** The key under which an identifier's state is kept, for tools and tests. */
