@@ -190,7 +190,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
     cost: number,
     error: SluiceError | undefined,
   ): HookContext {
-    const source = error === undefined ? 'store' : error.code === ERROR_CODES.TIMEOUT ? 'timeout' : 'store-error';
+    const source =
+      error === undefined ? 'store' : error.code === ERROR_CODES.TIMEOUT ? 'timeout' : 'store-error';
     return error === undefined
       ? { name, identifier, operation, cost, source, storeMs: 0, enforced: enforce }
       : { name, identifier, operation, cost, error, source, storeMs: 0, enforced: enforce };
