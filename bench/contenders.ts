@@ -1,15 +1,14 @@
-// Everything the benchmark races: each sluice algorithm on Redis, the peers on the same Redis and the
-// same ioredis client, and the seed's token-bucket script as the reference for Redis-side cost.
+// Everything the benchmark races on Redis: each sluice algorithm, the peers on the same Redis and the
+// same ioredis client, and the classic token-bucket script as the reference for Redis-side cost.
 import { Ratelimit } from '@upstash/ratelimit';
 import type { Redis } from 'ioredis';
-import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import {
   createLimiter,
   type Decision,
   fixedWindow,
   gcra,
   type Limiter,
-  MemoryStore,
   type Policy,
   RedisStore,
   slidingLog,
@@ -25,10 +24,12 @@ export type Kind = 'fixed-window' | 'sliding-window' | 'sliding-log' | 'token-bu
 export interface Contender {
   /** Stable id in results, e.g. `sluice.gcra` or `upstash.tokenBucket`. */
   readonly id: string;
-  readonly library: 'sluice' | 'rate-limiter-flexible' | '@upstash/ratelimit' | 'seed';
+  readonly library: 'sluice' | 'rate-limiter-flexible' | '@upstash/ratelimit' | 'classic' | 'floor';
   /** How the library names it. */
   readonly label: string;
   readonly kind: Kind;
+  /** Runs once before each run, after the database is emptied (e.g. loads a script). */
+  prepare?(): Promise<void>;
   /** Builds the decider (defines scripts, creates limiters); called once per run. */
   setup(): Decider;
   /** Script calls sent by sluice's store, when the contender is sluice on Redis. */
@@ -90,8 +91,11 @@ export const SLUICE_POLICIES: readonly SluicePolicy[] = [
   { label: 'gcra', kind: 'gcra', make: (w = WINDOW_MS) => gcra({ limit: LIMIT, periodMs: w }) },
 ];
 
-/** The seed's Step 3 token bucket, verbatim: one EVALSHA per decision. */
-export const SEED_TOKEN_BUCKET = `-- KEYS[1] = rl:tb:{client}; ARGV: capacity, refill rate per second, cost
+/**
+ * The classic token bucket as tutorials write it (TIME, HMGET, HSET, PEXPIRE; tokens and a timestamp
+ * in a hash): one EVALSHA per decision, the reference for Redis-side cost.
+ */
+export const CLASSIC_TOKEN_BUCKET = `-- KEYS[1] = rl:tb:{client}; ARGV: capacity, refill rate per second, cost
 local key      = KEYS[1]
 local capacity = tonumber(ARGV[1])
 local rate     = tonumber(ARGV[2])
@@ -117,8 +121,8 @@ redis.call('PEXPIRE', key, math.ceil(capacity / rate * 1000) * 2)
 return { allowed, math.floor(tokens) }
 `;
 
-type SeedClient = Redis & {
-  seedTokenBucket(key: string, capacity: string, rate: string, cost: string): Promise<[number, number]>;
+type ClassicClient = Redis & {
+  classicTokenBucket(key: string, capacity: string, rate: string, cost: string): Promise<[number, number]>;
 };
 
 /** A sluice limiter on Redis; `maxBatch` 1 turns coalescing off. */
@@ -163,7 +167,7 @@ export function sluiceRedis(
 }
 
 /** rate-limiter-flexible resolves an allowed request and rejects a denied one with a RateLimiterRes. */
-function rlfDecider(consume: (identifier: string) => Promise<unknown>): Decider {
+export function rlfDecider(consume: (identifier: string) => Promise<unknown>): Decider {
   return {
     decide: consume,
     allowed: () => true,
@@ -234,56 +238,29 @@ export function peersOnRedis(redis: Redis, windowMs = WINDOW_MS): Contender[] {
   ];
 }
 
-/** The seed's token bucket, one call per decision, through ioredis's EVALSHA-then-EVAL command. */
-export function seedReference(redis: Redis): Contender {
+export const CLASSIC = 'classic.tokenBucket';
+
+/** The classic token bucket, one call per decision, through ioredis's EVALSHA-then-EVAL command. */
+export function classicReference(redis: Redis): Contender {
   return {
-    id: 'seed.tokenBucket',
-    library: 'seed',
-    label: 'Step 3 token bucket',
+    id: CLASSIC,
+    library: 'classic',
+    label: 'token bucket script',
     kind: 'reference',
     setup() {
-      const client = redis as SeedClient;
-      if (typeof client.seedTokenBucket !== 'function') {
-        redis.defineCommand('seedTokenBucket', { numberOfKeys: 1, lua: SEED_TOKEN_BUCKET });
+      const client = redis as ClassicClient;
+      if (typeof client.classicTokenBucket !== 'function') {
+        redis.defineCommand('classicTokenBucket', { numberOfKeys: 1, lua: CLASSIC_TOKEN_BUCKET });
       }
       const capacity = String(LIMIT);
       const rate = String(REFILL_PER_SECOND);
       return {
-        decide: (identifier: string) => client.seedTokenBucket(`rl:tb:{${identifier}}`, capacity, rate, '1'),
+        decide: (identifier: string) =>
+          client.classicTokenBucket(`rl:tb:{${identifier}}`, capacity, rate, '1'),
         allowed: (reply: [number, number]) => reply[0] === 1,
       } as Decider;
     },
   };
-}
-
-/** The in-process stores: each sluice algorithm on a MemoryStore, and RateLimiterMemory. */
-export function memoryContenders(): Contender[] {
-  const sluice: Contender[] = SLUICE_POLICIES.map((policy) => ({
-    id: `sluice.memory.${policy.label}`,
-    library: 'sluice',
-    label: policy.label,
-    kind: policy.kind,
-    setup() {
-      const limiter = createLimiter({ store: new MemoryStore(), policy: policy.make(), name: 'bench' });
-      return {
-        decide: (identifier: string) => limiter.limit(identifier),
-        allowed: (decision: Decision) => decision.allowed,
-      } as Decider;
-    },
-  }));
-  return [
-    ...sluice,
-    {
-      id: 'rlf.RateLimiterMemory',
-      library: 'rate-limiter-flexible',
-      label: 'RateLimiterMemory',
-      kind: 'fixed-window',
-      setup() {
-        const limiter = new RateLimiterMemory({ points: LIMIT, duration: WINDOW_MS / 1000 });
-        return rlfDecider((identifier) => limiter.consume(identifier));
-      },
-    },
-  ];
 }
 
 /**

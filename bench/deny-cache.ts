@@ -2,6 +2,8 @@
 // with the cache on, and is the number allowed the same as without it?
 import { createLimiter, fixedWindow, RedisStore, type Store } from '../src/index.js';
 import { BENCH_TIMEOUT_MS } from './contenders.js';
+import { count, table } from './format.js';
+import type { Section } from './section.js';
 import type { BenchServer } from './server.js';
 
 export const DENY_CACHE_LIMIT = 100;
@@ -86,3 +88,55 @@ export async function denyCacheSaving(bench: BenchServer, concurrency: number): 
     sameAllowed: withCache.allowed === without.allowed,
   };
 }
+
+export const denyCacheSection: Section<DenyCacheRecord[]> = {
+  name: 'deny-cache',
+  async run({ settings, bench, filtered, log }) {
+    if (filtered) return [];
+    log('Deny cache');
+    const rows = [await denyCacheSaving(bench, 1), await denyCacheSaving(bench, settings.concurrency)];
+    for (const row of rows) log(`  ${JSON.stringify(row)}`);
+    return rows;
+  },
+  targets(rows) {
+    return rows.map((deny) => ({
+      target: `Deny cache (${deny.concurrency} in flight): ≥ 95% of Redis calls saved, same allowed count`,
+      measured: `${(deny.savedShare * 100).toFixed(2)}% saved; allowed ${deny.with.allowed} with, ${deny.without.allowed} without`,
+      met: deny.savedShare >= 0.95 && deny.sameAllowed,
+    }));
+  },
+  render(measured) {
+    const first = measured[0];
+    if (first === undefined) return [];
+    return [
+      '## Deny cache',
+      '',
+      `One identifier sends ${count(first.requests)} requests, 100× its limit (fixedWindow, ${first.limit} per hour), with and without \`denyCache: true\`. ` +
+        '"store decisions" are the decisions that reached Redis; "script calls" are the coalesced calls that carried them.',
+      '',
+      table(
+        [
+          'in flight',
+          'store decisions without',
+          'with',
+          'saved',
+          'script calls without',
+          'with',
+          'allowed without',
+          'with',
+        ],
+        measured.map((r) => [
+          String(r.concurrency),
+          count(r.without.storeDecisions),
+          count(r.with.storeDecisions),
+          `${(r.savedShare * 100).toFixed(2)}%`,
+          count(r.without.scriptCalls),
+          count(r.with.scriptCalls),
+          String(r.without.allowed),
+          String(r.with.allowed),
+        ]),
+      ),
+      '',
+    ];
+  },
+};

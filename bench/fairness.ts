@@ -1,8 +1,12 @@
 // Latency and fairness under a mix of hot and cold keys: half the decisions go to 10 hot identifiers
 // (far past their limit, so mostly denied), half to 10 000 cold ones. A coalescing store must not
 // make the cold keys wait behind the hot ones.
-import type { Contender } from './contenders.js';
+import { type Contender, peersOnRedis, SLUICE_POLICIES, sluiceRedis, WINDOW_MS } from './contenders.js';
+import { byId, count, ms, table } from './format.js';
 import { collectGarbage, median, quantile, runLoad } from './load.js';
+import type { Summary } from './race.js';
+import { policy } from './redis.js';
+import type { Section } from './section.js';
 import type { BenchServer } from './server.js';
 
 export const HOT_IDENTIFIERS = 10;
@@ -25,7 +29,8 @@ export interface FairnessOptions {
   readonly warmupMs: number;
   readonly durationMs: number;
   readonly concurrency: number;
-  readonly identifiers: readonly string[];
+  /** Cold identifiers, built per call. */
+  readonly identifiers: number;
   readonly log: (line: string) => void;
 }
 
@@ -35,15 +40,12 @@ async function once(
   options: FairnessOptions,
 ): Promise<Omit<FairnessRecord, 'id' | 'library' | 'label'>> {
   await bench.flush();
-  const cold = options.identifiers.length;
-  const identifiers = [
-    ...options.identifiers,
-    ...Array.from({ length: HOT_IDENTIFIERS }, (_, i) => `hot:${i}`),
-  ];
+  const cold = options.identifiers;
   // Even decisions go to a hot identifier, odd ones walk the cold identifiers.
   const pick = (i: number): number => (i % 2 === 0 ? cold + ((i >> 1) % HOT_IDENTIFIERS) : (i >> 1) % cold);
+  const name = (index: number): string => (index < cold ? `user:${index}` : `hot:${index - cold}`);
   const decider = contender.setup();
-  const base = { concurrency: options.concurrency, identifiers, pick };
+  const base = { concurrency: options.concurrency, identifiers: cold + HOT_IDENTIFIERS, pick, name };
   await runLoad(decider, { ...base, durationMs: options.warmupMs, minDecisions: 2 * cold });
   collectGarbage();
   let hotAllowed = 0;
@@ -108,3 +110,63 @@ export async function fairness(
     };
   });
 }
+
+export const fairnessSection: Section<FairnessRecord[]> = {
+  name: 'fairness',
+  async run({ quick, settings, bench, chosen, log }) {
+    log('Hot and cold keys');
+    const client = bench.client;
+    // @upstash/ratelimit answers denied identifiers from its ephemeral cache by default; sluice's
+    // deny cache is opt-in: both ways are shown.
+    const cached = ['fixedWindow', 'gcra'].map((label) =>
+      sluiceRedis(client, policy(label), undefined, WINDOW_MS, true),
+    );
+    const contenders = [
+      ...SLUICE_POLICIES.map((p) => sluiceRedis(client, p)),
+      ...cached,
+      ...peersOnRedis(client),
+    ];
+    return fairness(bench, chosen(contenders), {
+      rounds: quick ? 1 : 2,
+      durationMs: quick ? 700 : 1500,
+      warmupMs: quick ? 200 : 500,
+      concurrency: settings.concurrency,
+      identifiers: settings.identifiers,
+      log,
+    });
+  },
+  render(rows, results) {
+    if (rows.length === 0) return [];
+    const uniform = results.sections.redis as Summary[] | undefined;
+    return [
+      '## Hot and cold keys',
+      '',
+      `Half the decisions go to ${HOT_IDENTIFIERS} hot identifiers (far past their limit, so mostly denied), half to ${count(results.settings.identifiers)} cold ones; ` +
+        `${results.settings.concurrency} in flight. A coalescing store must not make the cold keys wait behind the hot ones: compare the cold p99 with the uniform run above.`,
+      '',
+      table(
+        [
+          'contender',
+          'decisions/s',
+          'hot p50 ms',
+          'hot p99 ms',
+          'cold p50 ms',
+          'cold p99 ms',
+          'uniform p99 ms',
+          'hot allowed',
+        ],
+        rows.map((f) => [
+          `${f.library} ${f.label}`,
+          count(f.perSecond),
+          ms(f.hotP50Ms),
+          ms(f.hotP99Ms),
+          ms(f.coldP50Ms),
+          ms(f.coldP99Ms),
+          ms(byId(uniform, f.id)?.p99Ms ?? Number.NaN),
+          `${(f.hotAllowedShare * 100).toFixed(1)}%`,
+        ]),
+      ),
+      '',
+    ];
+  },
+};

@@ -13,14 +13,26 @@ export interface Machine {
   readonly redis: string;
   /** 1-minute load average when the run started: other work on the machine adds noise. */
   readonly loadAverageAtStart: number;
+  /** The HTTP load generator's version, when wrk is installed. */
+  readonly wrk?: string;
 }
 
-export interface Versions {
-  readonly sluice: string;
-  readonly commit: string;
-  readonly ioredis: string;
-  readonly 'rate-limiter-flexible': string;
-  readonly '@upstash/ratelimit': string;
+/** sluice's version and commit, and the version of every package raced. */
+export type Versions = Readonly<Record<string, string>>;
+
+/** The packages whose versions the results name. */
+const PACKAGES = ['ioredis', 'rate-limiter-flexible', '@upstash/ratelimit'] as const;
+
+function wrkVersion(): string | undefined {
+  try {
+    // `wrk --version` prints its banner and exits 1.
+    execFileSync('wrk', ['--version'], { stdio: 'pipe' });
+  } catch (error) {
+    const text = String((error as { stdout?: Buffer }).stdout ?? '');
+    const match = /^wrk (\S+)/m.exec(text);
+    if (match !== null) return `wrk ${match[1]}`;
+  }
+  return undefined;
 }
 
 function osName(): string {
@@ -36,6 +48,7 @@ function osName(): string {
 
 export function machine(redisVersion: string): Machine {
   const list = cpus();
+  const wrk = wrkVersion();
   return {
     cpu: list[0]?.model.trim() ?? 'unknown',
     cores: list.length,
@@ -44,6 +57,7 @@ export function machine(redisVersion: string): Machine {
     node: process.version,
     redis: redisVersion,
     loadAverageAtStart: Math.round((loadavg()[0] ?? 0) * 100) / 100,
+    ...(wrk === undefined ? {} : { wrk }),
   };
 }
 
@@ -68,8 +82,6 @@ export function versions(root: string): Versions {
   return {
     sluice: packageVersion(root, 'sluice'),
     commit: commit(root),
-    ioredis: packageVersion(root, 'ioredis'),
-    'rate-limiter-flexible': packageVersion(root, 'rate-limiter-flexible'),
-    '@upstash/ratelimit': packageVersion(root, '@upstash/ratelimit'),
+    ...Object.fromEntries(PACKAGES.map((name) => [name, packageVersion(root, name)])),
   };
 }

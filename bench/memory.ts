@@ -1,12 +1,22 @@
 // Bytes of Redis memory per tracked identifier (MEMORY USAGE over a sample of keys), and per entry
-// of the sliding log, for each sluice algorithm and each peer.
+// of the sliding log, for each sluice algorithm and each peer; and for sluice at a million identifiers.
 import type { Redis } from 'ioredis';
-import { createLimiter, RedisStore, SLIDING_LOG_MAX_LIMIT, slidingLog } from '../src/index.js';
-import type { Contender } from './contenders.js';
+import { createLimiter, gcra, RedisStore, SLIDING_LOG_MAX_LIMIT, slidingLog } from '../src/index.js';
+import {
+  type Contender,
+  peersOnRedis,
+  SLUICE_POLICIES,
+  type SluicePolicy,
+  sluiceRedis,
+} from './contenders.js';
+import { count, notRun, table } from './format.js';
+import type { Section } from './section.js';
 import type { BenchServer } from './server.js';
 
 export interface MemoryRecord {
   readonly id: string;
+  /** Identifiers decided (one decision each). */
+  readonly identifiers: number;
   readonly library: string;
   readonly label: string;
   readonly kind: string;
@@ -37,22 +47,23 @@ async function usage(redis: Redis, keys: readonly string[]): Promise<number[]> {
   });
 }
 
-async function allKeys(redis: Redis): Promise<string[]> {
+/** Up to `size` keys of the database, and how many it holds. */
+async function sampleKeys(redis: Redis, size: number): Promise<{ keys: string[]; total: number }> {
   const keys: string[] = [];
   let cursor = '0';
   do {
     const [next, batch] = await redis.scan(cursor, 'COUNT', 1000);
     cursor = next;
     keys.push(...batch);
-  } while (cursor !== '0');
-  return keys;
+  } while (cursor !== '0' && keys.length < size);
+  return { keys: keys.slice(0, size), total: await redis.dbsize() };
 }
 
 /** One decision for each identifier, then the bytes the contender keeps per identifier. */
 export async function memoryPerIdentifier(
   bench: BenchServer,
   contender: Contender,
-  identifiers: readonly string[],
+  identifiers: number,
   sampleSize: number,
 ): Promise<MemoryRecord> {
   await bench.flush();
@@ -61,24 +72,24 @@ export async function memoryPerIdentifier(
   // Once per identifier: a run long enough to reach each, stopped by count rather than time.
   let next = 0;
   await Promise.all(
-    Array.from({ length: 50 }, async () => {
-      while (next < identifiers.length) await decider.decide(identifiers[next++] as string);
+    Array.from({ length: 200 }, async () => {
+      while (next < identifiers) await decider.decide(`user:${next++}`);
     }),
   );
   const after = await bench.usedMemory();
-  const keys = await allKeys(bench.admin);
-  const sample = keys.slice(0, sampleSize);
+  const { keys: sample, total } = await sampleKeys(bench.admin, sampleSize);
   const sizes = await usage(bench.admin, sample);
   const mean = sizes.reduce((a, b) => a + b, 0) / Math.max(1, sizes.length);
-  const keysPerIdentifier = keys.length / identifiers.length;
+  const keysPerIdentifier = total / identifiers;
   return {
     id: contender.id,
+    identifiers,
     library: contender.library,
     label: contender.label,
     kind: contender.kind,
     keysPerIdentifier,
     bytesPerIdentifier: mean * keysPerIdentifier,
-    usedMemoryPerIdentifier: (after - before) / identifiers.length,
+    usedMemoryPerIdentifier: (after - before) / identifiers,
     sampleKey: sample[0] ?? '',
   };
 }
@@ -111,3 +122,103 @@ export async function slidingLogPerEntry(bench: BenchServer): Promise<SlidingLog
     skiplistBytesPerEntry: ((sizes.get(SLIDING_LOG_MAX_LIMIT) ?? 0) - one) / (SLIDING_LOG_MAX_LIMIT - 1),
   };
 }
+
+export interface MemoryResult {
+  /** Every contender at the race's identifier count. */
+  readonly records: MemoryRecord[];
+  /** sluice's algorithms at a million identifiers (a hundred thousand in a quick run). */
+  readonly large: MemoryRecord[];
+  readonly slidingLogEntry: SlidingLogEntryRecord;
+}
+
+// Day-long periods: one decision's state must outlive the section (a 1-minute GCRA forgets an identifier after 60 ms).
+const DAY_MS = 86_400_000;
+
+// GCRA keeps a TAT of whole microseconds as an integer; 7 per day has an interval that is not one.
+const UNEVEN: SluicePolicy = {
+  label: 'gcra (7 per day: a decimal TAT)',
+  kind: 'gcra',
+  make: (w = DAY_MS) => gcra({ limit: 7, periodMs: w }),
+};
+
+function memoryTable(records: readonly MemoryRecord[]): string {
+  return table(
+    [
+      'contender',
+      'identifiers',
+      'keys per identifier',
+      'MEMORY USAGE bytes/identifier',
+      'used_memory growth bytes/identifier',
+      'sample key',
+    ],
+    records.map((m) => [
+      `${m.library} ${m.label}`,
+      count(m.identifiers),
+      m.keysPerIdentifier.toFixed(2),
+      m.bytesPerIdentifier.toFixed(1),
+      m.usedMemoryPerIdentifier.toFixed(1),
+      `\`${m.sampleKey}\``,
+    ]),
+  );
+}
+
+export const memorySection: Section<MemoryResult> = {
+  name: 'memory',
+  async run({ quick, settings, bench, chosen, log }) {
+    log('Redis memory per identifier');
+    const client = bench.client;
+    const measureAll = async (contenders: Contender[], identifiers: number): Promise<MemoryRecord[]> => {
+      const records: MemoryRecord[] = [];
+      for (const contender of chosen(contenders)) {
+        const record = await memoryPerIdentifier(bench, contender, identifiers, quick ? 200 : 1000);
+        log(
+          `  ${contender.id.padEnd(34)} ${count(identifiers).padStart(9)} identifiers  ${record.bytesPerIdentifier.toFixed(1)} bytes/identifier`,
+        );
+        records.push(record);
+      }
+      return records;
+    };
+    const records = await measureAll(
+      [
+        ...[...SLUICE_POLICIES, UNEVEN].map((p) => sluiceRedis(client, p, undefined, DAY_MS)),
+        ...peersOnRedis(client, DAY_MS),
+      ],
+      settings.identifiers,
+    );
+    const large = await measureAll(
+      SLUICE_POLICIES.map((p) => sluiceRedis(client, p, undefined, DAY_MS)),
+      quick ? 100_000 : 1_000_000,
+    );
+    const slidingLogEntry = await slidingLogPerEntry(bench);
+    await bench.flush();
+    return { records, large, slidingLogEntry };
+  },
+  targets({ large }) {
+    return ['fixedWindow', 'gcra', 'tokenBucket'].flatMap((label) => {
+      const row = large.find((r) => r.id === `sluice.${label}`);
+      if (row === undefined) return [];
+      return [
+        {
+          target: `Redis, ${label}: ≤ 100 bytes of Redis memory per identifier at ${count(row.identifiers)} identifiers (MEMORY USAGE)`,
+          measured: `${row.bytesPerIdentifier.toFixed(1)} bytes (used_memory growth ${row.usedMemoryPerIdentifier.toFixed(1)})`,
+          met: row.bytesPerIdentifier <= 100,
+        },
+      ];
+    });
+  },
+  render({ records, large, slidingLogEntry: entry }) {
+    if (records.length === 0 && large.length === 0) return notRun('Redis memory per identifier');
+    return [
+      '## Redis memory per identifier',
+      '',
+      'One decision for each identifier (policies with day-long periods, so nothing expires meanwhile), then `MEMORY USAGE <key> SAMPLES 0` over a sample of keys ' +
+        "(it counts the key, the value and the main table's entry, not the expiry entry); the growth of `used_memory` per identifier adds the expiry entry and the hash tables.",
+      '',
+      memoryTable([...records, ...large]),
+      '',
+      `Sliding log, per entry: ${entry.listpackBytesPerEntry.toFixed(1)} bytes while the sorted set is a listpack (up to 128 entries, \`zset-max-listpack-entries\`), ` +
+        `${entry.skiplistBytesPerEntry.toFixed(1)} bytes once it is a skiplist (1 000 entries, the ceiling).`,
+      '',
+    ];
+  },
+};

@@ -6,13 +6,15 @@ import { promisify } from 'node:util';
 import type { Contender } from './contenders.js';
 import { collectGarbage, type LoadResult, median, runLoad } from './load.js';
 import { type BenchServer, scriptTotals } from './server.js';
+import type { Job } from './worker.js';
 
 export interface RaceOptions {
   readonly rounds: number;
   readonly warmupMs: number;
   readonly durationMs: number;
   readonly concurrency: number;
-  readonly identifiers: readonly string[];
+  /** Distinct identifiers, built per call (`user:<n>`). */
+  readonly identifiers: number;
   readonly log: (line: string) => void;
   /** Measures one run elsewhere (the in-process stores run in a child process each); Redis by default. */
   readonly measure?: (contender: Contender, round: number) => Promise<RunRecord>;
@@ -58,10 +60,11 @@ async function measure(
   options: RaceOptions,
 ): Promise<RunRecord> {
   await bench.flush();
+  await contender.prepare?.();
   const decider = contender.setup();
   const load = { concurrency: options.concurrency, identifiers: options.identifiers };
   // Every identifier has state before the measured run: creating keys costs more than updating them.
-  await runLoad(decider, { ...load, durationMs: options.warmupMs, minDecisions: options.identifiers.length });
+  await runLoad(decider, { ...load, durationMs: options.warmupMs, minDecisions: options.identifiers });
   collectGarbage();
   await bench.resetStats();
   const cpuBefore = await bench.cpuUsec();
@@ -80,24 +83,31 @@ async function measure(
   };
 }
 
-/** Runs one in-process contender in a child process (bench/memory-worker.ts). */
+/** Runs a job in a child process of its own (bench/worker.ts) and returns what it printed. */
+export async function inChild<T>(job: Job): Promise<T> {
+  const worker = fileURLToPath(new URL('./worker.js', import.meta.url));
+  const { stdout } = await run(process.execPath, ['--expose-gc', worker, JSON.stringify(job)], {
+    maxBuffer: 1 << 20,
+  });
+  return JSON.parse(stdout) as T;
+}
+
+/** Runs one in-process contender in a child process: one round of the race. */
 export async function measureInChild(
   contender: Contender,
   round: number,
-  options: RaceOptions,
+  options: RaceOptions & { readonly precomputed: boolean; readonly maxKeys?: number },
 ): Promise<RunRecord> {
-  const worker = fileURLToPath(new URL('./memory-worker.js', import.meta.url));
-  const args = [
-    '--expose-gc',
-    worker,
-    contender.id,
-    String(options.warmupMs),
-    String(options.durationMs),
-    String(options.concurrency),
-    String(options.identifiers.length),
-  ];
-  const { stdout } = await run(process.execPath, args, { maxBuffer: 1 << 20 });
-  const result = JSON.parse(stdout) as LoadResult;
+  const result = await inChild<LoadResult>({
+    kind: 'race',
+    id: contender.id,
+    warmupMs: options.warmupMs,
+    durationMs: options.durationMs,
+    concurrency: options.concurrency,
+    identifiers: options.identifiers,
+    precomputed: options.precomputed,
+    ...(options.maxKeys === undefined ? {} : { maxKeys: options.maxKeys }),
+  });
   return {
     ...result,
     round,

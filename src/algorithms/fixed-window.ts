@@ -4,21 +4,27 @@ import type { Operation, Outcome, Policy } from '../types.js';
 import { durationMs, knownKeys, optionsObject, positiveInteger } from '../validate.js';
 
 /**
- * The state kept per identifier: which window, and how many units it has used. (On Redis, one
- * integer, index × 2^21 + count, when both fit; see fixed-window.lua.) The twin updates it in place.
+ * The state kept per identifier: which window, and how many units it has used. As on Redis (see
+ * fixed-window.lua), one number, index × 2^21 + count, whenever both fit in it exactly (an index
+ * below 2^32, which is any window of a second or more until 2106, and a limit below 2^21): the memory
+ * store keeps such a number unboxed, 8 bytes instead of an object. Otherwise an object, which the
+ * twin updates in place.
  */
-export interface FixedWindowState {
-  index: number;
-  count: number;
-}
+export type FixedWindowState = number | { index: number; count: number };
 
-/**
- * The state to keep, written into the previous one when there is one: the memory store then holds
- * one object per identifier for good, instead of a new one per request that outlives the young
- * generation (and costs a full collection to reclaim).
- */
-function keep(stored: FixedWindowState | undefined, index: number, count: number): FixedWindowState {
-  if (stored === undefined) return { index, count };
+/** Counts stay below it; see FixedWindowState. */
+const SPAN = 2 ** 21;
+const INDICES = 2 ** 32;
+
+/** The state to keep: the packed number when it fits, else written into the previous object (or a new one). */
+function keep(
+  stored: FixedWindowState | undefined,
+  index: number,
+  count: number,
+  limit: number,
+): FixedWindowState {
+  if (index < INDICES && limit < SPAN) return index * SPAN + count;
+  if (stored === undefined || typeof stored === 'number') return { index, count };
   stored.index = index;
   stored.count = count;
   return stored;
@@ -35,7 +41,14 @@ export function decideFixedWindow(
 ): Outcome<FixedWindowState> {
   const index = Math.floor(now / windowMs);
   const untilEnd = Math.ceil((index + 1) * windowMs - now);
-  let count = stored !== undefined && stored.index === index ? stored.count : 0;
+  let count = 0;
+  if (typeof stored === 'number') {
+    // The packed form: SPAN is a power of two, so the division is exact.
+    const storedIndex = Math.floor(stored / SPAN);
+    if (storedIndex === index) count = stored - storedIndex * SPAN;
+  } else if (stored !== undefined && stored.index === index) {
+    count = stored.count;
+  }
   let allowed = true;
   let retryAfterMs = 0;
   let ttlMs = -1;
@@ -57,7 +70,7 @@ export function decideFixedWindow(
     remaining: limit - count,
     resetMs: count > 0 ? untilEnd : 0,
     retryAfterMs,
-    state: ttlMs > 0 ? keep(stored, index, count) : stored,
+    state: ttlMs > 0 ? keep(stored, index, count, limit) : stored,
     ttlMs,
   };
 }

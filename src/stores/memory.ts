@@ -3,6 +3,7 @@ import { stateKey } from '../keys.js';
 import type { Store, StoreRequest, StoreResult } from '../types.js';
 import { keyPart, knownKeys, optionsObject, positiveInteger } from '../validate.js';
 import { atomicRequestsError } from './atomic.js';
+import { NIL, Slots } from './memory-slots.js';
 
 /** Options of {@link MemoryStore}. */
 export interface MemoryStoreOptions {
@@ -29,18 +30,6 @@ export interface MemoryStoreOptions {
   readonly prefix?: string;
 }
 
-/** One identifier's state under one limiter name (and tag), linked into the store-wide recency list. */
-interface Entry {
-  state: unknown;
-  expiresAt: number;
-  /** The next entry toward eviction (used less recently), and the next one toward the newest. */
-  older: Entry | undefined;
-  newer: Entry | undefined;
-  readonly identifier: string;
-  /** The table that holds it, one per limiter name and tag. */
-  readonly table: Map<string, Entry>;
-}
-
 const DEFAULTS = { maxKeys: 100_000, sweepIntervalMs: 60_000, prefix: 'rl' } as const;
 
 /**
@@ -55,14 +44,17 @@ export class MemoryStore implements Store {
   readonly maxKeys: number;
   readonly prefix: string;
   readonly #clock: () => number;
-  // One table per limiter name (and tag), keyed by the identifier as given: no key string to build
-  // and hash per decision. Recency is a doubly linked list across every table, so a use moves an
-  // entry by relinking it (Map delete-and-set, the other way to keep LRU order, costs more than the
-  // decision itself).
-  readonly #tables = new Map<string, Map<string, Entry>>();
-  #size = 0;
-  #oldest: Entry | undefined;
-  #newest: Entry | undefined;
+  // One table per limiter name (and tag), from the identifier as given to its slot: no key string to
+  // build and hash per decision. Slots hold the state and the recency across every table (see
+  // memory-slots.ts), so a use relinks two integers instead of deleting and re-adding a Map entry.
+  readonly #tableIndex = new Map<string, number>();
+  readonly #tables: Array<Map<string, number>> = [];
+  readonly #slots: Slots;
+  // The table of the last call, and its limiter name when it had no tag: consecutive calls mostly
+  // come from the same limiter, and then find it by comparing one string.
+  #table = new Map<string, number>();
+  #tableNumber = -1;
+  #tableName: string | undefined;
   #sweeper: NodeJS.Timeout | undefined;
   // The sweep judges expiry in the requests' time, which a limiter's own clock may set apart from ours.
   #lastNow = 0;
@@ -82,13 +74,14 @@ export class MemoryStore implements Store {
       throw new TypeError('Expected `MemoryStore.clock` to be a function returning milliseconds.');
     }
     this.#clock = (raw.clock as (() => number) | undefined) ?? Date.now;
+    this.#slots = new Slots(this.maxKeys);
     this.#sweeper = setInterval(() => this.sweep(), sweepIntervalMs);
     this.#sweeper.unref();
   }
 
   /** The number of identifiers currently held (expired ones count until swept or touched). */
   get size(): number {
-    return this.#size;
+    return this.#slots.size;
   }
 
   keyFor(name: string, identifier: string, tag?: string): string {
@@ -143,84 +136,84 @@ export class MemoryStore implements Store {
     return now;
   }
 
-  /** The table of a limiter name and tag. Names have no braces, so `name{tag` never equals a name. */
-  #table(name: string, tag: string | undefined): Map<string, Entry> {
+  /** Makes the table of a limiter name and tag the current one (`#table`, `#tableNumber`). */
+  #select(name: string, tag: string | undefined): void {
+    if (tag === undefined && name === this.#tableName) return;
+    // Names have no braces, so `name{tag` never equals a name.
     const tableKey = tag === undefined ? name : `${name}{${tag}`;
-    let table = this.#tables.get(tableKey);
-    if (table === undefined) {
-      table = new Map();
-      this.#tables.set(tableKey, table);
+    let number = this.#tableIndex.get(tableKey);
+    if (number === undefined) {
+      number = this.#tables.length;
+      this.#tables.push(new Map());
+      this.#tableIndex.set(tableKey, number);
     }
-    return table;
+    this.#table = this.#tables[number] as Map<string, number>;
+    this.#tableNumber = number;
+    this.#tableName = tag === undefined ? name : undefined;
   }
 
   #decideAt(request: StoreRequest, now: number): StoreResult {
     const identifier = request.identifier;
-    const table = this.#table(request.name, request.tag);
-    let entry = table.get(identifier);
-    if (entry !== undefined && entry.expiresAt <= now) {
-      this.#remove(entry);
-      entry = undefined;
-    }
-    const outcome = request.policy.decide(entry?.state, now, request.operation, request.cost);
-    if (outcome.ttlMs > 0 && outcome.state !== undefined) {
-      if (entry === undefined) {
-        entry = {
-          state: outcome.state,
-          expiresAt: now + outcome.ttlMs,
-          older: undefined,
-          newer: undefined,
-          identifier,
-          table,
-        };
-        table.set(identifier, entry);
-        this.#size++;
-        this.#link(entry);
-        if (this.#size > this.maxKeys && this.#oldest !== undefined) this.#remove(this.#oldest);
-        return outcome;
+    this.#select(request.name, request.tag);
+    const table = this.#table;
+    const slots = this.#slots;
+    let slot = table.get(identifier);
+    let state: unknown;
+    if (slot !== undefined) {
+      if ((slots.expiresAt[slot] as number) <= now) {
+        this.#remove(slot);
+        slot = undefined;
+      } else {
+        state = slots.state(slot);
       }
-      entry.state = outcome.state;
-      entry.expiresAt = now + outcome.ttlMs;
-    } else if (outcome.ttlMs === 0) {
-      if (entry !== undefined) this.#remove(entry);
+    }
+    const outcome = request.policy.decide(state, now, request.operation, request.cost);
+    const ttlMs = outcome.ttlMs;
+    if (ttlMs > 0 && outcome.state !== undefined) {
+      if (slot === undefined) {
+        if (slots.size >= this.maxKeys) this.#remove(slots.oldest);
+        slot = slots.take(identifier, this.#tableNumber);
+        table.set(identifier, slot);
+      }
+      slots.keep(slot, outcome.state);
+      slots.expiresAt[slot] = now + ttlMs;
+    } else if (ttlMs === 0) {
+      if (slot !== undefined) this.#remove(slot);
       return outcome;
     }
     // Any use, a denial or a peek too, makes the identifier the most recently used.
-    if (entry !== undefined && entry !== this.#newest) {
-      this.#unlink(entry);
-      this.#link(entry);
-    }
+    if (slot !== undefined) slots.touch(slot);
     return outcome;
   }
 
   reset(name: string, identifier: string, tag?: string): Promise<void> {
-    const entry = this.#tables.get(tag === undefined ? name : `${name}{${tag}`)?.get(identifier);
-    if (entry !== undefined) this.#remove(entry);
+    const table = this.#tableIndex.get(tag === undefined ? name : `${name}{${tag}`);
+    const slot = table === undefined ? undefined : this.#tables[table]?.get(identifier);
+    if (slot !== undefined) this.#remove(slot);
     return Promise.resolve();
   }
 
   /** Drops expired state now; runs on its own every `sweepIntervalMs`. Returns how many were dropped. */
   sweep(): number {
     const now = this.#lastNow + (this.#clock() - this.#lastClock);
+    const slots = this.#slots;
     let dropped = 0;
-    let entry = this.#oldest;
-    while (entry !== undefined) {
-      const newer = entry.newer;
-      if (entry.expiresAt <= now) {
-        this.#remove(entry);
+    let slot = slots.oldest;
+    while (slot !== NIL) {
+      const newer = slots.newer[slot] as number;
+      if ((slots.expiresAt[slot] as number) <= now) {
+        this.#remove(slot);
         dropped++;
       }
-      entry = newer;
+      slot = newer;
     }
     return dropped;
   }
 
   /** Forgets every identifier. */
   clear(): void {
-    this.#tables.clear();
-    this.#size = 0;
-    this.#oldest = undefined;
-    this.#newest = undefined;
+    for (const table of this.#tables) table.clear();
+    this.#slots.clear();
   }
 
   /** Stops the sweep timer. The store still works; expired state is then dropped only when touched. */
@@ -229,27 +222,9 @@ export class MemoryStore implements Store {
     this.#sweeper = undefined;
   }
 
-  /** Links an unlinked entry in as the most recently used. */
-  #link(entry: Entry): void {
-    entry.older = this.#newest;
-    entry.newer = undefined;
-    if (this.#newest === undefined) this.#oldest = entry;
-    else this.#newest.newer = entry;
-    this.#newest = entry;
-  }
-
-  #unlink(entry: Entry): void {
-    if (entry.older === undefined) this.#oldest = entry.newer;
-    else entry.older.newer = entry.newer;
-    if (entry.newer === undefined) this.#newest = entry.older;
-    else entry.newer.older = entry.older;
-    entry.older = undefined;
-    entry.newer = undefined;
-  }
-
-  #remove(entry: Entry): void {
-    this.#unlink(entry);
-    entry.table.delete(entry.identifier);
-    this.#size--;
+  #remove(slot: number): void {
+    const slots = this.#slots;
+    this.#tables[slots.tables[slot] as number]?.delete(slots.identifiers[slot] as string);
+    slots.release(slot);
   }
 }

@@ -1,0 +1,3 @@
+// stub
+import type { Section } from './section.js';
+export const scalingSection: Section<null> = { name: 'scaling', run: async () => null, render: () => [] };
