@@ -108,6 +108,14 @@ async function main(): Promise<void> {
       join(ROOT, 'BENCHMARKS.md'),
       renderMarkdown(results, sections, resultsPath, join(ROOT, NOTES)),
     );
+    for (const section of sections) {
+      const result = results.sections[section.name];
+      if (result === undefined || section.files === undefined) continue;
+      for (const [path, text] of Object.entries(section.files(result, results))) {
+        mkdirSync(dirname(join(ROOT, path)), { recursive: true });
+        writeFileSync(join(ROOT, path), text);
+      }
+    }
   };
   if (args.report !== undefined) {
     const results = JSON.parse(readFileSync(join(ROOT, args.report), 'utf8')) as Results;

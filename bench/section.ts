@@ -62,4 +62,6 @@ export interface Section<R = unknown> {
   render(result: R, results: Results): string[];
   /** The targets this section checks, for the table at the top of BENCHMARKS.md. */
   targets?(result: R, results: Results): Target[];
+  /** Files the section generates beside BENCHMARKS.md (e.g. a plot): path from the root -> contents. */
+  files?(result: R, results: Results): Record<string, string>;
 }
