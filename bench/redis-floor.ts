@@ -1,6 +1,7 @@
 // The transport floor on Redis: the batches sluice's RedisStore would send (the decisions of a tick,
 // up to maxBatch keys per call, keys built the same way), each sent by the same client as one EVALSHA
-// of a script that does nothing but return a reply of the same shape, four integers per key.
+// of a script that does nothing but return a reply of the same shape as sluice's for allowed
+// requests: the reset the batch shares, then each key's remaining units.
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { type Decision, fixedWindow } from '../src/index.js';
@@ -10,14 +11,10 @@ import type { Decider } from './load.js';
 
 export const REDIS_FLOOR = 'floor.redis.transport';
 
-/** The reply of sluice's scripts (allowed, remaining, resetMs, retryAfterMs per key), without deciding anything. */
-export const TRIVIAL_SCRIPT = `local out = {}
+/** The reply of sluice's batch script when every key is allowed (see lua/single.lua), without deciding anything. */
+export const TRIVIAL_SCRIPT = `local out = { ${WINDOW_MS} }
 for i = 1, #KEYS do
-  local n = #out
-  out[n + 1] = 1
-  out[n + 2] = ${LIMIT - 1}
-  out[n + 3] = ${WINDOW_MS}
-  out[n + 4] = 0
+  out[i + 1] = ${LIMIT - 1}
 end
 return out
 `;
@@ -33,7 +30,7 @@ interface Waiting {
 /**
  * A decider that batches as RedisStore does (process.nextTick after the first decision of a tick;
  * calls of at most `maxBatch` keys; the arguments of a fixed window: count, keys, op, now, the two
- * parameters, one cost per key) and resolves each decision with the fields of its four integers.
+ * parameters, one cost per key) and resolves each decision with the fields of its record.
  */
 export function transportFloor(redis: Redis, maxBatch = 64): Decider<Decision> {
   const policy = fixedWindow({ limit: LIMIT, windowMs: WINDOW_MS });
@@ -46,14 +43,14 @@ export function transportFloor(redis: Redis, maxBatch = 64): Decider<Decision> {
     for (let i = 0; i < items.length; i++) args.push('1');
     (redis.call('EVALSHA', ...args) as Promise<number[]>).then(
       (reply) => {
+        const resetMs = reply[0] as number;
         for (let i = 0; i < items.length; i++) {
-          const base = i * 4;
           (items[i] as Waiting).resolve({
-            allowed: reply[base] === 1,
+            allowed: true,
             limit: LIMIT,
-            remaining: reply[base + 1] as number,
-            resetMs: reply[base + 2] as number,
-            retryAfterMs: reply[base + 3] as number,
+            remaining: reply[i + 1] as number,
+            resetMs,
+            retryAfterMs: 0,
           });
         }
       },

@@ -70,7 +70,7 @@ local function fixed_window(key, now, op, cost, limit, window)
   end
   local count = 0
   local fresh = false
-  local storedIndex, storedCount = fixed_window_read(call('GET', key))
+  local storedIndex, storedCount = fixed_window_read(get(key))
   -- A count from an earlier window is stale: the window starts empty.
   if storedIndex == index then
     count = storedCount

@@ -31,7 +31,7 @@ local function gcra_decode(stored)
 end
 
 local function gcra(key, now, op, cost, interval, tolerance)
-  local tat = gcra_decode(call('GET', key)) or now
+  local tat = gcra_decode(get(key)) or now
   if tat < now then tat = now end
   local allowed = 1
   local retry = 0

@@ -14,7 +14,7 @@ local function sliding_window(key, now, op, cost, limit, window)
   -- count then leaves the expiry where it is, with KEEPTTL, which costs Redis much less than
   -- SET ... PX (that removes and re-adds the expiry).
   local lasting = false
-  local stored = call('GET', key)
+  local stored = get(key)
   if stored then
     local storedIndex, storedPrevious, storedCurrent = string.match(stored, '^(%d+):(%d+):(%d+)$')
     storedIndex = tonumber(storedIndex)

@@ -25,6 +25,18 @@ const FUNCTIONS: Readonly<Record<ScriptName, string>> = {
 };
 const NAMES = Object.keys(FUNCTIONS) as ScriptName[];
 
+/**
+ * The algorithms whose decisions start with a GET: their batch script reads every key with one MGET
+ * first (lua/single.lua). The fixed window takes most requests with one INCRBY and reads nothing;
+ * the log reads a sorted set.
+ */
+const READS_AHEAD: Readonly<Record<ScriptName, boolean>> = {
+  'fixed-window': false,
+  'sliding-log': false,
+  'sliding-window': true,
+  gcra: true,
+};
+
 const bodies: Record<ScriptName | 'all', string> = {
   ...(Object.fromEntries(
     NAMES.map((name) => [
@@ -33,6 +45,7 @@ const bodies: Record<ScriptName | 'all', string> = {
         LUA_SOURCES.prelude,
         LUA_SOURCES[`algorithms/${name}`],
         `local decide = ${FUNCTIONS[name]}`,
+        `local read_ahead = ${READS_AHEAD[name]}`,
         LUA_SOURCES.single,
       ].join('\n'),
     ]),

@@ -271,22 +271,12 @@ export class RedisStore implements Store {
     }
     this.#run(script, args, (items[0] as Pending).key).then(
       (reply) => {
-        if (!Array.isArray(reply) || reply.length !== count * 4) {
+        if (!settle(items, reply)) {
           const error = new SluiceError(
             ERROR_CODES.BAD_REPLY,
-            `Expected ${count * 4} integers from the ${script.name} script, got ${Array.isArray(reply) ? `${reply.length} values` : typeof reply}.`,
+            `Expected one record per key (${count}) from the ${script.name} script, got ${Array.isArray(reply) ? `${reply.length} values that do not make them` : typeof reply}.`,
           );
           for (const item of items) item.reject(error);
-          return;
-        }
-        for (let i = 0; i < count; i++) {
-          const base = i * 4;
-          (items[i] as Pending).resolve({
-            allowed: reply[base] === 1,
-            remaining: Number(reply[base + 1]),
-            resetMs: Number(reply[base + 2]),
-            retryAfterMs: Number(reply[base + 3]),
-          });
         }
       },
       (error: unknown) => {
@@ -358,6 +348,56 @@ export class RedisStore implements Store {
     }
     return this.#loading;
   }
+}
+
+/** The integers a record of the reply takes (see lua/single.lua), from its first; 0 for anything else. */
+function recordLength(head: unknown): number {
+  if (typeof head !== 'number' || !Number.isSafeInteger(head)) return 0;
+  if (head >= 0) return 1;
+  return (-1 - head) % 2 === 0 ? 2 : 3;
+}
+
+/**
+ * Resolves each item with its record of a batch's reply (lua/single.lua): one integer for an allowed
+ * key whose reset is the batch's shared one, two for another allowed key, three for a denied one.
+ * Checks the whole reply first: false, resolving nothing, when it does not hold one record per item.
+ */
+function settle(items: readonly Pending[], reply: unknown): boolean {
+  if (!Array.isArray(reply)) return false;
+  const values = reply as unknown[];
+  let at = 1;
+  for (let i = 0; i < items.length; i++) {
+    const length = recordLength(values[at]);
+    if (length === 0) return false;
+    for (let k = 1; k < length; k++) if (typeof values[at + k] !== 'number') return false;
+    at += length;
+  }
+  const shared = values[0];
+  if (at !== values.length || typeof shared !== 'number') return false;
+  at = 1;
+  for (let i = 0; i < items.length; i++) {
+    const head = values[at] as number;
+    const item = items[i] as Pending;
+    if (head >= 0) {
+      item.resolve({ allowed: true, remaining: head, resetMs: shared, retryAfterMs: 0 });
+      at += 1;
+      continue;
+    }
+    const twice = -1 - head;
+    if (twice % 2 === 0) {
+      item.resolve({ allowed: true, remaining: values[at + 1] as number, resetMs: twice / 2, retryAfterMs: 0 });
+      at += 2;
+    } else {
+      item.resolve({
+        allowed: false,
+        remaining: values[at + 1] as number,
+        resetMs: (twice - 1) / 2,
+        retryAfterMs: values[at + 2] as number,
+      });
+      at += 3;
+    }
+  }
+  return true;
 }
 
 function storeError(error: unknown): SluiceError {

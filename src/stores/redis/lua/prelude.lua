@@ -11,6 +11,23 @@ local EPSILON_MS = 1e-3
 -- backwards or slower than Redis's, and then every write sets its expiry anew.
 local server_clock = false
 
+-- Values the batch script read ahead with one MGET (see single.lua), by key; nil elsewhere.
+local ahead = nil
+
+-- A key's value, as GET gives it. The first read of a key in a batch takes the value read ahead,
+-- which no write of this batch can have changed yet (each decision writes only its own key, after
+-- reading it); later reads of the same key go to GET and see the writes before them. A key MGET
+-- found empty is read again with GET, which answers nil for a missing key and raises WRONGTYPE for
+-- a key of another type (MGET answers nil for both).
+local function get(key)
+  if ahead then
+    local value = ahead[key]
+    ahead[key] = nil
+    if value then return value end
+  end
+  return call('GET', key)
+end
+
 -- The time in ms: the caller's when given (tests replay timelines), else the server's.
 -- TIME inside the script: app servers disagree about the clock.
 local function clock(given)

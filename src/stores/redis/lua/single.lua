@@ -1,18 +1,50 @@
--- Body of the one-policy script, after prelude.lua, the algorithm's function, and `local decide = <it>`.
+-- Body of the one-policy script, after prelude.lua, the algorithm's function, `local decide = <it>`
+-- and `local read_ahead = <whether it starts with a GET>`.
 -- KEYS: one key per identifier, each decided on its own, in order.
 -- ARGV: op ('0' limit, '1' peek, '2' refund), now in ms ('' reads the server clock),
 --       the policy's two parameters, then one cost per key.
--- Returns allowed, remaining, resetMs, retryAfterMs for each key.
+-- Returns integers: first the reset shared by the batch (the first allowed key's resetMs, else 0),
+-- then one record per key, in order:
+--   r >= 0              allowed; remaining r, resetMs the shared one, retryAfterMs 0
+--   -1 - 2 x reset, r   allowed; remaining r, resetMs reset, retryAfterMs 0
+--   -2 - 2 x reset, r, t  denied; remaining r, resetMs reset, retryAfterMs t
+-- Most records are one integer (every allowed key of a window policy ends its state at the same
+-- moment): Redis builds a quarter of the reply, and the client decodes a quarter of the integers.
 local op = ARGV[1]
 local now = clock(ARGV[2])
+-- Policies that start each decision with a GET (read_ahead: see scripts.ts) read the keys of a batch
+-- with one MGET instead: one command for the batch rather than one per key.
+if read_ahead and #KEYS > 1 then
+  local values = call('MGET', unpack(KEYS))
+  ahead = {}
+  for i = 1, #KEYS do ahead[KEYS[i]] = values[i] end
+end
 local first, second = tonumber(ARGV[3]), tonumber(ARGV[4])
-local out = {}
+local out = { 0 }
+local shared = nil
+local n = 1
 for i = 1, #KEYS do
   local allowed, remaining, reset, retry = decide(KEYS[i], now, op, tonumber(ARGV[4 + i]), first, second)
-  local n = #out
-  out[n + 1] = allowed
-  out[n + 2] = remaining
-  out[n + 3] = reset
-  out[n + 4] = retry
+  if allowed == 1 then
+    -- An allowed request waits for nothing: the records have no room for a retry.
+    if retry ~= 0 then return redis.error_reply('ERR sluice: allowed with a retryAfterMs') end
+    if shared == nil then
+      shared = reset
+      out[1] = reset
+    end
+    if reset == shared then
+      n = n + 1
+      out[n] = remaining
+    else
+      out[n + 1] = -1 - 2 * reset
+      out[n + 2] = remaining
+      n = n + 2
+    end
+  else
+    out[n + 1] = -2 - 2 * reset
+    out[n + 2] = remaining
+    out[n + 3] = retry
+    n = n + 3
+  end
 end
 return out
