@@ -25,7 +25,7 @@ const HEIGHT = 420;
 const MARGIN = { left: 80, right: 250, top: 40, bottom: 56 };
 const COLORS = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#ff7f0e', '#8c564b', '#17becf'];
 
-function escape(text: string): string {
+function escapeXml(text: string): string {
   return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 }
 
@@ -53,26 +53,26 @@ export function lineChart(chart: Chart): string {
   const px = (x: number) => MARGIN.left + ((Math.log10(x) - logMin) / logSpan) * plotWidth;
   const py = (y: number) => MARGIN.top + plotHeight - ((Math.log10(y) - yLogMin) / yLogSpan) * plotHeight;
   const parts: string[] = [
-    ...(chart.comment === undefined ? [] : [`<!-- ${escape(chart.comment)} -->`]),
+    ...(chart.comment === undefined ? [] : [`<!-- ${escapeXml(chart.comment)} -->`]),
     `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${HEIGHT}" viewBox="0 0 ${WIDTH} ${HEIGHT}" font-family="sans-serif" font-size="12">`,
     `<rect width="${WIDTH}" height="${HEIGHT}" fill="white"/>`,
-    `<text x="${MARGIN.left}" y="22" font-size="15" font-weight="bold">${escape(chart.title)}</text>`,
+    `<text x="${MARGIN.left}" y="22" font-size="15" font-weight="bold">${escapeXml(chart.title)}</text>`,
   ];
   for (const y of ticks) {
     parts.push(
       `<line x1="${MARGIN.left}" x2="${MARGIN.left + plotWidth}" y1="${py(y)}" y2="${py(y)}" stroke="#ddd"/>`,
-      `<text x="${MARGIN.left - 8}" y="${py(y) + 4}" text-anchor="end">${escape(chart.formatY(y))}</text>`,
+      `<text x="${MARGIN.left - 8}" y="${py(y) + 4}" text-anchor="end">${escapeXml(chart.formatY(y))}</text>`,
     );
   }
   for (const x of xs) {
     parts.push(
       `<line x1="${px(x)}" x2="${px(x)}" y1="${MARGIN.top}" y2="${MARGIN.top + plotHeight}" stroke="#eee"/>`,
-      `<text x="${px(x)}" y="${MARGIN.top + plotHeight + 18}" text-anchor="middle">${escape(chart.formatX(x))}</text>`,
+      `<text x="${px(x)}" y="${MARGIN.top + plotHeight + 18}" text-anchor="middle">${escapeXml(chart.formatX(x))}</text>`,
     );
   }
   parts.push(
-    `<text x="${MARGIN.left + plotWidth / 2}" y="${HEIGHT - 12}" text-anchor="middle">${escape(chart.xLabel)}</text>`,
-    `<text transform="translate(18 ${MARGIN.top + plotHeight / 2}) rotate(-90)" text-anchor="middle">${escape(chart.yLabel)}</text>`,
+    `<text x="${MARGIN.left + plotWidth / 2}" y="${HEIGHT - 12}" text-anchor="middle">${escapeXml(chart.xLabel)}</text>`,
+    `<text transform="translate(18 ${MARGIN.top + plotHeight / 2}) rotate(-90)" text-anchor="middle">${escapeXml(chart.yLabel)}</text>`,
     `<rect x="${MARGIN.left}" y="${MARGIN.top}" width="${plotWidth}" height="${plotHeight}" fill="none" stroke="#888"/>`,
   );
   chart.series.forEach((series, i) => {
@@ -81,13 +81,15 @@ export function lineChart(chart: Chart): string {
     const dash = series.dashed === true ? ' stroke-dasharray="6 4"' : '';
     parts.push(
       `<polyline fill="none" stroke="${color}" stroke-width="2"${dash} points="${points.map((p) => `${px(p.x).toFixed(1)},${py(p.y).toFixed(1)}`).join(' ')}"/>`,
-      ...points.map((p) => `<circle cx="${px(p.x).toFixed(1)}" cy="${py(p.y).toFixed(1)}" r="3.5" fill="${color}"/>`),
+      ...points.map(
+        (p) => `<circle cx="${px(p.x).toFixed(1)}" cy="${py(p.y).toFixed(1)}" r="3.5" fill="${color}"/>`,
+      ),
     );
     const legendY = MARGIN.top + 10 + i * 20;
     const legendX = MARGIN.left + plotWidth + 16;
     parts.push(
       `<line x1="${legendX}" x2="${legendX + 24}" y1="${legendY}" y2="${legendY}" stroke="${color}" stroke-width="2"${dash}/>`,
-      `<text x="${legendX + 30}" y="${legendY + 4}">${escape(series.label)}</text>`,
+      `<text x="${legendX + 30}" y="${legendY + 4}">${escapeXml(series.label)}</text>`,
     );
   });
   parts.push('</svg>');

@@ -8,8 +8,8 @@ import { Redis } from 'ioredis';
 import { type Contender, sluiceRedis } from './contenders.js';
 import { collectGarbage, runLoad } from './load.js';
 import { memoryContenders } from './memory-contenders.js';
-import { redisFloor } from './redis-floor.js';
 import { policy } from './redis.js';
+import { redisFloor } from './redis-floor.js';
 
 export interface ProfileJob {
   readonly kind: 'profile' | 'anatomy';
@@ -119,7 +119,9 @@ async function main(): Promise<void> {
     };
     walk(profile.head);
     const anatomy: Anatomy = {
-      resources: Object.fromEntries(Object.entries(resources).map(([type, n]) => [type, n / counted.decisions])),
+      resources: Object.fromEntries(
+        Object.entries(resources).map(([type, n]) => [type, n / counted.decisions]),
+      ),
       bytes: total / sampled.decisions,
       sites: [...sites]
         .map(([site, bytes]) => ({ site, bytes: bytes / sampled.decisions }))

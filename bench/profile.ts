@@ -81,7 +81,9 @@ export const profileSection: Section<ProfileResult> = {
         `  ${target.id.padEnd(28)} ${count(run.perSecond).padStart(9)}/s  ${summary.parts
           .slice(0, 4)
           .map((p) => `${p.name} ${percent(p.share)}`)
-          .join(', ')}; ${anatomy.bytes.toFixed(0)} bytes and ${(anatomy.resources.PROMISE ?? 0).toFixed(2)} promises per decision`,
+          .join(
+            ', ',
+          )}; ${anatomy.bytes.toFixed(0)} bytes and ${(anatomy.resources.PROMISE ?? 0).toFixed(2)} promises per decision`,
       );
       rows.push({ id: target.id, label: target.label, perSecond: run.perSecond, summary, anatomy });
     }
@@ -128,7 +130,7 @@ export const profileSection: Section<ProfileResult> = {
       '### Anatomy of a decision',
       '',
       'Async resources created per decision (counted with `async_hooks`, the benchmark loop included: it awaits each decision), and bytes allocated per decision ' +
-        '(V8\'s sampling heap profiler, every 128 bytes on average, garbage included), with the functions that allocate the most.',
+        "(V8's sampling heap profiler, every 128 bytes on average, garbage included), with the functions that allocate the most.",
       '',
       table(
         ['per decision', ...rows.map((r) => r.label)],

@@ -6,7 +6,7 @@ import { count, notRun, table } from './format.js';
 import { median } from './load.js';
 import { MAP_FLOOR, RLF_MEMORY, SLUICE_MEMORY_FIXED_WINDOW } from './memory-contenders.js';
 import { lineChart } from './plot.js';
-import { inChild, race, type RunRecord } from './race.js';
+import { inChild, type RunRecord, race } from './race.js';
 import { policy } from './redis.js';
 import type { Section, Target } from './section.js';
 import type { EvictionResult, HeapResult } from './worker.js';

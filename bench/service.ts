@@ -146,7 +146,13 @@ function sample(port: number): Promise<{ status: number; headers: Record<string,
   return new Promise((resolve, reject) => {
     const body = JSON.stringify({ policy: 'bench', key: `user:${IDENTIFIERS / 2}` });
     const call = request(
-      { host: '127.0.0.1', port, method: 'POST', path: '/v1/limit', headers: { 'Content-Type': 'application/json' } },
+      {
+        host: '127.0.0.1',
+        port,
+        method: 'POST',
+        path: '/v1/limit',
+        headers: { 'Content-Type': 'application/json' },
+      },
       (response) => {
         let text = '';
         response.setEncoding('utf8');
@@ -157,7 +163,8 @@ function sample(port: number): Promise<{ status: number; headers: Record<string,
           const headers: Record<string, string> = {};
           for (const [name, value] of Object.entries(response.headers)) {
             // node:http adds these itself, on both servers.
-            if (['date', 'connection', 'keep-alive', 'content-length', 'transfer-encoding'].includes(name)) continue;
+            if (['date', 'connection', 'keep-alive', 'content-length', 'transfer-encoding'].includes(name))
+              continue;
             headers[name] = Array.isArray(value) ? value.join(', ') : String(value);
           }
           resolve({ status: response.statusCode ?? 0, headers, body: text });
@@ -172,7 +179,15 @@ function sample(port: number): Promise<{ status: number; headers: Record<string,
 async function wrk(port: number, script: string, seconds: number): Promise<Omit<WrkRun, 'round'>> {
   const { stdout } = await execute(
     'wrk',
-    ['-t1', `-c${CONNECTIONS}`, `-d${seconds}s`, '--latency', '-s', script, `http://127.0.0.1:${port}/v1/limit`],
+    [
+      '-t1',
+      `-c${CONNECTIONS}`,
+      `-d${seconds}s`,
+      '--latency',
+      '-s',
+      script,
+      `http://127.0.0.1:${port}/v1/limit`,
+    ],
     { maxBuffer: 1 << 20 },
   );
   return parseWrk(stdout);
@@ -221,7 +236,11 @@ export const serviceSection: Section<ServiceResult> = {
       );
       children.push(bare.child);
       const servers = [
-        { id: BARE, label: 'bare node:http (same body read, same answer, no decision)', port: Number(bare.match[1]) },
+        {
+          id: BARE,
+          label: 'bare node:http (same body read, same answer, no decision)',
+          port: Number(bare.match[1]),
+        },
         { id: MEMORY, label: 'sluice serve, memory store', port: memoryPort },
         { id: 'sluice.serve.redis', label: 'sluice serve, Redis store', port: redisPort },
       ];
@@ -296,7 +315,10 @@ export const serviceSection: Section<ServiceResult> = {
 };
 
 /** Requests/s of `row` over `base`, within each round: median and range. */
-export function serviceRatio(row: ServiceRow, base: ServiceRow): { median: number; low: number; high: number } {
+export function serviceRatio(
+  row: ServiceRow,
+  base: ServiceRow,
+): { median: number; low: number; high: number } {
   const ratios = row.runs.flatMap((run) => {
     const other = base.runs.find((r) => r.round === run.round);
     return other === undefined ? [] : [run.requestsPerSecond / other.requestsPerSecond];

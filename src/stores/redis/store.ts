@@ -385,7 +385,12 @@ function settle(items: readonly Pending[], reply: unknown): boolean {
     }
     const twice = -1 - head;
     if (twice % 2 === 0) {
-      item.resolve({ allowed: true, remaining: values[at + 1] as number, resetMs: twice / 2, retryAfterMs: 0 });
+      item.resolve({
+        allowed: true,
+        remaining: values[at + 1] as number,
+        resetMs: twice / 2,
+        retryAfterMs: 0,
+      });
       at += 2;
     } else {
       item.resolve({
