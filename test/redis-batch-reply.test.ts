@@ -10,6 +10,7 @@ import {
   type Limiter,
   MemoryStore,
   type Policy,
+  type RedisStore,
   SluiceError,
   slidingLog,
   slidingWindow,
@@ -128,4 +129,55 @@ describe('keys read ahead with one MGET', () => {
       }
     });
   }
+});
+
+describe('a tick with several policies and operations', () => {
+  test('one call per policy, a new one when the operation changes; each key in the order of its requests', async () => {
+    const { connected, store } = await openVariant('ioredis', 'scripts', server.port, 'mixed');
+    try {
+      const memoryStore = new MemoryStore();
+      const make = (store: RedisStore | MemoryStore) => ({
+        window: createLimiter({
+          store,
+          policy: fixedWindow({ limit: 3, windowMs: 60_000 }),
+          name: 'w',
+          clock: () => NOW,
+          timeoutMs: PATIENT_MS,
+        }),
+        bucket: createLimiter({
+          store,
+          policy: gcra({ limit: 4, periodMs: 1000 }),
+          name: 'g',
+          clock: () => NOW,
+          timeoutMs: PATIENT_MS,
+        }),
+      });
+      const redis = make(store);
+      const memory = make(memoryStore);
+      await redis.window.peek('warm-up');
+      await redis.bucket.peek('warm-up');
+      const tick = (l: ReturnType<typeof make>) => [
+        () => l.window.limit('x'),
+        () => l.bucket.limit('x', { cost: 2 }),
+        () => l.window.limit('x'),
+        () => l.bucket.peek('x', { cost: 3 }),
+        () => l.window.limit('y'),
+        () => l.window.limit('x'),
+        () => l.window.limit('x'),
+      ];
+      const calls = store.calls;
+      const fromRedis = await Promise.all(tick(redis).map((call) => call()));
+      // The window's five limits share one call; the bucket's limit and its peek need two.
+      assert.equal(store.calls - calls, 3);
+      const fromMemory: Decision[] = [];
+      for (const call of tick(memory)) fromMemory.push(await call());
+      assert.deepEqual(fromRedis, fromMemory);
+      assert.deepEqual(
+        fromRedis.map((d) => d.allowed),
+        [true, true, true, false, true, true, false],
+      );
+    } finally {
+      await connected.close();
+    }
+  });
 });

@@ -225,30 +225,48 @@ export class RedisStore implements Store {
     const cluster = this.#commander.cluster;
     // One open batch per policy and slot (on a cluster only keys of one slot may share a call). A
     // request that cannot join it (another operation or time, or a full batch) sends it first, so
-    // each key sees its requests in the order they were made.
-    const open = new Map<Policy, Map<number, Batch>>();
+    // each key sees its requests in the order they were made. Most ticks bring one policy and one
+    // slot: the last batch is tried before the table.
+    let open: Map<Policy, Map<number, Batch>> | undefined;
+    let last: Batch | undefined;
+    let lastSlot = 0;
     for (const item of queue) {
-      const { policy, operation, now } = item.request;
-      let bySlot = open.get(policy);
-      if (bySlot === undefined) {
-        bySlot = new Map();
-        open.set(policy, bySlot);
-      }
+      const request = item.request;
+      const policy = request.policy;
       const slot = cluster ? keySlot(item.key) : 0;
-      let batch = bySlot.get(slot);
+      let batch: Batch | undefined;
+      if (last !== undefined && last.policy === policy && lastSlot === slot) batch = last;
+      else if (open !== undefined) batch = open.get(policy)?.get(slot);
       if (
         batch === undefined ||
-        batch.operation !== operation ||
-        batch.now !== now ||
+        batch.operation !== request.operation ||
+        batch.now !== request.now ||
         batch.items.length >= this.maxBatch ||
-        (policy.script === 'sliding-log' && batch.work + item.request.cost + 4 > MAX_LOG_BATCH_WORK)
+        (policy.script === 'sliding-log' && batch.work + request.cost + 4 > MAX_LOG_BATCH_WORK)
       ) {
         if (batch !== undefined) this.#send(batch);
-        batch = { policy, operation, now, items: [], work: 0 };
-        bySlot.set(slot, batch);
+        batch = { policy, operation: request.operation, now: request.now, items: [], work: 0 };
+        if (last !== undefined && (last.policy !== policy || lastSlot !== slot)) {
+          // A second policy or slot in this tick: from now on, batches are found in the table.
+          open ??= new Map([[last.policy, new Map([[lastSlot, last]])]]);
+        }
+        if (open !== undefined) {
+          let bySlot = open.get(policy);
+          if (bySlot === undefined) {
+            bySlot = new Map();
+            open.set(policy, bySlot);
+          }
+          bySlot.set(slot, batch);
+        }
       }
       batch.items.push(item);
-      batch.work += item.request.cost + 4;
+      batch.work += request.cost + 4;
+      last = batch;
+      lastSlot = slot;
+    }
+    if (open === undefined) {
+      if (last !== undefined) this.#send(last);
+      return;
     }
     for (const bySlot of open.values()) for (const batch of bySlot.values()) this.#send(batch);
   };
