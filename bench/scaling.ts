@@ -48,7 +48,9 @@ export const scalingSection: Section<ScalingResult> = {
     const sizes = [10_000, 100_000, 1_000_000];
     log('Cost as identifiers grow: memory store (maxKeys = identifiers, so every one is kept)');
     // A quick run follows sluice's fixed window and its floor only.
-    const memory = quick ? MEMORY.filter(([id]) => id === MAP_FLOOR || id === SLUICE_MEMORY_FIXED_WINDOW) : MEMORY;
+    const memory = quick
+      ? MEMORY.filter(([id]) => id === MAP_FLOOR || id === SLUICE_MEMORY_FIXED_WINDOW)
+      : MEMORY;
     for (const identifiers of sizes) {
       for (const [id, label] of memory) {
         const runs: number[] = [];
