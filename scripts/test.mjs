@@ -11,6 +11,7 @@ function run(command, args) {
 // The suites start real servers: install them from Debian's packages when missing.
 run('bash', ['scripts/ensure-redis.sh']);
 run('node', ['scripts/gen-scripts.mjs']);
+run('node', ['scripts/gen-dashboard.mjs']);
 run('npx', ['tsc', '-p', 'tsconfig.json']);
 
 function find(dir) {

@@ -13,6 +13,8 @@ import {
 } from './args.js';
 import type { Command, Context } from './command.js';
 import { loadConfig } from './config.js';
+import { checkAdminToken } from './dashboard/access.js';
+import { startMonitor } from './dashboard/monitor.js';
 import { CliError, EXIT, errorText } from './errors.js';
 import { type Connection, connect, DEFAULT_URL } from './redis.js';
 import { createService } from './service.js';
@@ -30,6 +32,7 @@ const spec = {
     timeout: { type: 'string' },
     host: { type: 'string' },
     port: { type: 'string' },
+    'admin-token': { type: 'string' },
   },
   help: `Usage: sluice serve [--config sluice.config.json] [--port 8080] [--host 127.0.0.1] [--redis URL]
 
@@ -41,6 +44,9 @@ A rate-limit service any language can call, with the policies of the config file
   GET  /v1/policies  the configured policies
   GET  /demo         a page behind the config's demo policy, keyed by the caller's address
   GET  /healthz      ok
+  GET  /             in a browser: a live dashboard of each policy's decisions, store health and
+                     most-denied identifiers (GET /dashboard/data is its JSON)
+  GET  /metrics      Prometheus metrics (needs prom-client installed)
 
 Malformed requests get 400 application/problem+json. SIGTERM (or Ctrl-C) stops accepting,
 lets requests in flight finish, and exits 0 (130 after Ctrl-C).
@@ -52,6 +58,10 @@ Options:
                       process's memory; several instances then share limits. Without the flag,
                       ${DEFAULT_URL} is not used: the memory store is.
   --timeout <time>    how long to wait for Redis at start (default 5s)
+  --admin-token <t>   the token the dashboard and /metrics ask for (default: $SLUICE_ADMIN_TOKEN), sent as
+                      "Authorization: Bearer <t>" or as a Basic password. On loopback they are open
+                      without one; beyond loopback (e.g. --host 0.0.0.0) they are off without one.
+                      The environment variable keeps the token out of the process list.
 ${CONFIG_FLAGS_HELP}
 ${COMMON_FLAGS_HELP}`,
 } as const;
@@ -90,6 +100,14 @@ async function run(context: Context): Promise<number> {
   const host = stringFlag(values, 'host') ?? config.serve.host;
   const timeoutMs = optional(values, 'timeout', parseDuration, 5000);
   const redisFlag = stringFlag(values, 'redis');
+  const tokenFlag = stringFlag(values, 'admin-token');
+  const envToken = process.env.SLUICE_ADMIN_TOKEN;
+  const token =
+    tokenFlag !== undefined
+      ? checkAdminToken(tokenFlag, '--admin-token')
+      : envToken === undefined
+        ? undefined
+        : checkAdminToken(envToken, '$SLUICE_ADMIN_TOKEN');
 
   let connection: Connection | undefined;
   let store: Store;
@@ -98,6 +116,9 @@ async function run(context: Context): Promise<number> {
     connection = await connect(redisFlag, timeoutMs, { persistent: true });
     store = new RedisStore({ client: connection.client, prefix });
   }
+  const storeText =
+    connection === undefined ? 'the memory store' : `${connection.server} at ${connection.label}`;
+  const monitor = await startMonitor({ config, store: storeText, token });
   const limiters = new Map<string, Limiter>();
   // Store failures are decided by each policy's onStoreError; the log gets one line per policy and
   // outage, not one per request.
@@ -129,20 +150,24 @@ async function run(context: Context): Promise<number> {
       limiters,
       demo,
       headers: config.serve.headers,
+      admin: monitor.routes,
       onError: (error) => context.err(`sluice serve: ${errorText(error)}`),
     }),
   );
   try {
     await listen(server, port, host);
   } catch (error) {
+    monitor.close();
     await connection?.close();
     throw error;
   }
   const address = server.address();
   const bound = typeof address === 'object' && address !== null ? address.port : port;
   const where = `http://${host.includes(':') ? `[${host}]` : host}:${bound}`;
-  const storeText =
-    connection === undefined ? 'the memory store' : `${connection.server} at ${connection.label}`;
+  const admin = monitor.listening(
+    typeof address === 'object' && address !== null ? address.address : host,
+    where,
+  );
   if (context.json) {
     context.out(
       JSON.stringify({
@@ -150,6 +175,7 @@ async function run(context: Context): Promise<number> {
         store: connection === undefined ? 'memory' : connection.label,
         policies: [...limiters.keys()],
         config: config.path ?? null,
+        dashboard: admin.dashboard,
       }),
     );
   } else {
@@ -158,6 +184,7 @@ async function run(context: Context): Promise<number> {
       [
         `sluice serve: listening on ${where} with ${storeText}`,
         `  policies ${[...limiters.keys()].join(', ')} from ${config.path ?? 'the built-in config'}`,
+        ...admin.lines,
         `  try: curl -i ${where}/demo   or   curl -i -d '{"policy":"${[...limiters.keys()][0]}","key":"client-42"}' ${where}/v1/limit`,
       ].join('\n'),
     );
@@ -187,6 +214,7 @@ async function run(context: Context): Promise<number> {
     // Keep-alive connections with no request would hold close() open.
     server.closeIdleConnections();
   });
+  monitor.close();
   if (store instanceof MemoryStore) store.close();
   await connection?.close();
   context.out('sluice serve: stopped');
