@@ -3,6 +3,8 @@ const POLL_MS = 1000;
 const SVG = 'http://www.w3.org/2000/svg';
 const CHART_HEIGHT = 150;
 const PAD = { left: 44, right: 8, top: 8, bottom: 20 };
+/** How many of the most-denied identifiers a card lists (the service keeps more). */
+const TOP_SHOWN = 10;
 
 const FAILURE_TEXT = {
   allow: 'fails open: allows every request while the store is down',
@@ -154,7 +156,7 @@ function drawChart(chart, policy, historySeconds) {
       y: height - 4,
       'text-anchor': minutes === 5 ? 'start' : minutes === 0 ? 'end' : 'middle',
     });
-    label.textContent = minutes === 0 ? 'now' : `−${minutes} min`;
+    label.textContent = minutes === 0 ? 'now' : width < 480 ? `−${minutes}m` : `−${minutes} min`;
     nodes.push(label);
   }
   for (const [name, values] of series) {
@@ -189,7 +191,7 @@ function renderPolicy(view, policy, data) {
   view.shadowTotal.textContent = shadow > 0 ? `shadow-denied ${formatCount(shadow)}` : '';
   view.shadowTotal.hidden = shadow === 0;
 
-  const items = policy.topDenied.map((entry) => {
+  const items = policy.topDenied.slice(0, TOP_SHOWN).map((entry) => {
     const item = el('li');
     item.append(el('span', 'identifier', entry.identifier));
     const count =
@@ -201,6 +203,19 @@ function renderPolicy(view, policy, data) {
   });
   if (items.length === 0) items.push(el('li', 'muted', 'no denials yet'));
   view.top.replaceChildren(...items);
+}
+
+/** JSON with each policy on one line: the config reads as a table. */
+function compactJson(value, depth = 0) {
+  if (depth >= 2 || value === null || typeof value !== 'object') return JSON.stringify(value);
+  const indent = '  '.repeat(depth + 1);
+  const entries = Array.isArray(value)
+    ? value.map((item) => `${indent}${compactJson(item, depth + 1)}`)
+    : Object.entries(value).map(
+        ([key, item]) => `${indent}${JSON.stringify(key)}: ${compactJson(item, depth + 1)}`,
+      );
+  const [open, close] = Array.isArray(value) ? ['[', ']'] : ['{', '}'];
+  return `${open}\n${entries.join(',\n')}\n${'  '.repeat(depth)}${close}`;
 }
 
 const views = new Map();
@@ -219,7 +234,7 @@ function render(data) {
   }
   document.getElementById('store').textContent = `store: ${data.store}`;
   document.getElementById('uptime').textContent = `up ${formatDuration(data.nowMs - data.startedAtMs)}`;
-  const config = JSON.stringify(data.config, null, 2);
+  const config = compactJson(data.config);
   if (config !== lastConfig) {
     lastConfig = config;
     document.getElementById('config').textContent = config;
