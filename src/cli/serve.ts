@@ -129,6 +129,7 @@ async function run(context: Context): Promise<number> {
       policy,
       name,
       ...config.failure.get(name),
+      metrics: monitor.metrics,
       onError: (error) => {
         if (reported.has(name)) return;
         reported.add(name);
