@@ -47,7 +47,11 @@ await prometheusMetrics().ready;
     execFileSync(process.execPath, [join(dir, 'main.mjs')], { stdio: 'pipe' });
     const [before, control] = readFileSync(log, 'utf8').split('--- control\n');
     assert.equal(before, '', 'nothing resolved a metrics library before the control');
-    assert.equal(control, 'prom-client\n', 'prometheusMetrics() without a registry loads prom-client, and the hook sees it');
+    assert.equal(
+      control,
+      'prom-client\n',
+      'prometheusMetrics() without a registry loads prom-client, and the hook sees it',
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
