@@ -230,7 +230,12 @@ for (const kind of BACKENDS) {
           slidingWindow({ limit: 10, windowMs: 60_000 }),
           slidingLog({ limit: 10, windowMs: 60_000 }),
         ].entries()) {
-          const limiter = createLimiter({ store: backend.store, policy, name: `change-${kind}-${index}`, clock });
+          const limiter = createLimiter({
+            store: backend.store,
+            policy,
+            name: `change-${kind}-${index}`,
+            clock,
+          });
           assert.equal((await limiter.limit('customer', { cost: 6 })).remaining, 4);
           // Downgraded to 5: the 6 used stay used, so nothing is left and a request is denied.
           const lowered = await limiter.limit('customer', { limit: 5 });
