@@ -67,7 +67,7 @@ describe('shadow mode and hooks', () => {
           assert.ok(decision.retryAfterMs > 0, 'the hook sees when the client could retry');
           assert.equal(decision.wouldAllow, undefined);
         }
-        const { storeMs, ...context } = hooked[0]?.[1] as HookContext;
+        const { storeMs, ...context } = (hooked[0] as [Decision, HookContext])[1];
         assert.deepEqual(context, {
           name: 'shadow',
           identifier: 'client',
