@@ -5,7 +5,14 @@
 import { fileURLToPath } from 'node:url';
 import type { Redis } from 'ioredis';
 import { Registry } from 'prom-client';
-import { createLimiter, type Decision, MemoryStore, type MetricsRecorder, RedisStore } from '../src/index.js';
+import {
+  createLimiter,
+  type Decision,
+  MemoryStore,
+  type MetricsRecorder,
+  RedisStore,
+  type Store,
+} from '../src/index.js';
 import { prometheusMetrics } from '../src/metrics/index.js';
 import { BENCH_TIMEOUT_MS, type Contender, SLUICE_POLICIES, type SluicePolicy } from './contenders.js';
 import type { Decider } from './load.js';
@@ -25,62 +32,43 @@ function recorder(recording: Recording): MetricsRecorder | undefined {
   return recording === 'off' ? undefined : prometheusMetrics({ registry: new Registry() });
 }
 
-function decider(limit: (identifier: string) => Promise<Decision>, notFromStore?: () => void): Decider {
+/** sluice's fixed window on a fresh store of `makeStore`, with or without prometheusMetrics(). */
+function contender(idPrefix: string, recording: Recording, makeStore: () => Store): Contender {
+  let notFromStore = 0;
   return {
-    decide: limit,
-    allowed: (decision: Decision) => {
-      if (decision.reason !== undefined) notFromStore?.();
-      return decision.allowed;
-    },
-  } as Decider;
-}
-
-/** The memory store, metrics off and on (run in a child process each, by bench/memory-worker.ts). */
-export function metricsMemoryContenders(): Contender[] {
-  return RECORDINGS.map((recording) => ({
-    id: `sluice.memory.${POLICY.label}.metrics-${recording}`,
+    id: `${idPrefix}${POLICY.label}.metrics-${recording}`,
     library: 'sluice',
     label: `${POLICY.label}, metrics ${recording}`,
     kind: POLICY.kind,
     setup() {
       const metrics = recorder(recording);
       const limiter = createLimiter({
-        store: new MemoryStore(),
+        store: makeStore(),
         policy: POLICY.make(),
         name: 'bench',
+        timeoutMs: BENCH_TIMEOUT_MS,
         ...(metrics === undefined ? {} : { metrics }),
       });
-      return decider((identifier) => limiter.limit(identifier));
+      return {
+        decide: (identifier: string) => limiter.limit(identifier),
+        allowed: (decision: Decision) => {
+          if (decision.reason !== undefined) notFromStore++;
+          return decision.allowed;
+        },
+      } as Decider;
     },
-  }));
+    notFromStore: () => notFromStore,
+  };
+}
+
+/** The memory store, metrics off and on (run in a child process each, by bench/memory-worker.ts). */
+export function metricsMemoryContenders(): Contender[] {
+  return RECORDINGS.map((recording) => contender('sluice.memory.', recording, () => new MemoryStore()));
 }
 
 /** Redis, metrics off and on, on the benchmark's shared client. */
 export function metricsRedisContenders(client: Redis): Contender[] {
-  return RECORDINGS.map((recording) => {
-    let notFromStore = 0;
-    return {
-      id: `sluice.${POLICY.label}.metrics-${recording}`,
-      library: 'sluice',
-      label: `${POLICY.label}, metrics ${recording}`,
-      kind: POLICY.kind,
-      setup() {
-        const metrics = recorder(recording);
-        const limiter = createLimiter({
-          store: new RedisStore({ client }),
-          policy: POLICY.make(),
-          name: 'bench',
-          timeoutMs: BENCH_TIMEOUT_MS,
-          ...(metrics === undefined ? {} : { metrics }),
-        });
-        return decider(
-          (identifier) => limiter.limit(identifier),
-          () => notFromStore++,
-        );
-      },
-      notFromStore: () => notFromStore,
-    };
-  });
+  return RECORDINGS.map((recording) => contender('sluice.', recording, () => new RedisStore({ client })));
 }
 
 /** One store's figures: decisions/s off and on (medians), and what metrics cost (median of the rounds' ratios). */

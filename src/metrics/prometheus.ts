@@ -106,6 +106,21 @@ class PrometheusRecorder extends DecisionMetrics implements PrometheusMetrics {
     const each = (read: (tally: LimiterTally) => Sample[]): (() => Sample[]) => {
       return () => [...this.tallies].flatMap(read);
     };
+    // A counter with one series per limiter, read from one field of its tally.
+    const simple = (
+      instrument: keyof typeof INSTRUMENTS,
+      field: 'units' | 'cacheHits' | 'nearLimit',
+    ): RegistryMetric =>
+      metric(
+        prefix,
+        instrument,
+        'counter',
+        each((t) => [{ value: t[field], labels: { limiter: t.name } }]),
+        () =>
+          this.#zero((t) => {
+            t[field] = 0;
+          }),
+      );
     return [
       metric(
         prefix,
@@ -118,13 +133,7 @@ class PrometheusRecorder extends DecisionMetrics implements PrometheusMetrics {
         ]),
         () => this.#zero((t) => Object.assign(t, { allowed: 0, denied: 0, shadowDenied: 0 })),
       ),
-      metric(
-        prefix,
-        'units',
-        'counter',
-        each((t) => [{ value: t.units, labels: { limiter: t.name } }]),
-        () => this.#zero((t) => Object.assign(t, { units: 0 })),
-      ),
+      simple('units', 'units'),
       metric(
         prefix,
         'skipped',
@@ -137,20 +146,8 @@ class PrometheusRecorder extends DecisionMetrics implements PrometheusMetrics {
         ),
         () => this.#zero((t) => Object.assign(t, { timeout: 0, storeError: 0, skipped: 0, fallback: 0 })),
       ),
-      metric(
-        prefix,
-        'cacheHits',
-        'counter',
-        each((t) => [{ value: t.cacheHits, labels: { limiter: t.name } }]),
-        () => this.#zero((t) => Object.assign(t, { cacheHits: 0 })),
-      ),
-      metric(
-        prefix,
-        'nearLimit',
-        'counter',
-        each((t) => [{ value: t.nearLimit, labels: { limiter: t.name } }]),
-        () => this.#zero((t) => Object.assign(t, { nearLimit: 0 })),
-      ),
+      simple('cacheHits', 'cacheHits'),
+      simple('nearLimit', 'nearLimit'),
       metric(
         prefix,
         'storeSeconds',

@@ -10,10 +10,9 @@ import {
   type MetricData,
   PeriodicExportingMetricReader,
 } from '@opentelemetry/sdk-metrics';
-import { createLimiter, fixedWindow, MemoryStore, SluiceError } from '../../src/index.js';
+import { MemoryStore, SluiceError } from '../../src/index.js';
 import { openTelemetryMetrics, STORE_SECONDS_BUCKETS } from '../../src/metrics/index.js';
-
-const clock = (): number => 1_800_000_000_000;
+import { countedLimiter } from './limiters.js';
 
 async function collect(): Promise<{
   exporter: InMemoryMetricExporter;
@@ -54,22 +53,8 @@ describe('openTelemetryMetrics', () => {
   test('decisions, units, near-limit calls, skipped calls, cache hits, store time and health as instruments with units', async () => {
     const otel = await collect();
     const metrics = openTelemetryMetrics({ meter: otel.provider.getMeter('sluice-test') });
-    const api = createLimiter({
-      store,
-      policy: fixedWindow({ limit: 5, windowMs: 60_000 }),
-      name: 'api',
-      clock,
-      metrics,
-    });
-    const shadow = createLimiter({
-      store,
-      policy: fixedWindow({ limit: 1, windowMs: 60_000 }),
-      name: 'shadow',
-      clock,
-      metrics,
-      enforce: false,
-      denyCache: true,
-    });
+    const api = countedLimiter(store, metrics, 'api', 5);
+    const shadow = countedLimiter(store, metrics, 'shadow', 1, { enforce: false, denyCache: true });
     for (let i = 0; i < 7; i++) await api.limit('alice', { cost: 1 });
     await api.limit('bob', { cost: 4 });
     for (let i = 0; i < 3; i++) await shadow.limit('carol');

@@ -2,12 +2,10 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import promClient, { Registry } from 'prom-client';
-import { createLimiter, fixedWindow, MemoryStore, SluiceError } from '../../src/index.js';
+import { MemoryStore, SluiceError } from '../../src/index.js';
 import { prometheusMetrics } from '../../src/metrics/index.js';
+import { countedLimiter } from './limiters.js';
 import { histogram, outcomes, scrape, skipped } from './scrape.js';
-
-// A fixed clock: no window rolls over between the calls, so every count is known in advance.
-const clock = (): number => 1_800_000_000_000;
 
 describe('prometheusMetrics on the memory store', () => {
   const store = new MemoryStore();
@@ -16,18 +14,9 @@ describe('prometheusMetrics on the memory store', () => {
   test('counts decisions, units, near-limit calls, shadow denials, deny-cache hits and store time per limiter', async () => {
     const registry = new Registry();
     const metrics = prometheusMetrics({ registry });
-    const make = (name: string, limit: number, extra: object = {}) =>
-      createLimiter({
-        store,
-        policy: fixedWindow({ limit, windowMs: 60_000 }),
-        name,
-        clock,
-        metrics,
-        ...extra,
-      });
-    const api = make('api', 5);
-    const shadow = make('shadow', 2, { enforce: false });
-    const cached = make('cached', 1, { denyCache: true });
+    const api = countedLimiter(store, metrics, 'api', 5);
+    const shadow = countedLimiter(store, metrics, 'shadow', 2, { enforce: false });
+    const cached = countedLimiter(store, metrics, 'cached', 1, { denyCache: true });
 
     // Registered limiters are there before their first decision, at 0, with the store up.
     let scraped = await scrape(registry);
@@ -93,13 +82,7 @@ describe('prometheusMetrics on the memory store', () => {
     const registry = new Registry<typeof Registry.OPENMETRICS_CONTENT_TYPE>();
     registry.setContentType(Registry.OPENMETRICS_CONTENT_TYPE);
     const metrics = prometheusMetrics({ registry, prefix: 'shop_' });
-    const limiter = createLimiter({
-      store,
-      policy: fixedWindow({ limit: 1, windowMs: 60_000 }),
-      name: 'om',
-      clock,
-      metrics,
-    });
+    const limiter = countedLimiter(store, metrics, 'om', 1);
     await limiter.limit('frank');
     await limiter.limit('frank');
     const text = await registry.metrics();
@@ -129,13 +112,7 @@ describe('prometheusMetrics on the memory store', () => {
     const metrics = prometheusMetrics({ prefix: 'default_' });
     await metrics.ready;
     try {
-      const limiter = createLimiter({
-        store,
-        policy: fixedWindow({ limit: 3, windowMs: 60_000 }),
-        name: 'dflt',
-        clock,
-        metrics,
-      });
+      const limiter = countedLimiter(store, metrics, 'dflt', 3);
       await limiter.limit('gina');
       assert.match(
         await promClient.register.metrics(),
@@ -181,20 +158,8 @@ describe('prometheusMetrics on the memory store', () => {
   test('hotIdentifiers sets how many identifiers each limiter keeps; 0 keeps none', async () => {
     const few = prometheusMetrics({ registry: new Registry(), hotIdentifiers: 2 });
     const none = prometheusMetrics({ registry: new Registry(), hotIdentifiers: 0 });
-    const a = createLimiter({
-      store,
-      policy: fixedWindow({ limit: 1, windowMs: 60_000 }),
-      name: 'few',
-      clock,
-      metrics: few,
-    });
-    const b = createLimiter({
-      store,
-      policy: fixedWindow({ limit: 1, windowMs: 60_000 }),
-      name: 'none',
-      clock,
-      metrics: none,
-    });
+    const a = countedLimiter(store, few, 'few', 1);
+    const b = countedLimiter(store, none, 'none', 1);
     for (const id of ['h1', 'h1', 'h1', 'h2', 'h2', 'h3', 'h3', 'h3', 'h3']) {
       await a.limit(id);
       await b.limit(id);
