@@ -91,7 +91,7 @@ class FileReader {
     if (value.kind !== 'map')
       this.fail(value.line, `config error, expected ${what} to be a map, got ${shown(value)}`);
     for (const [key, entry] of value.map.entries) {
-      const at = entry.kind === 'scalar' ? entry.keyLine : entry.line;
+      const at = entry.keyLine;
       const unsupported = UNSUPPORTED[key];
       if (unsupported !== undefined) this.fail(at, `config error, ${unsupported}`);
       if (!known.includes(key)) this.fail(at, `config error, unknown key '${key}'`);
@@ -143,8 +143,7 @@ class FileReader {
 
 function lineOf(map: YamlMap, key: string): number {
   const value = map.entries.get(key);
-  if (value === undefined) return map.line;
-  return value.kind === 'scalar' ? value.keyLine : value.line;
+  return value === undefined ? map.line : value.keyLine;
 }
 
 function readLimit(reader: FileReader, value: YamlValue): RuleLimit {

@@ -25,8 +25,13 @@ export interface YamlMap {
 
 /** A value read from YAML, with its line. Scalars keep their text as written, as the reference reads strings. */
 export type YamlValue =
-  | { readonly kind: 'map'; readonly line: number; readonly map: YamlMap }
-  | { readonly kind: 'list'; readonly line: number; readonly items: readonly YamlValue[] }
+  | { readonly kind: 'map'; readonly line: number; readonly map: YamlMap; readonly keyLine: number }
+  | {
+      readonly kind: 'list';
+      readonly line: number;
+      readonly items: readonly YamlValue[];
+      readonly keyLine: number;
+    }
   | {
       readonly kind: 'scalar';
       readonly line: number;
@@ -64,10 +69,10 @@ export function readYaml(file: string, source: string): YamlValue | undefined {
         }
         entries.set(key.value, convert(pair.value, at, at));
       }
-      return { kind: 'map', line, map: { line, entries } };
+      return { kind: 'map', line, map: { line, entries }, keyLine };
     }
     if (isSeq(node)) {
-      return { kind: 'list', line, items: node.items.map((item) => convert(item, line, line)) };
+      return { kind: 'list', line, items: node.items.map((item) => convert(item, line, line)), keyLine };
     }
     if (isScalar(node)) {
       const text =
