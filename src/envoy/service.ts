@@ -93,7 +93,7 @@ export class EnvoyService {
         if (this.#storeDown) return;
         this.#storeDown = true;
         this.#options.log(
-          `the store failed (${error.message}); rules answer by their on_store_error until it is back`,
+          `store failure: ${error.message}; rules answer by their on_store_error until the store is back`,
         );
       },
     });
@@ -277,7 +277,7 @@ export class EnvoyService {
       const decision = slot.decision;
       if (decision !== undefined && isStoreFailure(decision.reason)) {
         if (applied.onStoreError === 'unavailable') failed = true;
-      } else if (decision !== undefined) answered = true;
+      } else if (decision !== undefined && decision.reason === undefined) answered = true;
       if (decision !== undefined && constrains(slot, binding)) binding = slot;
       metrics?.descriptor(outcomeOf(slot, applied));
       return statusOf(slot, applied);
