@@ -8,6 +8,20 @@ export interface Member {
   readonly limiter: Limiter;
   readonly identifier: string;
   readonly cost: number;
+  /** A per-call limit (a descriptor's override); undefined for the limiter's own. */
+  readonly limit: number | undefined;
+}
+
+/** The options of one member's call. */
+export function callOptions(
+  member: Member,
+  tag: string | undefined,
+): { cost: number; limit?: number; tag?: string } {
+  return {
+    cost: member.cost,
+    ...(member.limit === undefined ? {} : { limit: member.limit }),
+    ...(tag === undefined ? {} : { tag }),
+  };
 }
 
 /** The most combinations of limiters kept per config load (each is a small object). */
@@ -34,21 +48,20 @@ export class Together {
    * every member allows.
    */
   async decide(members: readonly Member[], tag: string | undefined): Promise<readonly Decision[]> {
-    const options = (cost: number) => (tag === undefined ? { cost } : { cost, tag });
     const first = members[0] as Member;
-    if (members.length === 1) return [await first.limiter.limit(first.identifier, options(first.cost))];
-    const sameCost = members.every((member) => member.cost === first.cost);
-    // all() takes each name once: two members on one rule (or on a rule and its override) cannot share it.
+    if (members.length === 1) return [await first.limiter.limit(first.identifier, callOptions(first, tag))];
+    // all() takes each name once: two members on one rule (the same rule matched twice) cannot share it.
     const distinct = new Set(members.map((member) => member.limiter.name)).size === members.length;
-    if (sameCost && distinct) {
-      const combined = this.#combination(members);
-      const decision = await combined.limit(
-        members.map((member) => member.identifier),
-        options(first.cost),
-      );
-      return decision.decisions;
-    }
-    return sideBySide(members, tag);
+    if (!distinct) return sideBySide(members, tag);
+    const decision = await this.#combination(members).limit(
+      members.map((member) => member.identifier),
+      {
+        cost: members.map((member) => member.cost),
+        limit: members.map((member) => member.limit),
+        ...(tag === undefined ? {} : { tag }),
+      },
+    );
+    return decision.decisions;
   }
 
   /** all() over these limiters, made once per combination (and per config load, as the limiters are). */
@@ -76,17 +89,12 @@ export class Together {
 }
 
 /**
- * Members that one all() cannot take (different hits per descriptor, or one rule matched twice in
- * a request): each decides on its own, and when one is over, the others' grants are refunded.
+ * Members that one all() cannot take (one rule matched twice in a request): each decides on its
+ * own, and when one is over, the others' grants are refunded.
  */
 async function sideBySide(members: readonly Member[], tag: string | undefined): Promise<readonly Decision[]> {
   const decisions = await Promise.all(
-    members.map((member) =>
-      member.limiter.limit(
-        member.identifier,
-        tag === undefined ? { cost: member.cost } : { cost: member.cost, tag },
-      ),
-    ),
+    members.map((member) => member.limiter.limit(member.identifier, callOptions(member, tag))),
   );
   if (decisions.every((decision) => decision.allowed)) return decisions;
   return Promise.all(
@@ -95,11 +103,10 @@ async function sideBySide(members: readonly Member[], tag: string | undefined): 
       if (!decision.allowed || decision.reason !== undefined) return decision;
       const member = members[i] as Member;
       try {
-        const refunded = await member.limiter.refund(
-          member.identifier,
-          member.cost,
-          tag === undefined ? {} : { tag },
-        );
+        const refunded = await member.limiter.refund(member.identifier, member.cost, {
+          ...(member.limit === undefined ? {} : { limit: member.limit }),
+          ...(tag === undefined ? {} : { tag }),
+        });
         return { ...decision, remaining: refunded.remaining, resetMs: refunded.resetMs };
       } catch {
         return decision;

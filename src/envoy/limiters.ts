@@ -2,7 +2,7 @@
 import { createHash } from 'node:crypto';
 import { fixedWindow } from '../algorithms/fixed-window.js';
 import { gcra, tokenBucket } from '../algorithms/gcra.js';
-import { slidingLog } from '../algorithms/sliding-log.js';
+import { SLIDING_LOG_MAX_LIMIT, slidingLog } from '../algorithms/sliding-log.js';
 import { slidingWindow } from '../algorithms/sliding-window.js';
 import type { ErrorHook } from '../hooks.js';
 import { createLimiter, type Limiter } from '../limiter.js';
@@ -14,6 +14,10 @@ import { UNIT_MS, type UnitName } from './units.js';
 export interface AppliedLimit {
   /** Undefined when `requests_per_unit` is 0: every request is over, and no store is asked. */
   readonly limiter: Limiter | undefined;
+  /** The per-call limit an override asks of its limiter; undefined for the rule's own. */
+  readonly callLimit: number | undefined;
+  /** The most hits one call can ever be granted under this limit. */
+  readonly maxCost: number;
   readonly requestsPerUnit: number;
   readonly unit: UnitName | undefined;
   readonly windowMs: number;
@@ -22,7 +26,7 @@ export interface AppliedLimit {
   readonly name: string;
 }
 
-/** The most override limiters kept per config load: Envoy sends a few distinct ones, a client could send many. */
+/** The most override limiters kept per config load: one per rule and unit is the most Envoy needs. */
 const MAX_OVERRIDES = 1000;
 
 /** What limiters are built with. */
@@ -67,7 +71,7 @@ export function limiterName(path: string, algorithm: EnvoyAlgorithm, windowMs: n
 export class RuleLimiters {
   readonly #settings: LimiterSettings;
   readonly #byRule = new Map<Rule, AppliedLimit>();
-  readonly #overrides = new Map<string, AppliedLimit>();
+  readonly #overrides = new Map<string, Limiter>();
 
   constructor(rules: readonly Rule[], settings: LimiterSettings) {
     this.#settings = settings;
@@ -87,21 +91,30 @@ export class RuleLimiters {
   }
 
   /**
-   * The limit of a descriptor's override: the matched rule's algorithm and settings (a fixed window
-   * when no rule matched, as in the reference) with the override's quota and unit.
+   * The limit of a descriptor's override: the override's quota as a per-call limit, on a limiter of
+   * the override's unit with the matched rule's algorithm (a fixed window when no rule matched, as
+   * in the reference). When the unit is the rule's, that is the rule's own limiter and counters.
    */
   forOverride(domain: string, rule: Rule | undefined, requestsPerUnit: number, unit: UnitName): AppliedLimit {
+    const windowMs = UNIT_MS[unit];
+    const base = rule?.limit?.unlimited === false ? rule.limit : undefined;
+    let algorithm = base?.algorithm ?? 'fixedWindow';
+    // The log keeps one entry per request: past its bound, the sliding window approximates it.
+    if (algorithm === 'slidingLog' && requestsPerUnit > SLIDING_LOG_MAX_LIMIT) algorithm = 'slidingWindow';
     const path = rule?.path ?? `${domain}|override`;
-    const cacheKey = `${path}\n${requestsPerUnit}\n${unit}`;
-    let applied = this.#overrides.get(cacheKey);
-    if (applied === undefined) {
-      const base = rule?.limit?.unlimited === false ? rule.limit : undefined;
+    const cacheKey = `${path}\n${algorithm}\n${windowMs}`;
+    const own = rule === undefined ? undefined : this.#byRule.get(rule);
+    let limiter =
+      own?.limiter !== undefined && own.windowMs === windowMs && base?.algorithm === algorithm
+        ? own.limiter
+        : this.#overrides.get(cacheKey);
+    if (limiter === undefined && requestsPerUnit > 0) {
       const settings: RuleLimit = {
         unlimited: false,
         requestsPerUnit,
         unit,
-        windowMs: UNIT_MS[unit],
-        algorithm: base?.algorithm ?? 'fixedWindow',
+        windowMs,
+        algorithm,
         // A burst written for the rule's own quota would not fit another: the override's quota is its burst.
         burst: undefined,
         onStoreError: base?.onStoreError ?? 'unavailable',
@@ -109,12 +122,22 @@ export class RuleLimiters {
         name: '',
         replaces: [],
       };
-      applied = this.#build(path, settings, requestsPerUnit, unit, UNIT_MS[unit], '');
+      limiter = this.#limiter(path, settings, requestsPerUnit, windowMs);
       // Bounded whatever clients send: past the bound, the cache starts again.
       if (this.#overrides.size >= MAX_OVERRIDES) this.#overrides.clear();
-      this.#overrides.set(cacheKey, applied);
+      this.#overrides.set(cacheKey, limiter);
     }
-    return applied;
+    const applied = {
+      requestsPerUnit,
+      unit,
+      windowMs,
+      onStoreError: base?.onStoreError ?? 'unavailable',
+      name: '',
+    } as const;
+    if (limiter === undefined || requestsPerUnit === 0)
+      return { ...applied, limiter: undefined, callLimit: undefined, maxCost: 0 };
+    const policy = limiter.policy.withLimit?.(requestsPerUnit) ?? limiter.policy;
+    return { ...applied, limiter, callLimit: requestsPerUnit, maxCost: policy.maxCost };
   }
 
   #build(
@@ -125,9 +148,21 @@ export class RuleLimiters {
     windowMs: number,
     name: string,
   ): AppliedLimit {
-    const applied = { requestsPerUnit, unit, windowMs, onStoreError: limit.onStoreError, name };
-    if (requestsPerUnit === 0) return { ...applied, limiter: undefined };
-    const limiter = createLimiter({
+    const applied = {
+      requestsPerUnit,
+      unit,
+      windowMs,
+      onStoreError: limit.onStoreError,
+      name,
+      callLimit: undefined,
+    };
+    if (requestsPerUnit === 0) return { ...applied, limiter: undefined, maxCost: 0 };
+    const limiter = this.#limiter(path, limit, requestsPerUnit, windowMs);
+    return { ...applied, limiter, maxCost: limiter.policy.maxCost };
+  }
+
+  #limiter(path: string, limit: RuleLimit, requestsPerUnit: number, windowMs: number): Limiter {
+    return createLimiter({
       store: this.#settings.store,
       policy: policyOf(limit.algorithm, requestsPerUnit, windowMs, limit.burst),
       name: limiterName(path, limit.algorithm, windowMs),
@@ -136,6 +171,5 @@ export class RuleLimiters {
       ...(limit.timeoutMs === undefined ? {} : { timeoutMs: limit.timeoutMs }),
       onError: this.#settings.onError,
     });
-    return { ...applied, limiter };
   }
 }

@@ -2,7 +2,7 @@
 import { rateLimitHeaders } from '../http/headers.js';
 import { type Decision, isStoreFailure, type Store } from '../types.js';
 import type { EnvoyConfig, Level, Rule } from './config.js';
-import { type Member, Together } from './decide.js';
+import { callOptions, type Member, Together } from './decide.js';
 import { type AppliedLimit, RuleLimiters } from './limiters.js';
 import { descriptorParts, type Entry, identifierOf, matchDescriptor } from './match.js';
 import {
@@ -58,6 +58,11 @@ interface Snapshot {
   readonly config: EnvoyConfig;
   readonly limiters: RuleLimiters;
   readonly together: Together;
+}
+
+/** Keeps a descriptor's decision once it is made. */
+async function settle(slot: Slot, decision: Promise<Decision>): Promise<void> {
+  slot.decision = await decision;
 }
 
 function hitsOf(descriptor: DescriptorMessage, requestHits: number | undefined): number {
@@ -174,76 +179,68 @@ export class EnvoyService {
 
   async #decide(snapshot: Snapshot, slots: readonly Slot[], domain: string): Promise<void> {
     const tag = this.#options.oneShard ? domain : undefined;
-    const callOptions = (cost: number) => (tag === undefined ? { cost } : { cost, tag });
     const enforced: Slot[] = [];
     const alone: Promise<void>[] = [];
     for (const slot of slots) {
-      const limiter = slot.applied?.limiter;
-      if (limiter === undefined || slot.hits > limiter.policy.maxCost || !Number.isSafeInteger(slot.hits)) {
+      const applied = slot.applied as AppliedLimit;
+      const limiter = applied.limiter;
+      if (limiter === undefined || slot.hits > applied.maxCost || !Number.isSafeInteger(slot.hits)) {
         slot.staticOver = slot.hits > 0;
         if (!slot.shadow && slot.staticOver) enforced.push(slot);
-      } else if (slot.hits === 0) {
+        continue;
+      }
+      const member = { limiter, identifier: slot.identifier, cost: slot.hits, limit: applied.callLimit };
+      if (slot.hits === 0) {
         // A check without hits looks and takes nothing; it can never make the request over.
-        alone.push(
-          limiter.peek(slot.identifier, callOptions(1)).then((decision) => {
-            slot.decision = decision;
-          }),
-        );
+        alone.push(settle(slot, limiter.peek(slot.identifier, callOptions({ ...member, cost: 1 }, tag))));
       } else if (slot.shadow) {
         // A shadowed limit never refuses, so it decides on its own and counts as the reference does.
-        alone.push(
-          limiter.limit(slot.identifier, callOptions(slot.hits)).then((decision) => {
-            slot.decision = decision;
-          }),
-        );
+        alone.push(settle(slot, limiter.limit(slot.identifier, callOptions(member, tag))));
       } else enforced.push(slot);
     }
-    alone.push(this.#decideEnforced(snapshot, enforced, callOptions, tag));
+    alone.push(this.#decideEnforced(snapshot, enforced, tag));
     await Promise.all(alone);
   }
 
   /** The enforced descriptors, together: if one is over (even statically), nothing is taken from the others. */
-  async #decideEnforced(
-    snapshot: Snapshot,
-    slots: readonly Slot[],
-    callOptions: (cost: number) => { cost: number; tag?: string },
-    tag: string | undefined,
-  ): Promise<void> {
+  async #decideEnforced(snapshot: Snapshot, slots: readonly Slot[], tag: string | undefined): Promise<void> {
     const asking = slots.filter((slot) => slot.staticOver !== true);
     if (asking.length === 0) return;
     // Descriptors on one key (the same entries twice) are one member asking for their hits together.
     const members: Member[] = [];
-    const memberOf = new Map<string, number>();
+    const maxCosts: number[] = [];
+    const memberAt = new Map<string, number>();
     const slotMember: number[] = [];
     for (const slot of asking) {
-      const limiter = slot.applied?.limiter as NonNullable<AppliedLimit['limiter']>;
+      const applied = slot.applied as AppliedLimit;
+      const limiter = applied.limiter as NonNullable<AppliedLimit['limiter']>;
       const key = `${limiter.name}\n${slot.identifier}`;
-      const at = memberOf.get(key);
+      const at = memberAt.get(key);
       if (at === undefined) {
-        memberOf.set(key, members.length);
+        memberAt.set(key, members.length);
         slotMember.push(members.length);
-        members.push({ limiter, identifier: slot.identifier, cost: slot.hits });
+        members.push({ limiter, identifier: slot.identifier, cost: slot.hits, limit: applied.callLimit });
+        maxCosts.push(applied.maxCost);
       } else {
         const member = members[at] as Member;
         members[at] = { ...member, cost: member.cost + slot.hits };
         slotMember.push(at);
       }
     }
-    const tooMany = members.some((member) => member.cost > member.limiter.policy.maxCost);
+    const tooMany = members.map((member, i) => member.cost > (maxCosts[i] as number));
     let decisions: readonly Decision[];
-    if (tooMany || asking.length < slots.length) {
+    if (tooMany.includes(true) || asking.length < slots.length) {
       // Over before any store is asked: the others are only looked at, with their hits.
       decisions = await Promise.all(
-        members.map((m) =>
-          m.limiter.peek(m.identifier, callOptions(Math.min(m.cost, m.limiter.policy.maxCost))),
-        ),
+        members.map(async (member, i) => {
+          const cost = Math.min(member.cost, maxCosts[i] as number);
+          const decision = await member.limiter.peek(
+            member.identifier,
+            callOptions({ ...member, cost }, tag),
+          );
+          return tooMany[i] === true ? { ...decision, allowed: false } : decision;
+        }),
       );
-      if (tooMany)
-        decisions = decisions.map((d, i) =>
-          (members[i] as Member).cost > (members[i] as Member).limiter.policy.maxCost
-            ? { ...d, allowed: false }
-            : d,
-        );
     } else decisions = await snapshot.together.decide(members, tag);
     asking.forEach((slot, i) => {
       slot.decision = decisions[slotMember[i] as number];

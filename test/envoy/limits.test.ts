@@ -74,7 +74,7 @@ function decisionSuite(name: string, args: () => readonly string[]): void {
       assert.equal(alone.statuses[0]?.limit_remaining, 2);
     });
 
-    test('decided side by side (different hits, one rule twice): what was granted is given back when one is over', async () => {
+    test('different hits per descriptor, and one rule matched twice (side by side): nothing is kept when one is over', async () => {
       const mixed = request(
         one('user', 'u2', { hits_addend: { value: 3 } }),
         one('tenant', 't2', { hits_addend: { value: 2 } }),
