@@ -35,6 +35,8 @@ export interface EnvoyBenchOptions {
   readonly durationMs?: number;
   /** Calls in flight at once. @default 200 */
   readonly inFlight?: number;
+  /** Rounds over the three servers; each figure is the best. @default 2 */
+  readonly rounds?: number;
 }
 
 export interface EnvoyBenchResult {
@@ -86,7 +88,7 @@ function startChild(args: readonly string[]): Promise<{ child: ChildProcess; add
   });
 }
 
-async function measure(args: readonly string[], options: Required<EnvoyBenchOptions>): Promise<number> {
+async function measure(args: readonly string[], options: { durationMs: number; inFlight: number }): Promise<number> {
   const { child, address } = await startChild(args);
   const client = new EnvoyClient(address);
   try {
@@ -99,27 +101,31 @@ async function measure(args: readonly string[], options: Required<EnvoyBenchOpti
   }
 }
 
-/** The three measurements, one server at a time. */
+/**
+ * The three measurements, one server at a time, in `rounds` alternating rounds; each figure is its
+ * best round (the client's own JIT warm-up and a busy machine's spells both pull figures down).
+ */
 export async function envoyBench(options: EnvoyBenchOptions = {}): Promise<EnvoyBenchResult> {
   const settings = { durationMs: options.durationMs ?? 5000, inFlight: options.inFlight ?? 200 };
+  const rounds = options.rounds ?? 2;
   const dir = mkdtempSync(join(tmpdir(), 'sluice-envoy-bench-'));
   writeFileSync(join(dir, 'bench.yaml'), CONFIG);
   const serve = [CLI, 'serve', '--port', '0', '--grpc-port', '0', '--envoy', dir];
-  const bareGrpc = await measure([SELF, '--bare-server'], settings);
-  const memory = await measure(serve, settings);
   const redis = await startRedis();
-  let onRedis: number;
+  const best = { bareGrpc: 0, memory: 0, redis: 0 };
   try {
-    onRedis = await measure([...serve, '--redis', redis.url], settings);
+    for (let round = 0; round < rounds; round++) {
+      best.bareGrpc = Math.max(best.bareGrpc, await measure([SELF, '--bare-server'], settings));
+      best.memory = Math.max(best.memory, await measure(serve, settings));
+      best.redis = Math.max(best.redis, await measure([...serve, '--redis', redis.url], settings));
+    }
   } finally {
     await redis.stop();
   }
   return {
     ...settings,
-    bareGrpc,
-    memory,
-    redis: onRedis,
-    memoryShareOfCeiling: Math.round((memory / bareGrpc) * 100) / 100,
+    ...best,
+    memoryShareOfCeiling: Math.round((best.memory / best.bareGrpc) * 100) / 100,
   };
 }
 

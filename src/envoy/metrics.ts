@@ -29,6 +29,18 @@ export interface DescriptorOutcome {
 
 export type ErrorType = 'redis_error' | 'service_error';
 
+interface Incrementer {
+  inc(value?: number): void;
+}
+
+interface SeriesCounters {
+  readonly totalHits: Incrementer;
+  readonly overLimit: Incrementer;
+  readonly nearLimit: Incrementer;
+  readonly withinLimit: Incrementer;
+  readonly shadowMode: Incrementer;
+}
+
 /** The counters and histogram, registered once per registry. */
 export class EnvoyMetrics {
   readonly #totalHits: Counter<string>;
@@ -42,7 +54,9 @@ export class EnvoyMetrics {
   readonly #requests: Counter<string>;
   readonly #loadSuccess: Counter<string>;
   readonly #loadError: Counter<string>;
-  readonly #series = new Set<string>();
+  /** Each label set's counters, made once: prom-client would otherwise hash the labels on every inc. */
+  readonly #series = new Map<string, SeriesCounters>();
+  readonly #detailed = new Set<string>();
 
   constructor(client: PromClient, registry: Registry) {
     const counter = (name: string, help: string, labelNames: string[] = []): Counter<string> =>
@@ -92,27 +106,27 @@ export class EnvoyMetrics {
 
   /** Counts a descriptor's hits as the reference does: within, near, over, shadow. */
   descriptor(outcome: DescriptorOutcome): void {
-    const labels = this.#labels(outcome);
+    const series = this.#countersOf(outcome);
     const { hits, limit, before, over } = outcome;
     const after = before + hits;
     const near = Math.floor(limit * NEAR_LIMIT_RATIO);
-    this.#totalHits.inc(labels, hits);
+    series.totalHits.inc(hits);
     if (over) {
       const overHits = before >= limit ? hits : after - limit;
-      this.#overLimit.inc(labels, overHits);
-      if (before < limit) this.#nearLimit.inc(labels, limit - Math.max(near, before));
-      if (outcome.shadow) this.#shadowMode.inc(labels, overHits);
+      series.overLimit.inc(overHits);
+      if (before < limit) series.nearLimit.inc(limit - Math.max(near, before));
+      if (outcome.shadow) series.shadowMode.inc(overHits);
       return;
     }
-    if (after > near) this.#nearLimit.inc(labels, before >= near ? hits : after - near);
-    this.#withinLimit.inc(labels, hits);
+    if (after > near) series.nearLimit.inc(before >= near ? hits : after - near);
+    series.withinLimit.inc(hits);
   }
 
   /** A descriptor with no limit to count against (unlimited): its hits are within. */
   unlimited(outcome: Pick<DescriptorOutcome, 'domain' | 'statsParts' | 'ruleParts' | 'hits'>): void {
-    const labels = this.#labels(outcome);
-    this.#totalHits.inc(labels, outcome.hits);
-    this.#withinLimit.inc(labels, outcome.hits);
+    const series = this.#countersOf(outcome);
+    series.totalHits.inc(outcome.hits);
+    series.withinLimit.inc(outcome.hits);
   }
 
   error(type: ErrorType): void {
@@ -133,16 +147,29 @@ export class EnvoyMetrics {
     (ok ? this.#loadSuccess : this.#loadError).inc();
   }
 
-  #labels(outcome: Pick<DescriptorOutcome, 'domain' | 'statsParts' | 'ruleParts'>): Record<string, string> {
+  #countersOf(outcome: Pick<DescriptorOutcome, 'domain' | 'statsParts' | 'ruleParts'>): SeriesCounters {
     let parts = outcome.statsParts;
-    if (parts !== outcome.ruleParts) {
-      const series = `${outcome.domain}\n${parts[0] ?? ''}\n${parts[1] ?? ''}`;
-      if (!this.#series.has(series)) {
-        if (this.#series.size >= MAX_DETAILED_SERIES) parts = outcome.ruleParts;
-        else this.#series.add(series);
+    let key = `${outcome.domain}\n${parts[0] ?? ''}\n${parts[1] ?? ''}`;
+    if (parts !== outcome.ruleParts && !this.#detailed.has(key)) {
+      if (this.#detailed.size < MAX_DETAILED_SERIES) this.#detailed.add(key);
+      else {
+        parts = outcome.ruleParts;
+        key = `${outcome.domain}\n${parts[0] ?? ''}\n${parts[1] ?? ''}`;
       }
     }
-    return { domain: outcome.domain, key1: parts[0] ?? '', key2: parts[1] ?? '' };
+    let series = this.#series.get(key);
+    if (series === undefined) {
+      const labels = { domain: outcome.domain, key1: parts[0] ?? '', key2: parts[1] ?? '' };
+      series = {
+        totalHits: this.#totalHits.labels(labels),
+        overLimit: this.#overLimit.labels(labels),
+        nearLimit: this.#nearLimit.labels(labels),
+        withinLimit: this.#withinLimit.labels(labels),
+        shadowMode: this.#shadowMode.labels(labels),
+      };
+      this.#series.set(key, series);
+    }
+    return series;
   }
 }
 
