@@ -47,7 +47,7 @@ const REFUSALS: readonly { file: string; line: number; reason: string }[] = [
   },
 ];
 
-describe('sluice serve --envoy refuses a bad config at start', () => {
+describe('sluice serve --envoy refuses a bad config at start', { concurrency: 4 }, () => {
   for (const { file, line, reason } of REFUSALS) {
     test(`${file}: line ${line}, ${reason}`, async () => {
       // The duplicate domain is a directory of two files; every other fixture is one file.
