@@ -88,7 +88,10 @@ function startChild(args: readonly string[]): Promise<{ child: ChildProcess; add
   });
 }
 
-async function measure(args: readonly string[], options: { durationMs: number; inFlight: number }): Promise<number> {
+async function measure(
+  args: readonly string[],
+  options: { durationMs: number; inFlight: number },
+): Promise<number> {
   const { child, address } = await startChild(args);
   const client = new EnvoyClient(address);
   try {
