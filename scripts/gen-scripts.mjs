@@ -31,3 +31,6 @@ try {
   previous = readFileSync(target, 'utf8');
 } catch {}
 if (previous !== text) writeFileSync(target, text);
+
+// The Envoy service's messages, embedded the same way.
+await import('./gen-protos.mjs');

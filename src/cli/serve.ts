@@ -15,6 +15,7 @@ import type { Command, Context } from './command.js';
 import { loadConfig } from './config.js';
 import { CliError, EXIT, errorText } from './errors.js';
 import { type Connection, connect, DEFAULT_URL } from './redis.js';
+import { ENVOY_FLAGS, ENVOY_FLAGS_HELP, startEnvoyPart } from './serve-envoy.js';
 import { createService } from './service.js';
 
 /** How long in-flight requests get to finish at shutdown before their connections are cut. */
@@ -30,6 +31,7 @@ const spec = {
     timeout: { type: 'string' },
     host: { type: 'string' },
     port: { type: 'string' },
+    ...ENVOY_FLAGS,
   },
   help: `Usage: sluice serve [--config sluice.config.json] [--port 8080] [--host 127.0.0.1] [--redis URL]
 
@@ -52,6 +54,7 @@ Options:
                       process's memory; several instances then share limits. Without the flag,
                       ${DEFAULT_URL} is not used: the memory store is.
   --timeout <time>    how long to wait for Redis at start (default 5s)
+${ENVOY_FLAGS_HELP}
 ${CONFIG_FLAGS_HELP}
 ${COMMON_FLAGS_HELP}`,
 } as const;
@@ -124,17 +127,26 @@ async function run(context: Context): Promise<number> {
   }
   const demo = config.serve.demoPolicy === undefined ? undefined : limiters.get(config.serve.demoPolicy);
 
-  const server = createServer(
-    createService({
-      limiters,
-      demo,
-      headers: config.serve.headers,
-      onError: (error) => context.err(`sluice serve: ${errorText(error)}`),
-    }),
-  );
+  const service = createService({
+    limiters,
+    demo,
+    headers: config.serve.headers,
+    onError: (error) => context.err(`sluice serve: ${errorText(error)}`),
+  });
+  let envoy: Awaited<ReturnType<typeof startEnvoyPart>>;
+  try {
+    envoy = await startEnvoyPart(values, store, connection, context.err);
+  } catch (error) {
+    await connection?.close();
+    throw error;
+  }
+  const server = createServer((request, response) => {
+    if (envoy?.http(request, response) !== true) service(request, response);
+  });
   try {
     await listen(server, port, host);
   } catch (error) {
+    await envoy?.close(0);
     await connection?.close();
     throw error;
   }
@@ -150,6 +162,7 @@ async function run(context: Context): Promise<number> {
         store: connection === undefined ? 'memory' : connection.label,
         policies: [...limiters.keys()],
         config: config.path ?? null,
+        ...(envoy === undefined ? {} : { envoy: envoy.json }),
       }),
     );
   } else {
@@ -159,6 +172,7 @@ async function run(context: Context): Promise<number> {
         `sluice serve: listening on ${where} with ${storeText}`,
         `  policies ${[...limiters.keys()].join(', ')} from ${config.path ?? 'the built-in config'}`,
         `  try: curl -i ${where}/demo   or   curl -i -d '{"policy":"${[...limiters.keys()][0]}","key":"client-42"}' ${where}/v1/limit`,
+        ...(envoy === undefined ? [] : [envoy.banner]),
       ].join('\n'),
     );
   }
@@ -178,6 +192,7 @@ async function run(context: Context): Promise<number> {
   });
   const reason = await stopping;
   context.err(`sluice serve: ${reason}: finishing requests in flight, then stopping`);
+  const envoyClosed = envoy?.close(DRAIN_MS);
   await new Promise<void>((resolve) => {
     const cut = setTimeout(() => server.closeAllConnections(), DRAIN_MS);
     server.close(() => {
@@ -187,6 +202,7 @@ async function run(context: Context): Promise<number> {
     // Keep-alive connections with no request would hold close() open.
     server.closeIdleConnections();
   });
+  await envoyClosed;
   if (store instanceof MemoryStore) store.close();
   await connection?.close();
   context.out('sluice serve: stopped');
