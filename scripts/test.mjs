@@ -12,7 +12,6 @@ function run(command, args) {
 run('bash', ['scripts/ensure-redis.sh']);
 run('bash', ['scripts/ensure-chromium.sh']);
 run('node', ['scripts/gen-scripts.mjs']);
-run('node', ['scripts/gen-dashboard.mjs']);
 run('npx', ['tsc', '-p', 'tsconfig.json']);
 
 function find(dir) {

@@ -17,6 +17,7 @@ import { checkAdminToken } from './dashboard/access.js';
 import { startMonitor } from './dashboard/monitor.js';
 import { CliError, EXIT, errorText } from './errors.js';
 import { type Connection, connect, DEFAULT_URL } from './redis.js';
+import { ENVOY_FLAGS, ENVOY_FLAGS_HELP, startEnvoyPart } from './serve-envoy.js';
 import { createService } from './service.js';
 
 /** How long in-flight requests get to finish at shutdown before their connections are cut. */
@@ -33,6 +34,7 @@ const spec = {
     host: { type: 'string' },
     port: { type: 'string' },
     'admin-token': { type: 'string' },
+    ...ENVOY_FLAGS,
   },
   help: `Usage: sluice serve [--config sluice.config.json] [--port 8080] [--host 127.0.0.1] [--redis URL]
 
@@ -62,6 +64,7 @@ Options:
                       "Authorization: Bearer <t>" or as a Basic password. On loopback they are open
                       without one; beyond loopback (e.g. --host 0.0.0.0) they are off without one.
                       The environment variable keeps the token out of the process list.
+${ENVOY_FLAGS_HELP}
 ${CONFIG_FLAGS_HELP}
 ${COMMON_FLAGS_HELP}`,
 } as const;
@@ -146,19 +149,29 @@ async function run(context: Context): Promise<number> {
   }
   const demo = config.serve.demoPolicy === undefined ? undefined : limiters.get(config.serve.demoPolicy);
 
-  const server = createServer(
-    createService({
-      limiters,
-      demo,
-      headers: config.serve.headers,
-      admin: monitor.routes,
-      onError: (error) => context.err(`sluice serve: ${errorText(error)}`),
-    }),
-  );
+  const service = createService({
+    limiters,
+    demo,
+    headers: config.serve.headers,
+    admin: monitor.routes,
+    onError: (error) => context.err(`sluice serve: ${errorText(error)}`),
+  });
+  let envoy: Awaited<ReturnType<typeof startEnvoyPart>>;
+  try {
+    envoy = await startEnvoyPart(values, store, connection, context.err, monitor.registry);
+  } catch (error) {
+    monitor.close();
+    await connection?.close();
+    throw error;
+  }
+  const server = createServer((request, response) => {
+    if (envoy?.http(request, response) !== true) service(request, response);
+  });
   try {
     await listen(server, port, host);
   } catch (error) {
     monitor.close();
+    await envoy?.close(0);
     await connection?.close();
     throw error;
   }
@@ -177,6 +190,7 @@ async function run(context: Context): Promise<number> {
         policies: [...limiters.keys()],
         config: config.path ?? null,
         dashboard: admin.dashboard,
+        ...(envoy === undefined ? {} : { envoy: envoy.json }),
       }),
     );
   } else {
@@ -187,6 +201,7 @@ async function run(context: Context): Promise<number> {
         `  policies ${[...limiters.keys()].join(', ')} from ${config.path ?? 'the built-in config'}`,
         ...admin.lines,
         `  try: curl -i ${where}/demo   or   curl -i -d '{"policy":"${[...limiters.keys()][0]}","key":"client-42"}' ${where}/v1/limit`,
+        ...(envoy === undefined ? [] : [envoy.banner]),
       ].join('\n'),
     );
   }
@@ -206,6 +221,7 @@ async function run(context: Context): Promise<number> {
   });
   const reason = await stopping;
   context.err(`sluice serve: ${reason}: finishing requests in flight, then stopping`);
+  const envoyClosed = envoy?.close(DRAIN_MS);
   await new Promise<void>((resolve) => {
     const cut = setTimeout(() => server.closeAllConnections(), DRAIN_MS);
     server.close(() => {
@@ -215,6 +231,7 @@ async function run(context: Context): Promise<number> {
     // Keep-alive connections with no request would hold close() open.
     server.closeIdleConnections();
   });
+  await envoyClosed;
   monitor.close();
   if (store instanceof MemoryStore) store.close();
   await connection?.close();
