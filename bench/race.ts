@@ -96,7 +96,11 @@ export async function inChild<T>(job: Job): Promise<T> {
 export async function measureInChild(
   contender: Contender,
   round: number,
-  options: RaceOptions & { readonly precomputed: boolean; readonly maxKeys?: number },
+  options: RaceOptions & {
+    readonly precomputed: boolean;
+    readonly maxKeys?: number;
+    readonly module?: string;
+  },
 ): Promise<RunRecord> {
   const result = await inChild<LoadResult>({
     kind: 'race',
@@ -107,6 +111,7 @@ export async function measureInChild(
     identifiers: options.identifiers,
     precomputed: options.precomputed,
     ...(options.maxKeys === undefined ? {} : { maxKeys: options.maxKeys }),
+    ...(options.module === undefined ? {} : { module: options.module }),
   });
   return {
     ...result,

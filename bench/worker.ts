@@ -1,6 +1,7 @@
 // Runs one in-process measurement in a process of its own, so that it pays for no other contender's
 // heap, timers (RateLimiterMemory keeps one per key) or compiled code; prints its result as JSON.
 //   node --expose-gc build/bench/worker.js '<job as JSON>'
+import type { Contender } from './contenders.js';
 import { collectGarbage, precomputedIdentifiers, runLoad } from './load.js';
 import { memoryContenders } from './memory-contenders.js';
 
@@ -15,6 +16,8 @@ export interface RaceJob {
   /** Identifiers from an array built before the run, instead of per call. */
   readonly precomputed: boolean;
   readonly maxKeys?: number;
+  /** A bench module (e.g. `metrics`) whose `inProcessContenders()` holds the contender, when not a memory store's. */
+  readonly module?: string;
 }
 
 /** Heap after GC with `identifiers` identifiers held (one decision each), per identifier. */
@@ -61,14 +64,20 @@ function heapUsed(): number {
   return usage.heapUsed + usage.arrayBuffers;
 }
 
-function contender(id: string, maxKeys: number | undefined) {
-  const found = memoryContenders(maxKeys === undefined ? {} : { maxKeys }).find((c) => c.id === id);
+async function contender(id: string, maxKeys: number | undefined, module?: string): Promise<Contender> {
+  const extra =
+    module === undefined
+      ? []
+      : ((await import(`./${module}.js`)) as { inProcessContenders(): Contender[] }).inProcessContenders();
+  const found = [...memoryContenders(maxKeys === undefined ? {} : { maxKeys }), ...extra].find(
+    (c) => c.id === id,
+  );
   if (found === undefined) throw new Error(`No in-process contender ${id}`);
   return found;
 }
 
 async function race(job: RaceJob) {
-  const decider = contender(job.id, job.maxKeys).setup();
+  const decider = (await contender(job.id, job.maxKeys, job.module)).setup();
   const load = {
     concurrency: job.concurrency,
     identifiers: job.identifiers,
@@ -90,7 +99,7 @@ function microseconds(): number {
 
 async function heap(job: HeapJob): Promise<HeapResult> {
   const before = heapUsed();
-  const decider = contender(job.id, job.maxKeys).setup();
+  const decider = (await contender(job.id, job.maxKeys)).setup();
   for (let i = 0; i < job.identifiers; i++) await decider.decide(`user:${i}`);
   const heapBytes = heapUsed() - before;
   // Still reachable while the heap was read.
@@ -100,7 +109,7 @@ async function heap(job: HeapJob): Promise<HeapResult> {
 
 async function eviction(job: EvictionJob): Promise<EvictionResult> {
   const before = heapUsed();
-  const decider = contender(job.id, job.maxKeys).setup();
+  const decider = (await contender(job.id, job.maxKeys)).setup();
   const samples: Array<{ arrivals: number; heapBytes: number }> = [];
   let elapsedMs = 0;
   let arrived = 0;

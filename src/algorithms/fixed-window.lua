@@ -4,8 +4,8 @@
 --   op: '0' limit, '1' peek, '2' refund; window in ms.
 --
 -- The value is one integer, index x 2^21 + count, whenever both fit in it exactly: an index below
--- 2^32 (windows of a second or more, until 2106) and a limit below 2^21. Redis keeps such a value
--- inside the key's object, and INCRBY takes a request in one command. Otherwise the value is the
+-- 2^32 (windows of a second or more, until 2106) and a limit (and count) below 2^21. Redis keeps such
+-- a value inside the key's object, and INCRBY takes a request in one command. Otherwise the value is the
 -- text "<index>:<count>". Either form is read whatever the policy, so changing one loses nothing.
 local FIXED_WINDOW_SPAN = 2097152 -- 2^21: counts stay below it
 local FIXED_WINDOW_INDICES = 4294967296 -- 2^32
@@ -26,7 +26,8 @@ end
 -- and re-adds the expiry. (server_clock: see prelude.lua.)
 local function fixed_window_write(key, index, count, limit, fresh, untilEnd)
   local value
-  if index < FIXED_WINDOW_INDICES and limit < FIXED_WINDOW_SPAN then
+  -- The count too, not only the limit: a limit lowered for one call may meet a larger count (refunds).
+  if index < FIXED_WINDOW_INDICES and limit < FIXED_WINDOW_SPAN and count < FIXED_WINDOW_SPAN then
     value = string.format('%d', index * FIXED_WINDOW_SPAN + count)
   else
     value = string.format('%d:%d', index, count)
@@ -36,6 +37,12 @@ local function fixed_window_write(key, index, count, limit, fresh, untilEnd)
   else
     call('SET', key, value, 'PX', untilEnd)
   end
+end
+
+-- Units left: none when a limit lowered for this call (a plan changed mid-window) is below the count.
+local function fixed_window_left(limit, count)
+  if count >= limit then return 0 end
+  return limit - count
 end
 
 local function fixed_window(key, now, op, cost, limit, window)
@@ -60,7 +67,7 @@ local function fixed_window(key, now, op, cost, limit, window)
         end
         -- A denied request consumes nothing.
         call('DECRBY', key, cost)
-        return 0, limit - count, untilEnd, untilEnd
+        return 0, fixed_window_left(limit, count), untilEnd, untilEnd
       end
       -- A new key, or a count from an earlier window (stale): the window starts empty, and a cost
       -- never exceeds the limit.
@@ -96,5 +103,5 @@ local function fixed_window(key, now, op, cost, limit, window)
   end
   local reset = 0
   if count > 0 then reset = untilEnd end
-  return allowed, limit - count, reset, retry
+  return allowed, fixed_window_left(limit, count), reset, retry
 end

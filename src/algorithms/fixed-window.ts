@@ -2,11 +2,12 @@
 import { describeShare, resolveShare, scaleLimit } from '../share.js';
 import type { Operation, Outcome, Policy } from '../types.js';
 import { durationMs, knownKeys, optionsObject, positiveInteger } from '../validate.js';
+import { callLimit, type PolicyBody, withLimits } from './variants.js';
 
 /**
  * The state kept per identifier: which window, and how many units it has used. As on Redis (see
  * fixed-window.lua), one number, index × 2^21 + count, whenever both fit in it exactly (an index
- * below 2^32, which is any window of a second or more until 2106, and a limit below 2^21): the memory
+ * below 2^32, which is any window of a second or more until 2106, and a limit and count below 2^21): the memory
  * store keeps such a number unboxed, 8 bytes instead of an object. Otherwise an object, which the
  * twin updates in place.
  */
@@ -23,7 +24,8 @@ function keep(
   count: number,
   limit: number,
 ): FixedWindowState {
-  if (index < INDICES && limit < SPAN) return index * SPAN + count;
+  // The count too, not only the limit: a limit lowered for one call may meet a larger count (refunds).
+  if (index < INDICES && limit < SPAN && count < SPAN) return index * SPAN + count;
   if (stored === undefined || typeof stored === 'number') return { index, count };
   stored.index = index;
   stored.count = count;
@@ -67,7 +69,8 @@ export function decideFixedWindow(
   }
   return {
     allowed,
-    remaining: limit - count,
+    // A limit lowered for this call (a plan changed mid-window) may be below the count.
+    remaining: count >= limit ? 0 : limit - count,
     resetMs: count > 0 ? untilEnd : 0,
     retryAfterMs,
     state: ttlMs > 0 ? keep(stored, index, count, limit) : stored,
@@ -100,16 +103,18 @@ export function fixedWindow(options: FixedWindowOptions): Policy<FixedWindowStat
   const raw = optionsObject('fixedWindow options', options, true);
   knownKeys('fixedWindow', raw, ['limit', 'windowMs', 'share']);
   const share = resolveShare('fixedWindow.share', raw.share);
-  const limit = scaleLimit('fixedWindow', 'limit', positiveInteger('fixedWindow.limit', raw.limit), share);
+  const requested = positiveInteger('fixedWindow.limit', raw.limit);
+  const limit = scaleLimit('fixedWindow', 'limit', requested, share);
   const windowMs = durationMs('fixedWindow.windowMs', raw.windowMs);
-  return {
+  const body = (units: number): PolicyBody<FixedWindowState> => ({
     algorithm: 'fixedWindow',
     script: 'fixed-window',
-    args: [String(limit), String(windowMs)],
-    limit,
+    args: [String(units), String(windowMs)],
+    limit: units,
     windowMs,
-    maxCost: limit,
-    description: `fixedWindow(limit=${limit},windowMs=${windowMs}${describeShare(share)})`,
-    decide: (state, now, operation, cost) => decideFixedWindow(state, now, operation, cost, limit, windowMs),
-  };
+    maxCost: units,
+    description: `fixedWindow(limit=${units},windowMs=${windowMs}${describeShare(share)})`,
+    decide: (state, now, operation, cost) => decideFixedWindow(state, now, operation, cost, units, windowMs),
+  });
+  return withLimits(requested, body(limit), (perCall) => body(callLimit(perCall, share)));
 }

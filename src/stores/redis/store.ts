@@ -58,6 +58,15 @@ interface Batch {
   readonly items: Pending[];
   /** Work in the batch, for the log: one sorted-set insert per unit of cost plus four commands per key. */
   work: number;
+  /** Sent (a batch may be sent before the flush ends, to keep a key's calls in order). */
+  sent: boolean;
+}
+
+/** Whether a flush holds calls of more than one policy. */
+function mixedPolicies(queue: readonly Pending[]): boolean {
+  const first = queue[0]?.request.policy;
+  for (const item of queue) if (item.request.policy !== first) return true;
+  return false;
 }
 
 /**
@@ -226,10 +235,13 @@ export class RedisStore implements Store {
     // One open batch per policy and slot (on a cluster only keys of one slot may share a call). A
     // request that cannot join it (another operation or time, or a full batch) sends it first, so
     // each key sees its requests in the order they were made. Most ticks bring one policy and one
-    // slot: the last batch is tried before the table.
+    // slot: the last batch is tried before the table, which is only made for a second one.
     let open: Map<Policy, Map<number, Batch>> | undefined;
     let last: Batch | undefined;
     let lastSlot = 0;
+    // Calls of one key under several policies (a per-call limit) must still run in order: a batch
+    // holding an earlier call for the key is sent before the key's next call joins another.
+    const lastBatch = mixedPolicies(queue) ? new Map<string, Batch>() : undefined;
     for (const item of queue) {
       const request = item.request;
       const policy = request.policy;
@@ -239,15 +251,15 @@ export class RedisStore implements Store {
       else if (open !== undefined) batch = open.get(policy)?.get(slot);
       if (
         batch === undefined ||
+        batch.sent ||
         batch.operation !== request.operation ||
         batch.now !== request.now ||
         batch.items.length >= this.maxBatch ||
         (policy.script === 'sliding-log' && batch.work + request.cost + 4 > MAX_LOG_BATCH_WORK)
       ) {
-        if (batch !== undefined) this.#send(batch);
-        batch = { policy, operation: request.operation, now: request.now, items: [], work: 0 };
+        if (batch !== undefined && !batch.sent) this.#send(batch);
+        batch = { policy, operation: request.operation, now: request.now, items: [], work: 0, sent: false };
         if (last !== undefined && (last.policy !== policy || lastSlot !== slot)) {
-          // A second policy or slot in this tick: from now on, batches are found in the table.
           open ??= new Map([[last.policy, new Map([[lastSlot, last]])]]);
         }
         if (open !== undefined) {
@@ -259,19 +271,27 @@ export class RedisStore implements Store {
           bySlot.set(slot, batch);
         }
       }
+      if (lastBatch !== undefined) {
+        const earlier = lastBatch.get(item.key);
+        if (earlier !== undefined && earlier !== batch && !earlier.sent) this.#send(earlier);
+        lastBatch.set(item.key, batch);
+      }
       batch.items.push(item);
       batch.work += request.cost + 4;
       last = batch;
       lastSlot = slot;
     }
     if (open === undefined) {
-      if (last !== undefined) this.#send(last);
+      if (last !== undefined && !last.sent) this.#send(last);
       return;
     }
-    for (const bySlot of open.values()) for (const batch of bySlot.values()) this.#send(batch);
+    for (const bySlot of open.values()) {
+      for (const batch of bySlot.values()) if (!batch.sent) this.#send(batch);
+    }
   };
 
   #send(batch: Batch): void {
+    batch.sent = true;
     const { items, policy } = batch;
     const script = SCRIPTS[policy.script];
     const count = items.length;
@@ -303,7 +323,7 @@ export class RedisStore implements Store {
         if (isTryAgain(error)) {
           const parts = byKey(items);
           if (parts.length > 1) {
-            for (const part of parts) this.#send({ ...batch, items: part });
+            for (const part of parts) this.#send({ ...batch, items: part, sent: false });
             return;
           }
         }
