@@ -12,8 +12,8 @@ export interface MemoryStoreResult {
 }
 
 /** Rounds of the per-call race: in-process figures move most with the machine's load. */
-const ROUNDS = 7;
-const PRECOMPUTED_ROUNDS = 3;
+const ROUNDS = 5;
+const PRECOMPUTED_ROUNDS = 2;
 
 export const memoryStoreSection: Section<MemoryStoreResult> = {
   name: 'memory-store',

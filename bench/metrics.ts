@@ -153,7 +153,7 @@ export const section: Section<MetricsOverhead[]> = {
     filtered
       ? Promise.resolve([])
       : metricsOverhead(bench, {
-          rounds: quick ? 2 : 6,
+          rounds: quick ? 2 : 4,
           warmupMs: 300,
           durationMs: quick ? 700 : 1500,
           concurrency: settings.concurrency,

@@ -76,7 +76,12 @@ export const profileSection: Section<ProfileResult> = {
       ]);
       const summary = summarise(join(dir, name), run.fromUs, run.toUs);
       if (target.redis) await bench.flush();
-      const anatomy = await child<Anatomy>({ ...job, kind: 'anatomy' }, []);
+      const counted = await child<Anatomy>({ ...job, kind: 'anatomy' }, []);
+      // Inlined code charges what it allocates to the outermost function: the sites come from a run
+      // without inlining, where each allocation is charged to the function that makes it.
+      if (target.redis) await bench.flush();
+      const sited = await child<Anatomy>({ ...job, kind: 'anatomy' }, ['--no-turbo-inlining']);
+      const anatomy: Anatomy = { ...counted, sites: sited.sites };
       log(
         `  ${target.id.padEnd(28)} ${count(run.perSecond).padStart(9)}/s  ${summary.parts
           .slice(0, 4)

@@ -143,7 +143,7 @@ export const redisSection: Section<Summary[]> = {
       `${settings.concurrency} decisions in flight over ${count(settings.identifiers)} distinct identifiers built per call, one shared ioredis client, ` +
         `median of ${redis[0]?.runs.length ?? 0} interleaved rounds of ${settings.durationMs / 1000} s each (after ${settings.warmupMs / 1000} s of warm-up that reaches every identifier); ` +
         `every run starts from an empty database. Policies allow ${settings.limit} per ${settings.windowMs / 1000} s (token buckets: ${settings.limit} refilling 20 per second), so no decision is denied: every contender does the same work (read, decide, write). ` +
-        'The transport floor sends the batches sluice would send (the decisions of a tick, up to 64 keys per call, the same keys and arguments) through the same client, to a script that only returns four integers per key: what any coalescing client pays for the round trips, the encoding and the reply.',
+        'The transport floor sends the batches sluice would send (the decisions of a tick, up to 64 keys per call, the same keys and arguments) through the same client, to a script that decides nothing and only returns the reply the script of sluice gives allowed keys (the reset shared by the batch, then one integer per key): what any coalescing client pays for the round trips, the encoding and the reply.',
       '',
       table(
         [

@@ -47,11 +47,17 @@ const ROOT = process.cwd();
 const NOTES = join('bench', 'notes.md');
 const HERE = dirname(fileURLToPath(import.meta.url));
 
-async function optionalSections(): Promise<Section[]> {
+async function optionalSections(log: (line: string) => void): Promise<Section[]> {
   const found: Section[] = [];
   for (const name of OPTIONAL_SECTIONS) {
     const file = join(HERE, `${name}.js`);
     if (!existsSync(file)) continue;
+    // A script written to run alone may do its work on import: only modules that export a section
+    // are imported.
+    if (!/^export const sections?\b/m.test(readFileSync(file, 'utf8'))) {
+      log(`bench/${name}.ts exports no \`section\` (see bench/section.ts): not run`);
+      continue;
+    }
     const module = (await import(file)) as { section?: Section; sections?: readonly Section[] };
     if (module.section !== undefined) found.push(module.section);
     if (module.sections !== undefined) found.push(...module.sections);
@@ -100,7 +106,7 @@ function settingsFor(quick: boolean): Settings {
 }
 
 async function main(): Promise<void> {
-  const sections = [...BUILT_IN, ...(await optionalSections())];
+  const sections = [...BUILT_IN, ...(await optionalSections((line) => console.log(line)))];
   const names = sections.map((s) => s.name);
   const args = parseArgs(process.argv.slice(2), names);
   const writeReport = (results: Results, resultsPath: string): void => {
