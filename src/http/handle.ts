@@ -64,11 +64,11 @@ interface Taken {
   readonly decisions: readonly Decision[];
 }
 
-/** Per request: the decisions of every middleware (so each adds its items), what each took, the last key. */
+/** Per request: the decisions of every middleware (so each adds its items), what each took, the decision for the handler. */
 interface RequestState {
   readonly entries: PolicyDecision[];
   readonly taken: Taken[];
-  key: string;
+  info: RateLimitInfo | undefined;
 }
 
 const requests = new WeakMap<object, RequestState>();
@@ -76,7 +76,7 @@ const requests = new WeakMap<object, RequestState>();
 function stateOf(request: object): RequestState {
   let state = requests.get(request);
   if (state === undefined) {
-    state = { entries: [], taken: [], key: '' };
+    state = { entries: [], taken: [], info: undefined };
     requests.set(request, state);
   }
   return state;
@@ -87,10 +87,9 @@ export function decisionsOn(request: object): readonly PolicyDecision[] {
   return requests.get(request)?.entries ?? [];
 }
 
-/** The decision for the handler, from every middleware that ran on the request so far. */
+/** The decision for the handler, from every middleware that allowed the request so far. */
 export function infoOn(request: object): RateLimitInfo | undefined {
-  const state = requests.get(request);
-  return state === undefined ? undefined : rateLimitInfo(state.entries, state.key);
+  return requests.get(request)?.info;
 }
 
 function missingKeyRefusal(description: string): Refusal {
@@ -174,7 +173,6 @@ export async function evaluate<Req>(
   const { key, tag } = keyed;
   const limit = typeof config.limit === 'function' ? await config.limit(request) : config.limit;
   const requestState = stateOf(state);
-  requestState.key = key;
   const partitionKey = config.partitionKey?.(key);
   const penalties = config.penalties?.(group);
   const imposed = await penalties?.check(key);
@@ -222,13 +220,15 @@ export async function evaluate<Req>(
       }
     };
   }
+  const info = rateLimitInfo(entries, key) as RateLimitInfo;
+  requestState.info = info;
   return {
     kind: 'allow',
     headers: rateLimitHeaders(entries, { style: config.styles }),
     settle,
     key,
     entries,
-    info: rateLimitInfo(entries, key) as RateLimitInfo,
+    info,
   };
 }
 
