@@ -164,14 +164,14 @@ export function proxyWarning(
   header: ProxyHeader,
 ): SluiceWarning | undefined {
   if (trust.mode === 'list' || view.remoteAddress === undefined) return undefined;
-  const peer = parseAddress(view.remoteAddress);
-  if (peer === undefined) return undefined;
   if (trust.mode === 'none') {
-    if (!PRIVATE_RANGES.some((range) => cidrContains(range, peer))) return undefined;
+    // Headers first: on the usual request, without them, nothing else is looked at.
     const sent = (['x-forwarded-for', 'forwarded'] as const).find(
       (name) => (view.header(name) ?? '').trim() !== '',
     );
     if (sent === undefined) return undefined;
+    const peer = parseAddress(view.remoteAddress);
+    if (peer === undefined || !PRIVATE_RANGES.some((range) => cidrContains(range, peer))) return undefined;
     const code = WARNING_CODES.FORWARDED_UNTRUSTED;
     return {
       code,
@@ -180,9 +180,10 @@ export function proxyWarning(
   }
   const hops = proxyChain(view, header).length;
   if (hops >= trust.hops) return undefined;
+  const peer = view.remoteAddress;
   const code = WARNING_CODES.PROXY_HOPS_MISSING;
   return {
     code,
-    message: `clientIp({ trustProxy: ${trust.hops} }) trusts ${trust.hops} proxies, but a request from ${formatAddress(peer)} carries ${hops} address${hops === 1 ? '' : 'es'} in ${header}: the ${hops === 0 ? "peer's address (a proxy's, or a client's that reached the app directly)" : 'furthest address, which the client may have written itself,'} was taken as the client's. Set trustProxy to the number of proxies every request passes through. ${TURN_OFF.replace('CODE', code)}`,
+    message: `clientIp({ trustProxy: ${trust.hops} }) trusts ${trust.hops} proxies, but a request from ${peer} carries ${hops} address${hops === 1 ? '' : 'es'} in ${header}: the ${hops === 0 ? "peer's address (a proxy's, or a client's that reached the app directly)" : 'furthest address, which the client may have written itself,'} was taken as the client's. Set trustProxy to the number of proxies every request passes through. ${TURN_OFF.replace('CODE', code)}`,
   };
 }
