@@ -4,14 +4,7 @@ import { afterEach, describe, it } from 'node:test';
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import { rateLimitPlugin } from '../../src/http/fastify.js';
 import { SluiceError } from '../../src/index.js';
-import {
-  header,
-  memoryLimiter,
-  policyItem,
-  rateLimitItem,
-  SECONDS_LEFT,
-  type TestLimiter,
-} from './support.js';
+import { header, limiterPool, policyItem, rateLimitItem, SECONDS_LEFT } from './support.js';
 
 /** The `user` of a parsed JSON body, read without a cast. */
 function bodyUser(request: FastifyRequest): string | undefined {
@@ -21,20 +14,15 @@ function bodyUser(request: FastifyRequest): string | undefined {
 }
 
 describe('fastify plugin', () => {
-  const opened: TestLimiter[] = [];
+  const { limiterOf, closeAll } = limiterPool();
   const apps: FastifyInstance[] = [];
-  const limiterOf = (limit: number, name?: string) => {
-    const made = memoryLimiter(limit, name);
-    opened.push(made);
-    return made.limiter;
-  };
   const appOf = () => {
     const app = Fastify();
     apps.push(app);
     return app;
   };
   afterEach(async () => {
-    for (const made of opened.splice(0)) made.close();
+    closeAll();
     for (const app of apps.splice(0)) await app.close();
   });
 

@@ -115,13 +115,26 @@ describe('penalties on redis: two middleware instances that share only the serve
     });
     return { agent: request(app), connected, store };
   }
+  type Instance = Awaited<ReturnType<typeof instance>>;
 
-  it('a ban made through one instance is enforced by the other, ends for both, and is kept in Redis with a TTL', async () => {
+  /** Two instances on one fresh prefix and one test clock, closed afterwards. */
+  async function twoInstances(
+    run: (first: Instance, second: Instance, clock: ReturnType<typeof testClock>) => Promise<void>,
+  ) {
     const clock = testClock();
     const prefix = `shared${++prefixes}`;
     const first = await instance(prefix, clock.now);
     const second = await instance(prefix, clock.now);
     try {
+      await run(first, second, clock);
+    } finally {
+      await first.connected.close();
+      await second.connected.close();
+    }
+  }
+
+  it('a ban made through one instance is enforced by the other, ends for both, and is kept in Redis with a TTL', () =>
+    twoInstances(async (first, second, clock) => {
       assert.equal((await first.agent.get('/ok')).status, 200);
       assert.equal((await second.agent.get('/ok')).status, 403, 'the quota is shared: the refusal bans');
       const elsewhere = await first.agent.get('/ok');
@@ -133,25 +146,13 @@ describe('penalties on redis: two middleware instances that share only the serve
       clock.advance(30_000);
       assert.equal((await second.agent.get('/ok')).status, 200, 'the ban ended, a new window began');
       await assertHygiene(first.connected);
-    } finally {
-      await first.connected.close();
-      await second.connected.close();
-    }
-  });
+    }));
 
-  it('resetKey through one instance lifts the ban for both', async () => {
-    const clock = testClock();
-    const prefix = `shared${++prefixes}`;
-    const first = await instance(prefix, clock.now);
-    const second = await instance(prefix, clock.now);
-    try {
+  it('resetKey through one instance lifts the ban for both', () =>
+    twoInstances(async (first, second) => {
       await first.agent.get('/ok');
       assert.equal((await first.agent.get('/ok')).status, 403);
       assert.equal((await second.agent.get('/reset')).text, 'reset');
       assert.equal((await first.agent.get('/ok')).status, 200);
-    } finally {
-      await first.connected.close();
-      await second.connected.close();
-    }
-  });
+    }));
 });

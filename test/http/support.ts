@@ -27,6 +27,21 @@ export function memoryLimiter(limit: number, name = 'api', clock: () => number =
   return { limiter, store, close: () => store.close() };
 }
 
+/** Memory limiters made by one suite's tests, closed after each test with `closeAll`. */
+export function limiterPool(): { limiterOf(limit: number, name?: string): Limiter; closeAll(): void } {
+  const opened: TestLimiter[] = [];
+  return {
+    limiterOf(limit, name) {
+      const made = memoryLimiter(limit, name);
+      opened.push(made);
+      return made.limiter;
+    },
+    closeAll() {
+      for (const made of opened.splice(0)) made.close();
+    },
+  };
+}
+
 /** A clock tests move by hand: starts at {@link NOW}. */
 export function testClock(): { readonly now: () => number; advance(ms: number): void } {
   let now = NOW;
