@@ -3,8 +3,8 @@ import { decideGroup } from '../combine.js';
 import { policyFor } from '../core/call.js';
 import type { Grant } from '../core/group.js';
 import type { Member } from '../core/member.js';
-import type { Decision } from '../types.js';
-import { type PolicyDecision, rateLimitHeaders } from './headers.js';
+import { type Decision, isStoreFailure } from '../types.js';
+import { isEnforcedDenial, type PolicyDecision, rateLimitHeaders } from './headers.js';
 import { type RateLimitInfo, rateLimitInfo } from './info.js';
 import type { RequestLimit, ResolvedOptions } from './options.js';
 import type { Held } from './penalties.js';
@@ -202,7 +202,11 @@ export async function evaluate<Req>(
   const entries = requestState.entries;
 
   if (!outcome.allowed) {
-    const held = await penalties?.refused(key);
+    // A limiter failing closed refuses without the client's doing: that earns no penalty.
+    const overQuota = outcome.decisions.some(
+      (decision) => isEnforcedDenial(decision) && !isStoreFailure(decision.reason),
+    );
+    const held = overQuota ? await penalties?.refused(key) : undefined;
     if (held !== undefined) entries.push({ ...held.entry, partitionKey });
     return refuse(config, requestState, key, held);
   }

@@ -31,7 +31,9 @@ export function limiterSet(option: string, value: unknown): Group {
   const list = Array.isArray(value) ? value : [value];
   if (list.length === 0) throw invalidOption(option, EXPECTED_LIMITERS, value);
   try {
-    return groupFor(list, undefined, option);
+    // One limiter decides as `limiter.limit()` does; atomicity only means something for several
+    // (and would ask its store for decideAll, which a store of one's own may lack).
+    return groupFor(list, list.length === 1 ? false : undefined, option);
   } catch (error) {
     if (list.length === 1) throw invalidOption(option, EXPECTED_LIMITERS, value);
     throw error;
