@@ -78,7 +78,12 @@ describe('penalties', () => {
       const user = createLimiter({ store, policy, name: 'user', clock });
       const tenant = createLimiter({ store, policy, name: 'tenant', clock });
       const long = ['u'.repeat(700), 't'.repeat(700)] as const;
-      const config = resolveRateLimitOptions('test', { limiter: [user, tenant], key: () => long, tag: 't', ban });
+      const config = resolveRateLimitOptions('test', {
+        limiter: [user, tenant],
+        key: () => long,
+        tag: 't',
+        ban,
+      });
       assert.equal((await evaluate(config, {}, view, {})).kind, 'allow');
       const banned = await evaluate(config, {}, view, {});
       assert.equal(banned.kind === 'deny' ? banned.refusal.status : 0, 403);
