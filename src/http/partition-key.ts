@@ -6,17 +6,20 @@ import { invalidOption } from '../errors.js';
 const PARTITION_KEY_BYTES = 12;
 
 /**
- * `true`: a secret made when the middleware is created (the same key gives the same `pk` in this
- * process only). `{ secret }`: your secret, the same in every process of a fleet.
+ * `true`: a secret made once per process (the same key gives the same `pk` in this process, on
+ * every route). `{ secret }`: your secret, the same in every process of a fleet.
  */
 export type PartitionKeyOption = boolean | { readonly secret: string | Uint8Array };
+
+let processSecret: Uint8Array | undefined;
 
 /** The hasher for the `partitionKey` option, or `undefined` when `pk` is not wanted. */
 export function partitionKeyHasher(option: unknown): ((key: string) => Uint8Array) | undefined {
   if (option === undefined || option === false) return undefined;
   let secret: string | Uint8Array;
   if (option === true) {
-    secret = randomBytes(32);
+    processSecret ??= randomBytes(32);
+    secret = processSecret;
   } else {
     const given =
       typeof option === 'object' && option !== null ? (option as { secret?: unknown }).secret : undefined;

@@ -89,4 +89,22 @@ describe('middleware options', () => {
       close();
     }
   });
+
+  it('partitionKey: true keys one secret per process, so every middleware sends one pk per client', () => {
+    const { limiter, close } = memoryLimiter(3);
+    try {
+      const hash = (partitionKey: boolean | { secret: string }) =>
+        Buffer.from(
+          resolveRateLimitOptions('test', { limiter, partitionKey }).partitionKey?.('198.51.100.7') ?? [],
+        );
+      const first = hash(true);
+      assert.equal(first.length, 12);
+      assert.deepEqual(hash(true), first, 'the same in another middleware of this process');
+      assert.notDeepEqual(hash({ secret: 'a secret of at least 16' }), first);
+      assert.equal(first.includes(Buffer.from('198.51.100.7')), false);
+      assert.equal(resolveRateLimitOptions('test', { limiter }).partitionKey, undefined, 'off by default');
+    } finally {
+      close();
+    }
+  });
 });
