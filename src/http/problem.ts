@@ -122,6 +122,10 @@ export function refusalFor(
 /**
  * The refusal of a penalty (the middleware's `ban` or `block`): 403 for a ban, 429 for a block,
  * with the rate-limit fields of every decision so far and `Retry-After` the penalty's length.
+ *
+ * @example
+ * const refusal = penaltyRefusal([{ name: 'api:ban', windowMs: 600_000, decision }], 403);
+ * // { status: 403, headers: { 'Retry-After': '600', ... }, problem: { title: 'Forbidden', ... }, body }
  */
 export function penaltyRefusal(
   entries: readonly PolicyDecision[],

@@ -1,7 +1,12 @@
 // Warnings about configurations that fail silently (a proxy nobody trusts, hops a request lacks): each code once.
 import { invalidOption } from '../errors.js';
 
-/** The codes of the middleware's warnings; each can be turned off on its own. */
+/**
+ * The codes of the middleware's warnings; each can be turned off on its own.
+ *
+ * @example
+ * rateLimit({ limiter, warnings: { [WARNING_CODES.PROXY_HOPS_MISSING]: false } });
+ */
 export const WARNING_CODES = {
   /**
    * A request from a private or loopback address carries `X-Forwarded-For` or `Forwarded`, while
