@@ -1,4 +1,4 @@
-// Express + Redis: every client address may make 5 requests a minute. `node express-redis.js`, then curl it.
+// Express + Redis: every client address may make 5 requests a minute, counted in Redis.
 import express from 'express';
 import { Redis } from 'ioredis';
 import { createLimiter, RedisStore, slidingWindow } from 'sluice';
