@@ -1,7 +1,8 @@
 // The examples run against a real Redis as their users would run them, importing 'sluice' by name; the
 // README's and docs' TypeScript blocks and the examples compile under strict settings.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { allCodeBlocks, type CodeBlock, onPages } from '../helpers/code-blocks.js';
@@ -35,9 +36,43 @@ describe('documented code', () => {
   });
 
   test("the README's quick start is examples/express-redis.ts, the example run below", () => {
-    const quickStart = blocks.find((block) => block.page === 'README.md' && block.code.includes('sluice/express'));
+    const quickStart = blocks.find(
+      (block) => block.page === 'README.md' && block.code.includes('sluice/express'),
+    );
     const example = readFileSync(join(ROOT, 'examples', 'express-redis.ts'), 'utf8');
     assert.equal(quickStart?.code.replace(/\nexport \{\};\n$/, '\n'), example);
+  });
+
+  test('the pictures of docs/algorithms.md are what scripts/draw-algorithms.mjs draws from the package today', async () => {
+    const out = mkdtempSync(join(sandbox.root, 'images-'));
+    mkdirSync(join(sandbox.root, 'scripts'), { recursive: true });
+    const script = join(sandbox.root, 'scripts', 'draw-algorithms.mjs');
+    copyFileSync(join(ROOT, 'scripts', 'draw-algorithms.mjs'), script);
+    const run = await runExample(process.execPath, [script, out], {});
+    assert.equal(run.code, 0, run.stderr);
+    const drawn = readdirSync(out).sort();
+    assert.deepEqual(drawn, [
+      'fixedWindow.svg',
+      'gcra.svg',
+      'slidingLog.svg',
+      'slidingWindow.svg',
+      'tokenBucket.svg',
+    ]);
+    for (const name of drawn) {
+      assert.equal(
+        readFileSync(join(out, name), 'utf8'),
+        readFileSync(join(ROOT, 'docs', 'images', name), 'utf8'),
+        `docs/images/${name} is stale: npm run build && node scripts/draw-algorithms.mjs`,
+      );
+    }
+  });
+
+  test('the package ships docs/, where every error message points', () => {
+    const packed = execFileSync('npm', ['pack', '--dry-run', '--json'], { cwd: ROOT, encoding: 'utf8' });
+    const files = (JSON.parse(packed) as Array<{ files: Array<{ path: string }> }>)[0]?.files.map(
+      (f) => f.path,
+    );
+    assert.ok(files?.includes('docs/errors.md'), 'docs/errors.md in the tarball');
   });
 
   test('a documented block that stops compiling fails the check, at its page and line', () => {
