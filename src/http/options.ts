@@ -1,6 +1,8 @@
 // Middleware options shared by every adapter: their types, defaults, and the one path that validates them.
 import type { Group } from '../core/group.js';
 import { invalidOption } from '../errors.js';
+import type { MetricsRecorder } from '../hooks.js';
+import { resolveRecorder } from '../options.js';
 import { knownKeys, optionsObject } from '../validate.js';
 import { clientIp, isKeyExtractor, type KeyExtractor } from './client-key.js';
 import { HEADER_STYLES, type HeaderStyle, RATELIMIT_FIELD_STYLES } from './header-styles.js';
@@ -40,6 +42,12 @@ export interface RateLimitOptions<Req> {
   readonly limiter?: LimiterSet | ((request: Req) => LimiterSet | undefined);
   /** Per-route limiters, tried in order before `limiter`. */
   readonly routes?: readonly RouteRule[];
+  /**
+   * Counts the decisions of every limiter this middleware uses (see `sluice/metrics`), as each
+   * limiter's own `metrics` option would.
+   * @default undefined (each limiter's own recorder, if any)
+   */
+  readonly metrics?: MetricsRecorder;
   /**
    * Whose quota a request uses: `clientIp()`, `headerKey('x-api-key')`, or a function.
    * @default clientIp() (the socket's peer; no proxy trusted)
@@ -165,6 +173,7 @@ export interface AdapterTraits {
 export const CORE_OPTION_KEYS = [
   'limiter',
   'routes',
+  'metrics',
   'key',
   'tag',
   'missingKey',
@@ -243,7 +252,7 @@ export function resolveRateLimitOptions<Req>(
 ): ResolvedOptions<Req> {
   const raw = optionsObject(`${adapter} options`, options, true);
   knownKeys(adapter, raw, [...CORE_OPTION_KEYS, ...adapterKeys]);
-  const selectGroup = groupSelector<Req>(raw.limiter, raw.routes);
+  const selectGroup = groupSelector<Req>(raw.limiter, raw.routes, resolveRecorder('metrics', raw.metrics));
   const tag = raw.tag;
   if (tag !== undefined && typeof tag !== 'function' && typeof tag !== 'string') {
     throw invalidOption('tag', 'a string or a function of the request', tag);

@@ -2,6 +2,7 @@
 import { type CombinedLimiter, combinedGroup, groupFor } from '../combine.js';
 import type { Group } from '../core/group.js';
 import { invalidOption } from '../errors.js';
+import type { MetricsRecorder } from '../hooks.js';
 import type { Limiter } from '../limiter.js';
 import { knownKeys, optionsObject } from '../validate.js';
 import type { RequestView } from './view.js';
@@ -98,18 +99,30 @@ function compileRoute(index: number, rule: unknown): CompiledRoute {
 /** Chooses the group of a request: the first matching route rule's, else `limiter`'s (or its function's). */
 export type GroupSelector<Req> = (request: Req, view: RequestView) => Group | undefined;
 
-/** The selector for the `limiter` and `routes` options, validated. */
-export function groupSelector<Req>(limiterOption: unknown, routesOption: unknown): GroupSelector<Req> {
+/**
+ * The selector for the `limiter` and `routes` options, validated; `metrics` counts the decisions of
+ * every limiter it hands out.
+ */
+export function groupSelector<Req>(
+  limiterOption: unknown,
+  routesOption: unknown,
+  metrics?: MetricsRecorder,
+): GroupSelector<Req> {
   const routes = routesOption === undefined ? [] : routesOption;
   if (!Array.isArray(routes)) throw invalidOption('routes', 'an array of { path, method?, limiter }', routes);
   const compiled = routes.map((rule, index) => compileRoute(index, rule));
+  const counted = (group: Group): Group => {
+    if (metrics !== undefined) for (const member of group.members) member.attach(metrics);
+    return group;
+  };
+  for (const route of compiled) counted(route.group);
   if (limiterOption === undefined && compiled.length === 0) {
     throw invalidOption('limiter', 'a limiter from createLimiter() (or `routes`)', limiterOption);
   }
   const fallback =
     limiterOption === undefined || typeof limiterOption === 'function'
       ? undefined
-      : limiterSet('limiter', limiterOption);
+      : counted(limiterSet('limiter', limiterOption));
   const chooser =
     typeof limiterOption === 'function' ? (limiterOption as (request: Req) => unknown) : undefined;
   const chosen = chosenGroups();
@@ -117,6 +130,6 @@ export function groupSelector<Req>(limiterOption: unknown, routesOption: unknown
     for (const route of compiled) if (route.matches(view)) return route.group;
     if (chooser === undefined) return fallback;
     const value = chooser(request);
-    return value === undefined ? undefined : chosen(value);
+    return value === undefined ? undefined : counted(chosen(value));
   };
 }
