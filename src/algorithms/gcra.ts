@@ -79,7 +79,7 @@ export interface GcraOptions {
   readonly burst?: number;
   /**
    * This region's part of a global budget, from 0 (excluded) to 1: the rate is scaled exactly and
-   * the burst rounded down, to at least 1 (see the README's "Sharing a budget across regions").
+   * the burst rounded down, to at least 1 (see docs/tags-and-regions.md).
    * @default 1
    */
   readonly share?: number;
@@ -106,7 +106,6 @@ export function gcra(options: GcraOptions): Policy<number> {
       `gcra(limit=${rate},periodMs=${periodMs},burst=${units}${describeShare(share)})`,
       periodMs / (rate * share),
       scaleBurst(units, share),
-      periodMs,
     );
   // A call's limit is its rate; the burst grows or shrinks with it (a plan twice as large bursts twice as far).
   return withLimits(limit, body(limit, burst), (rate) => body(rate, scaledAtLeastOne(burst, rate / limit)));
@@ -120,8 +119,7 @@ export interface TokenBucketOptions {
   readonly refillPerSecond: number;
   /**
    * This region's part of a global budget, from 0 (excluded) to 1: the refill rate is scaled
-   * exactly and the capacity rounded down, to at least 1 (see the README's "Sharing a budget
-   * across regions").
+   * exactly and the capacity rounded down, to at least 1 (see docs/tags-and-regions.md).
    * @default 1
    */
   readonly share?: number;
@@ -149,7 +147,6 @@ export function tokenBucket(options: TokenBucketOptions): Policy<number> {
       `tokenBucket(capacity=${size},refillPerSecond=${refill}${describeShare(share)})`,
       intervalMs,
       scaledCapacity,
-      Math.ceil(scaledCapacity * intervalMs),
     );
   };
   // A call's limit is the bucket's capacity; the refill rate scales with it, so the time to refill
@@ -159,12 +156,16 @@ export function tokenBucket(options: TokenBucketOptions): Policy<number> {
   );
 }
 
+/**
+ * Both policies grant `burst` units per `burst` emission intervals: that is the rate headers state
+ * (`q=burst;w=burst × interval`). The period the user wrote would claim `burst` per period, far
+ * too little whenever the burst is smaller than the limit (a client pacing itself by it slows down).
+ */
 function gcraPolicy(
   algorithm: string,
   description: string,
   intervalMs: number,
   burst: number,
-  windowMs: number,
 ): PolicyBody<number> {
   const toleranceMs = burst * intervalMs;
   return {
@@ -172,7 +173,8 @@ function gcraPolicy(
     script: 'gcra',
     args: [String(intervalMs), String(toleranceMs)],
     limit: burst,
-    windowMs,
+    // The slack absorbs float steps: 3 × (1000 / 3) must stay one second, not become 1001 ms.
+    windowMs: Math.ceil(toleranceMs - EPSILON_MS),
     maxCost: burst,
     description,
     decide: (state, now, operation, cost) => decideGcra(state, now, operation, cost, intervalMs, toleranceMs),

@@ -38,9 +38,10 @@ export class Member {
   readonly decideNow: ((request: StoreRequest) => StoreResult) | undefined;
   readonly #onDecision: ResolvedLimiterOptions['onDecision'];
   readonly #onError: ResolvedLimiterOptions['onError'];
-  readonly #metrics: MetricsRecorder | undefined;
+  /** Where decisions are counted: the limiter's `metrics`, and those attached by all() and the like. */
+  readonly #recorders: MetricsRecorder[] = [];
   /** Whether anyone listens to decisions: only then are contexts built and store times taken. */
-  readonly observed: boolean;
+  observed: boolean;
   #untimed = 0;
   /** A context reused for the recorder alone (it keeps nothing of it once `record` returns). */
   readonly #scratch: { -readonly [K in keyof HookContext]: HookContext[K] | undefined };
@@ -53,13 +54,14 @@ export class Member {
     this.clock = options.clock;
     this.enforce = options.enforce;
     this.deadlines = new Deadlines(options.timeoutMs);
-    this.health = new Health(options.onStoreError, (up, shard) => metrics?.health(name, up, shard));
+    this.health = new Health(options.onStoreError, (up, shard) => {
+      for (const recorder of this.#recorders) recorder.health(name, up, shard);
+    });
     this.denyCache = options.denyCacheMaxEntries > 0 ? new DenyCache(options.denyCacheMaxEntries) : undefined;
     this.decideNow = typeof store.decideNow === 'function' ? store.decideNow.bind(store) : undefined;
     this.#onDecision = options.onDecision;
     this.#onError = options.onError;
-    this.#metrics = metrics;
-    this.observed = options.onDecision !== undefined || metrics !== undefined;
+    this.observed = options.onDecision !== undefined;
     this.#scratch = {
       name,
       identifier: '',
@@ -71,7 +73,15 @@ export class Member {
       error: undefined,
       shard: undefined,
     };
-    metrics?.register({ name, policy, store, enforced: options.enforce });
+    if (metrics !== undefined) this.attach(metrics);
+  }
+
+  /** Counts this limiter's decisions in a recorder too, from now on (once per recorder). */
+  attach(recorder: MetricsRecorder): void {
+    if (this.#recorders.includes(recorder)) return;
+    this.#recorders.push(recorder);
+    this.observed = true;
+    recorder.register({ name: this.name, policy: this.policy, store: this.store, enforced: this.enforce });
   }
 
   /**
@@ -208,7 +218,7 @@ export class Member {
       if (this.#onDecision !== undefined) {
         callHook('onDecision', this.#onDecision, decision, this.context(call, source, storeMs));
       }
-      if (this.#metrics !== undefined) this.#count(call, decision, source, storeMs);
+      if (this.#recorders.length > 0) this.#count(call, decision, source, storeMs);
     }
     if (this.enforce) return decision;
     const shadowed: Decision = {
@@ -236,7 +246,7 @@ export class Member {
   }
 
   readonly #record = (decision: Decision, context: HookContext): void => {
-    this.#metrics?.record(decision, context);
+    for (const recorder of this.#recorders) recorder.record(decision, context);
   };
 
   /** What hooks are told of a call. */
