@@ -35,7 +35,7 @@ local function fixed_window_write(key, index, count, limit, fresh, untilEnd)
   if fresh then
     call('SET', key, value, 'KEEPTTL')
   else
-    call('SET', key, value, 'PX', untilEnd)
+    call('SET', key, value, 'PX', int(untilEnd))
   end
 end
 
@@ -53,7 +53,7 @@ local function fixed_window(key, now, op, cost, limit, window)
     -- One command for a request that fits: INCRBY adds the cost to the count in place. The value
     -- before it is the result minus the cost. (pcall: a text value or a key of another type fails
     -- INCRBY without writing, and is then read below; GET raises the WRONGTYPE to the caller.)
-    local moved = redis.pcall('INCRBY', key, cost)
+    local moved = redis.pcall('INCRBY', key, int(cost))
     if type(moved) == 'number' then
       local before = moved - cost
       local storedIndex = floor(before / FIXED_WINDOW_SPAN)
@@ -62,16 +62,16 @@ local function fixed_window(key, now, op, cost, limit, window)
         local count = before - storedIndex * FIXED_WINDOW_SPAN
         if count + cost <= limit then
           -- A caller's clock may run backwards or slower than Redis's: set the expiry anew.
-          if not server_clock then call('PEXPIRE', key, untilEnd) end
+          if not server_clock then call('PEXPIRE', key, int(untilEnd)) end
           return 1, limit - count - cost, untilEnd, 0
         end
         -- A denied request consumes nothing.
-        call('DECRBY', key, cost)
+        call('DECRBY', key, int(cost))
         return 0, fixed_window_left(limit, count), untilEnd, untilEnd
       end
       -- A new key, or a count from an earlier window (stale): the window starts empty, and a cost
       -- never exceeds the limit.
-      call('SET', key, string.format('%d', index * FIXED_WINDOW_SPAN + cost), 'PX', untilEnd)
+      call('SET', key, string.format('%d', index * FIXED_WINDOW_SPAN + cost), 'PX', int(untilEnd))
       return 1, limit - cost, untilEnd, 0
     end
   end

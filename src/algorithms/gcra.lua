@@ -53,7 +53,7 @@ local function gcra(key, now, op, cost, interval, tolerance)
   end
   if write then
     if tat > now then
-      call('SET', key, gcra_encode(tat), 'PX', ceil(tat - now))
+      call('SET', key, gcra_encode(tat), 'PX', int(ceil(tat - now)))
     else
       call('DEL', key)
     end

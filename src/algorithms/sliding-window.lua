@@ -60,7 +60,7 @@ local function sliding_window(key, now, op, cost, limit, window)
     if lasting and current > 0 then
       call('SET', key, string.format('%d:%d:%d', index, previous, current), 'KEEPTTL')
     elseif keepFor > 0 then
-      call('SET', key, string.format('%d:%d:%d', index, previous, current), 'PX', keepFor)
+      call('SET', key, string.format('%d:%d:%d', index, previous, current), 'PX', int(keepFor))
     else
       call('DEL', key)
     end

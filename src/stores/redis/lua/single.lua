@@ -23,8 +23,16 @@ local first, second = tonumber(ARGV[3]), tonumber(ARGV[4])
 local out = { 0 }
 local shared = nil
 local n = 1
+-- Costs are mostly all alike: the text of the last one is compared (interned strings: one pointer)
+-- before it is parsed again.
+local costText, cost = nil, nil
 for i = 1, #KEYS do
-  local allowed, remaining, reset, retry = decide(KEYS[i], now, op, tonumber(ARGV[4 + i]), first, second)
+  local text = ARGV[4 + i]
+  if text ~= costText then
+    costText = text
+    cost = tonumber(text)
+  end
+  local allowed, remaining, reset, retry = decide(KEYS[i], now, op, cost, first, second)
   if allowed == 1 then
     -- An allowed request waits for nothing: the records have no room for a retry.
     if retry ~= 0 then return redis.error_reply('ERR sluice: allowed with a retryAfterMs') end
