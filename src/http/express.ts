@@ -1,7 +1,7 @@
 // Adapter for Express 4 and 5: a RequestHandler. Imports Express's types only, never its runtime.
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { type DenialInfo, evaluate } from './handle.js';
-import { applyToNodeResponse } from './node.js';
+import { applyToNodeResponse } from './node-response.js';
 import { adapterFunction, type RateLimitOptions, resolveRateLimitOptions } from './options.js';
 import { nodeRequestView } from './view.js';
 

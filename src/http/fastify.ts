@@ -1,7 +1,7 @@
 // Adapter for Fastify 4 and 5: an onRequest hook. Imports Fastify's types only, never its runtime.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { type DenialInfo, denialInfo, evaluate } from './handle.js';
-import { settleOnFinish, withoutContentType } from './node.js';
+import { settleOnFinish, withoutContentType } from './node-response.js';
 import { adapterFunction, type RateLimitOptions, resolveRateLimitOptions } from './options.js';
 import { nodeRequestView } from './view.js';
 
