@@ -46,5 +46,7 @@ export function buildState(root = ROOT) {
     const path = join(root, file);
     if (existsSync(path)) newest = Math.max(newest, statSync(path).mtimeMs);
   }
-  return newest > builtMs ? { current: false, why: 'sources changed since the last build' } : { current: true };
+  return newest > builtMs
+    ? { current: false, why: 'sources changed since the last build' }
+    : { current: true };
 }
