@@ -10,15 +10,31 @@ import {
   parseDuration,
   parsePositiveInteger,
   stringFlag,
+  type Values,
 } from './args.js';
 import type { Command, Context } from './command.js';
-import { loadConfig } from './config.js';
+import { type Config, loadConfig } from './config.js';
 import { CliError, EXIT, errorText } from './errors.js';
 import { type Connection, connect, DEFAULT_URL } from './redis.js';
+import { RequestLog } from './request-log.js';
+import type { PartPieces, ServePart } from './serve-parts.js';
 import { createService } from './service.js';
+
+/**
+ * The parts that add flags, routes or servers of their own to `sluice serve` (see serve-parts.ts):
+ * an Envoy gRPC server, metrics and a dashboard plug in by being listed here.
+ */
+const PARTS: readonly ServePart[] = [];
 
 /** How long in-flight requests get to finish at shutdown before their connections are cut. */
 const DRAIN_MS = 5000;
+
+/**
+ * A client has this long to send a request's headers, and its whole request: a connection that
+ * dawdles (by accident, or to hold the server's sockets) is closed, the others are not slowed.
+ */
+const HEADERS_TIMEOUT_MS = 10_000;
+const REQUEST_TIMEOUT_MS = 30_000;
 
 const spec = {
   name: 'serve',
@@ -30,6 +46,7 @@ const spec = {
     timeout: { type: 'string' },
     host: { type: 'string' },
     port: { type: 'string' },
+    ...Object.assign({}, ...PARTS.map((part) => part.flags)),
   },
   help: `Usage: sluice serve [--config sluice.config.json] [--port 8080] [--host 127.0.0.1] [--redis URL]
 
@@ -42,19 +59,47 @@ A rate-limit service any language can call, with the policies of the config file
   GET  /demo         a page behind the config's demo policy, keyed by the caller's address
   GET  /healthz      ok
 
-Malformed requests get 400 application/problem+json. SIGTERM (or Ctrl-C) stops accepting,
-lets requests in flight finish, and exits 0 (130 after Ctrl-C).
+Malformed requests get 400 application/problem+json; the log gets one line every 10 s at most
+counting them. SIGTERM (or Ctrl-C) stops accepting, lets requests in flight finish, and exits 0
+(130 after Ctrl-C).
 
 Options:
   --port <n>          port to listen on (default: the config's serve.port, then 8080; 0 picks a free one)
   --host <address>    address to listen on (default: the config's serve.host, then 127.0.0.1)
-  --redis <url>       keep state in Redis (redis://[user:password@]host:port[/db]) instead of this
-                      process's memory; several instances then share limits. Without the flag,
-                      ${DEFAULT_URL} is not used: the memory store is.
+  --redis <url>       keep state in Redis (host:port, redis://[user:password@]host:port[/db]) instead
+                      of this process's memory; several instances then share limits. Without the
+                      flag, ${DEFAULT_URL} is not used: the memory store is.
   --timeout <time>    how long to wait for Redis at start (default 5s)
-${CONFIG_FLAGS_HELP}
-${COMMON_FLAGS_HELP}`,
+${[...PARTS.map((part) => part.help), CONFIG_FLAGS_HELP, COMMON_FLAGS_HELP].join('\n')}`,
 } as const;
+
+interface ServeOptions {
+  readonly config: Config;
+  readonly prefix: string;
+  readonly port: number;
+  readonly host: string;
+  readonly timeoutMs: number;
+  readonly redis: string | undefined;
+}
+
+function parse(values: Values): ServeOptions {
+  const config = loadConfig(stringFlag(values, 'config'));
+  if (config.policies.size === 0)
+    throw new CliError(`${config.path ?? 'The config'} defines no policies to serve.`);
+  return {
+    config,
+    prefix: stringFlag(values, 'prefix') ?? config.prefix,
+    port: optional(
+      values,
+      'port',
+      (flag, text) => (text === '0' ? 0 : parsePositiveInteger(flag, text, 65_535)),
+      config.serve.port,
+    ),
+    host: stringFlag(values, 'host') ?? config.serve.host,
+    timeoutMs: optional(values, 'timeout', parseDuration, 5000),
+    redis: stringFlag(values, 'redis'),
+  };
+}
 
 function listen(server: Server, port: number, host: string): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -75,96 +120,71 @@ function listen(server: Server, port: number, host: string): Promise<void> {
   });
 }
 
-async function run(context: Context): Promise<number> {
-  const { values, signal } = context;
-  const config = loadConfig(stringFlag(values, 'config'));
-  if (config.policies.size === 0)
-    throw new CliError(`${config.path ?? 'The config'} defines no policies to serve.`);
-  const prefix = stringFlag(values, 'prefix') ?? config.prefix;
-  const port = optional(
-    values,
-    'port',
-    (flag, text) => (text === '0' ? 0 : parsePositiveInteger(flag, text, 65_535)),
-    config.serve.port,
-  );
-  const host = stringFlag(values, 'host') ?? config.serve.host;
-  const timeoutMs = optional(values, 'timeout', parseDuration, 5000);
-  const redisFlag = stringFlag(values, 'redis');
-
-  let connection: Connection | undefined;
-  let store: Store;
-  if (redisFlag === undefined) store = new MemoryStore({ prefix });
-  else {
-    connection = await connect(redisFlag, timeoutMs, { persistent: true });
-    store = new RedisStore({ client: connection.client, prefix });
-  }
+/** One limiter per policy. Store failures are decided by each policy's onStoreError; the log gets one line per policy and outage. */
+function buildLimiters(
+  options: ServeOptions,
+  store: Store,
+  pieces: readonly PartPieces[],
+  log: (line: string) => void,
+): Map<string, Limiter> {
   const limiters = new Map<string, Limiter>();
-  // Store failures are decided by each policy's onStoreError; the log gets one line per policy and
-  // outage, not one per request.
-  const reported = new Set<string>();
-  for (const [name, policy] of config.policies) {
+  const failing = new Set<string>();
+  const extra = Object.assign({}, ...pieces.map((piece) => piece.limiterOptions));
+  for (const [name, policy] of options.config.policies) {
     const limiter = createLimiter({
+      ...extra,
       store,
       policy,
       name,
-      ...config.failure.get(name),
+      ...options.config.failure.get(name),
       onError: (error) => {
-        if (reported.has(name)) return;
-        reported.add(name);
-        context.err(
+        if (failing.has(name)) return;
+        failing.add(name);
+        log(
           `sluice serve: policy ${name}: ${errorText(error)}; deciding by onStoreError until Redis answers`,
         );
       },
       onDecision: (decision) => {
-        if (decision.reason === undefined && reported.delete(name))
-          context.err(`sluice serve: policy ${name}: Redis answers again`);
+        if (decision.reason === undefined && failing.delete(name))
+          log(`sluice serve: policy ${name}: Redis answers again`);
       },
     });
     limiters.set(name, limiter);
   }
-  const demo = config.serve.demoPolicy === undefined ? undefined : limiters.get(config.serve.demoPolicy);
+  return limiters;
+}
 
-  const server = createServer(
-    createService({
-      limiters,
-      demo,
-      headers: config.serve.headers,
-      onError: (error) => context.err(`sluice serve: ${errorText(error)}`),
-    }),
-  );
-  try {
-    await listen(server, port, host);
-  } catch (error) {
-    await connection?.close();
-    throw error;
+function banner(
+  context: Context,
+  where: string,
+  connection: Connection | undefined,
+  options: ServeOptions,
+  limiters: ReadonlyMap<string, Limiter>,
+  lines: readonly string[],
+): string {
+  const names = [...limiters.keys()];
+  if (context.json) {
+    return JSON.stringify({
+      listening: where,
+      store: connection === undefined ? 'memory' : connection.label,
+      policies: names,
+      config: options.config.path ?? null,
+    });
   }
-  const address = server.address();
-  const bound = typeof address === 'object' && address !== null ? address.port : port;
-  const where = `http://${host.includes(':') ? `[${host}]` : host}:${bound}`;
   const storeText =
     connection === undefined ? 'the memory store' : `${connection.server} at ${connection.label}`;
-  if (context.json) {
-    context.out(
-      JSON.stringify({
-        listening: where,
-        store: connection === undefined ? 'memory' : connection.label,
-        policies: [...limiters.keys()],
-        config: config.path ?? null,
-      }),
-    );
-  } else {
-    // One write, so whoever waits for "listening" sees the whole banner.
-    context.out(
-      [
-        `sluice serve: listening on ${where} with ${storeText}`,
-        `  policies ${[...limiters.keys()].join(', ')} from ${config.path ?? 'the built-in config'}`,
-        `  try: curl -i ${where}/demo   or   curl -i -d '{"policy":"${[...limiters.keys()][0]}","key":"client-42"}' ${where}/v1/limit`,
-      ].join('\n'),
-    );
-  }
+  // One write, so whoever waits for "listening" sees the whole banner.
+  return [
+    `sluice serve: listening on ${where} with ${storeText}`,
+    `  policies ${names.join(', ')} from ${options.config.path ?? 'the built-in config'}`,
+    ...lines.map((line) => `  ${line}`),
+    `  try: curl -i ${where}/demo   or   curl -i -d '{"policy":"${names[0]}","key":"client-42"}' ${where}/v1/limit`,
+  ].join('\n');
+}
 
-  // Runs until SIGTERM here, or Ctrl-C (which aborts `signal`).
-  const stopping = new Promise<string>((resolve) => {
+/** Resolves with the signal's name at SIGTERM, or at Ctrl-C (which aborts `signal`). */
+function stopSignal(signal: AbortSignal): Promise<string> {
+  return new Promise((resolve) => {
     const onTerm = (): void => resolve('SIGTERM');
     process.once('SIGTERM', onTerm);
     signal.addEventListener(
@@ -176,9 +196,11 @@ async function run(context: Context): Promise<number> {
       { once: true },
     );
   });
-  const reason = await stopping;
-  context.err(`sluice serve: ${reason}: finishing requests in flight, then stopping`);
-  await new Promise<void>((resolve) => {
+}
+
+/** Stops accepting, lets requests in flight finish (DRAIN_MS at most), then cuts what is left. */
+function drain(server: Server): Promise<void> {
+  return new Promise((resolve) => {
     const cut = setTimeout(() => server.closeAllConnections(), DRAIN_MS);
     server.close(() => {
       clearTimeout(cut);
@@ -187,6 +209,63 @@ async function run(context: Context): Promise<number> {
     // Keep-alive connections with no request would hold close() open.
     server.closeIdleConnections();
   });
+}
+
+async function run(context: Context): Promise<number> {
+  const options = parse(context.values);
+  const pieces: PartPieces[] = [];
+  for (const part of PARTS) {
+    const piece = await part.setup({ values: context.values, config: options.config, log: context.err });
+    if (piece !== undefined) pieces.push(piece);
+  }
+  const connection =
+    options.redis === undefined
+      ? undefined
+      : await connect(options.redis, options.timeoutMs, { persistent: true });
+  const store: Store =
+    connection === undefined
+      ? new MemoryStore({ prefix: options.prefix })
+      : new RedisStore({ client: connection.client, prefix: options.prefix });
+  const limiters = buildLimiters(options, store, pieces, context.err);
+  const demoName = options.config.serve.demoPolicy;
+  const log = new RequestLog(context.err);
+  const service = createService({
+    limiters,
+    demo: demoName === undefined ? undefined : limiters.get(demoName),
+    headers: options.config.serve.headers,
+    log,
+    routes: pieces.flatMap((piece) => piece.routes?.(limiters) ?? []),
+  });
+  const server = createServer(
+    { headersTimeout: HEADERS_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS },
+    service.listener,
+  );
+  server.on('clientError', service.clientError);
+  const started: PartPieces[] = [];
+  const lines: string[] = [];
+  try {
+    await listen(server, options.port, options.host);
+    for (const piece of pieces) {
+      const line = await piece.start?.(limiters);
+      started.push(piece);
+      if (line !== undefined) lines.push(line);
+    }
+  } catch (error) {
+    server.close();
+    for (const piece of started) await piece.stop?.();
+    await connection?.close();
+    throw error;
+  }
+  const address = server.address();
+  const bound = typeof address === 'object' && address !== null ? address.port : options.port;
+  const where = `http://${options.host.includes(':') ? `[${options.host}]` : options.host}:${bound}`;
+  context.out(banner(context, where, connection, options, limiters, lines));
+
+  const reason = await stopSignal(context.signal);
+  context.err(`sluice serve: ${reason}: finishing requests in flight, then stopping`);
+  await drain(server);
+  for (const piece of started) await piece.stop?.();
+  log.flush();
   if (store instanceof MemoryStore) store.close();
   await connection?.close();
   context.out('sluice serve: stopped');

@@ -160,9 +160,10 @@ describe('sluice serve', () => {
         [
           limit(base, '{"policy": "api",'),
           400,
-          /^The body is not JSON \(.*\); expected \{"policy": "api", "key": "client-42", "cost": 1\}\.$/,
+          /^The body is not JSON: it starts "\{\\"policy\\": \\"api\\","; expected \{"policy": "api", "key": "client-42", "cost": 1\}\.$/,
         ],
         [limit(base, '[1, 2]'), 400, /^Expected a JSON object such as .*, got an array\.$/],
+        [limit(base, ''), 400, /^The body is empty; expected /],
         [
           limit(base, { policy: 'nope', key: 'k' }),
           400,
@@ -172,7 +173,7 @@ describe('sluice serve', () => {
         [
           limit(base, { policy: 'api', key: '' }),
           400,
-          /^Expected "key" to be a non-empty string, got "" \(string, length 0\)\.$/,
+          /^Expected "key" to be a non-empty string \(whose quota: .*\), got ""\.$/,
         ],
         [
           limit(base, { policy: 'api', key: 'k', cost: 0 }),
@@ -196,7 +197,11 @@ describe('sluice serve', () => {
         ],
         [limit(base, 'x'.repeat(20_000)), 413, /^The body is 20000 bytes; at most 16384 are read\.$/],
         [send(base, 'GET', '/v1/limit'), 405, /^\/v1\/limit answers POST only\.$/],
-        [send(base, 'GET', '/nowhere'), 404, /^No route \/nowhere; try POST \/v1\/limit/],
+        [
+          send(base, 'GET', '/nowhere'),
+          404,
+          /^No route "\/nowhere"; the routes are \/v1\/limit, \/v1\/policies, \/healthz, \/demo\.$/,
+        ],
       ];
       for (const [pending, status, detail] of cases) {
         const reply = await pending;
