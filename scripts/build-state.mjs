@@ -16,6 +16,8 @@ const INPUT_FILES = [
   'tsconfig.esm.json',
   'tsconfig.cjs.json',
   'scripts/gen-scripts.mjs',
+  'scripts/gen-protos.mjs',
+  'scripts/gen-dashboard.mjs',
   'scripts/finish-build.mjs',
 ];
 

@@ -8,8 +8,9 @@ function run(command, args) {
   if (result.status !== 0) process.exit(result.status ?? 1);
 }
 
-// The suites start real servers: install them from Debian's packages when missing.
+// The suites start real servers and a real browser: install them from Debian's packages when missing.
 run('bash', ['scripts/ensure-redis.sh']);
+run('bash', ['scripts/ensure-chromium.sh']);
 run('node', ['scripts/gen-scripts.mjs']);
 run('npx', ['tsc', '-p', 'tsconfig.json']);
 

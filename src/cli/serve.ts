@@ -1,6 +1,13 @@
 // `sluice serve`: the rate-limit service on the memory store (or Redis), until SIGTERM or Ctrl-C.
 import { createServer, type Server } from 'node:http';
-import { createLimiter, type Limiter, MemoryStore, RedisStore, type Store } from '../index.js';
+import {
+  createLimiter,
+  type Limiter,
+  type LimiterOptions,
+  MemoryStore,
+  RedisStore,
+  type Store,
+} from '../index.js';
 import {
   COMMON_FLAGS,
   COMMON_FLAGS_HELP,
@@ -14,17 +21,14 @@ import {
 } from './args.js';
 import type { Command, Context } from './command.js';
 import { type Config, loadConfig } from './config.js';
+import { checkAdminToken } from './dashboard/access.js';
+import { type Monitor, startMonitor } from './dashboard/monitor.js';
+import { adminRouteList } from './dashboard/routes.js';
 import { CliError, EXIT, errorText } from './errors.js';
 import { type Connection, connect, DEFAULT_URL } from './redis.js';
 import { RequestLog } from './request-log.js';
-import type { PartPieces, ServePart } from './serve-parts.js';
-import { createService } from './service.js';
-
-/**
- * The parts that add flags, routes or servers of their own to `sluice serve` (see serve-parts.ts):
- * an Envoy gRPC server, metrics and a dashboard plug in by being listed here.
- */
-const PARTS: readonly ServePart[] = [];
+import { ENVOY_FLAGS, ENVOY_FLAGS_HELP, type EnvoyPart, startEnvoyPart } from './serve-envoy.js';
+import { createService, type Route } from './service.js';
 
 /** How long in-flight requests get to finish at shutdown before their connections are cut. */
 const DRAIN_MS = 5000;
@@ -46,7 +50,8 @@ const spec = {
     timeout: { type: 'string' },
     host: { type: 'string' },
     port: { type: 'string' },
-    ...Object.assign({}, ...PARTS.map((part) => part.flags)),
+    'admin-token': { type: 'string' },
+    ...ENVOY_FLAGS,
   },
   help: `Usage: sluice serve [--config sluice.config.json] [--port 8080] [--host 127.0.0.1] [--redis URL]
 
@@ -58,10 +63,13 @@ A rate-limit service any language can call, with the policies of the config file
   GET  /v1/policies  the configured policies
   GET  /demo         a page behind the config's demo policy, keyed by the caller's address
   GET  /healthz      ok
+  GET  /             in a browser: a live dashboard of each policy's decisions, store health and
+                     most-denied identifiers (GET /dashboard/data is its JSON)
+  GET  /metrics      Prometheus metrics (needs prom-client installed)
 
-Malformed requests get 400 application/problem+json; the log gets one line every 10 s at most
-counting them. SIGTERM (or Ctrl-C) stops accepting, lets requests in flight finish, and exits 0
-(130 after Ctrl-C).
+Malformed requests get 400 application/problem+json; the log counts them in one line every 10 s
+at most. SIGTERM (or Ctrl-C) stops accepting, lets requests in flight finish, and exits 0 (130
+after Ctrl-C).
 
 Options:
   --port <n>          port to listen on (default: the config's serve.port, then 8080; 0 picks a free one)
@@ -70,7 +78,13 @@ Options:
                       of this process's memory; several instances then share limits. Without the
                       flag, ${DEFAULT_URL} is not used: the memory store is.
   --timeout <time>    how long to wait for Redis at start (default 5s)
-${[...PARTS.map((part) => part.help), CONFIG_FLAGS_HELP, COMMON_FLAGS_HELP].join('\n')}`,
+  --admin-token <t>   the token the dashboard and /metrics ask for (default: $SLUICE_ADMIN_TOKEN), sent as
+                      "Authorization: Bearer <t>" or as a Basic password. On loopback they are open
+                      without one; beyond loopback (e.g. --host 0.0.0.0) they are off without one.
+                      The environment variable keeps the token out of the process list.
+${ENVOY_FLAGS_HELP}
+${CONFIG_FLAGS_HELP}
+${COMMON_FLAGS_HELP}`,
 } as const;
 
 interface ServeOptions {
@@ -80,12 +94,15 @@ interface ServeOptions {
   readonly host: string;
   readonly timeoutMs: number;
   readonly redis: string | undefined;
+  readonly adminToken: string | undefined;
 }
 
 function parse(values: Values): ServeOptions {
   const config = loadConfig(stringFlag(values, 'config'));
   if (config.policies.size === 0)
     throw new CliError(`${config.path ?? 'The config'} defines no policies to serve.`);
+  const tokenFlag = stringFlag(values, 'admin-token');
+  const envToken = process.env.SLUICE_ADMIN_TOKEN;
   return {
     config,
     prefix: stringFlag(values, 'prefix') ?? config.prefix,
@@ -98,6 +115,12 @@ function parse(values: Values): ServeOptions {
     host: stringFlag(values, 'host') ?? config.serve.host,
     timeoutMs: optional(values, 'timeout', parseDuration, 5000),
     redis: stringFlag(values, 'redis'),
+    adminToken:
+      tokenFlag !== undefined
+        ? checkAdminToken(tokenFlag, '--admin-token')
+        : envToken === undefined
+          ? undefined
+          : checkAdminToken(envToken, '$SLUICE_ADMIN_TOKEN'),
   };
 }
 
@@ -120,23 +143,25 @@ function listen(server: Server, port: number, host: string): Promise<void> {
   });
 }
 
-/** One limiter per policy. Store failures are decided by each policy's onStoreError; the log gets one line per policy and outage. */
+/**
+ * One limiter per policy, with `extra` options (the dashboard's metrics recorder). Store failures
+ * are decided by each policy's onStoreError; the log gets one line per policy and outage.
+ */
 function buildLimiters(
-  options: ServeOptions,
+  config: Config,
   store: Store,
-  pieces: readonly PartPieces[],
+  extra: Partial<LimiterOptions>,
   log: (line: string) => void,
 ): Map<string, Limiter> {
   const limiters = new Map<string, Limiter>();
   const failing = new Set<string>();
-  const extra = Object.assign({}, ...pieces.map((piece) => piece.limiterOptions));
-  for (const [name, policy] of options.config.policies) {
+  for (const [name, policy] of config.policies) {
     const limiter = createLimiter({
       ...extra,
       store,
       policy,
       name,
-      ...options.config.failure.get(name),
+      ...config.failure.get(name),
       onError: (error) => {
         if (failing.has(name)) return;
         failing.add(name);
@@ -154,31 +179,76 @@ function buildLimiters(
   return limiters;
 }
 
+/** What runs beside the HTTP service, started before it listens and stopped after it drained. */
+interface Parts {
+  readonly monitor: Monitor;
+  readonly envoy: EnvoyPart | undefined;
+  /** The routes they add to the service. */
+  readonly routes: readonly Route[];
+  close(): Promise<void>;
+}
+
+/**
+ * The dashboard and /metrics (whose recorder every limiter reports to), and Envoy's gRPC service
+ * with `--envoy`. A new part starts here, adds its routes to `routes`, and stops in `close`.
+ */
+async function startParts(
+  context: Context,
+  options: ServeOptions,
+  store: Store,
+  connection: Connection | undefined,
+  storeText: string,
+): Promise<Parts & { readonly limiters: Map<string, Limiter> }> {
+  const monitor = await startMonitor({ config: options.config, store: storeText, token: options.adminToken });
+  const limiters = buildLimiters(options.config, store, { metrics: monitor.metrics }, context.err);
+  let envoy: EnvoyPart | undefined;
+  try {
+    envoy = await startEnvoyPart(context.values, store, connection, context.err, monitor.registry);
+  } catch (error) {
+    monitor.close();
+    throw error;
+  }
+  return {
+    limiters,
+    monitor,
+    envoy,
+    routes: [...adminRouteList(monitor.routes), ...(envoy?.routes ?? [])],
+    async close() {
+      await envoy?.close(DRAIN_MS);
+      monitor.close();
+    },
+  };
+}
+
 function banner(
   context: Context,
   where: string,
-  connection: Connection | undefined,
   options: ServeOptions,
+  storeText: string,
+  connection: Connection | undefined,
+  parts: Parts,
   limiters: ReadonlyMap<string, Limiter>,
-  lines: readonly string[],
+  address: string,
 ): string {
   const names = [...limiters.keys()];
+  const admin = parts.monitor.listening(address, where);
   if (context.json) {
     return JSON.stringify({
       listening: where,
       store: connection === undefined ? 'memory' : connection.label,
       policies: names,
       config: options.config.path ?? null,
+      dashboard: admin.dashboard,
+      ...(parts.envoy === undefined ? {} : { envoy: parts.envoy.json }),
     });
   }
-  const storeText =
-    connection === undefined ? 'the memory store' : `${connection.server} at ${connection.label}`;
   // One write, so whoever waits for "listening" sees the whole banner.
   return [
     `sluice serve: listening on ${where} with ${storeText}`,
     `  policies ${names.join(', ')} from ${options.config.path ?? 'the built-in config'}`,
-    ...lines.map((line) => `  ${line}`),
+    ...admin.lines,
     `  try: curl -i ${where}/demo   or   curl -i -d '{"policy":"${names[0]}","key":"client-42"}' ${where}/v1/limit`,
+    ...(parts.envoy === undefined ? [] : [parts.envoy.banner]),
   ].join('\n');
 }
 
@@ -213,11 +283,6 @@ function drain(server: Server): Promise<void> {
 
 async function run(context: Context): Promise<number> {
   const options = parse(context.values);
-  const pieces: PartPieces[] = [];
-  for (const part of PARTS) {
-    const piece = await part.setup({ values: context.values, config: options.config, log: context.err });
-    if (piece !== undefined) pieces.push(piece);
-  }
   const connection =
     options.redis === undefined
       ? undefined
@@ -226,7 +291,16 @@ async function run(context: Context): Promise<number> {
     connection === undefined
       ? new MemoryStore({ prefix: options.prefix })
       : new RedisStore({ client: connection.client, prefix: options.prefix });
-  const limiters = buildLimiters(options, store, pieces, context.err);
+  const storeText =
+    connection === undefined ? 'the memory store' : `${connection.server} at ${connection.label}`;
+  let parts: Awaited<ReturnType<typeof startParts>>;
+  try {
+    parts = await startParts(context, options, store, connection, storeText);
+  } catch (error) {
+    await connection?.close();
+    throw error;
+  }
+  const { limiters } = parts;
   const demoName = options.config.serve.demoPolicy;
   const log = new RequestLog(context.err);
   const service = createService({
@@ -234,37 +308,31 @@ async function run(context: Context): Promise<number> {
     demo: demoName === undefined ? undefined : limiters.get(demoName),
     headers: options.config.serve.headers,
     log,
-    routes: pieces.flatMap((piece) => piece.routes?.(limiters) ?? []),
+    routes: parts.routes,
   });
   const server = createServer(
     { headersTimeout: HEADERS_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS },
     service.listener,
   );
   server.on('clientError', service.clientError);
-  const started: PartPieces[] = [];
-  const lines: string[] = [];
   try {
     await listen(server, options.port, options.host);
-    for (const piece of pieces) {
-      const line = await piece.start?.(limiters);
-      started.push(piece);
-      if (line !== undefined) lines.push(line);
-    }
   } catch (error) {
-    server.close();
-    for (const piece of started) await piece.stop?.();
+    await parts.close();
     await connection?.close();
     throw error;
   }
   const address = server.address();
   const bound = typeof address === 'object' && address !== null ? address.port : options.port;
   const where = `http://${options.host.includes(':') ? `[${options.host}]` : options.host}:${bound}`;
-  context.out(banner(context, where, connection, options, limiters, lines));
+  const boundAddress = typeof address === 'object' && address !== null ? address.address : options.host;
+  context.out(banner(context, where, options, storeText, connection, parts, limiters, boundAddress));
 
   const reason = await stopSignal(context.signal);
   context.err(`sluice serve: ${reason}: finishing requests in flight, then stopping`);
+  const partsClosed = parts.close();
   await drain(server);
-  for (const piece of started) await piece.stop?.();
+  await partsClosed;
   log.flush();
   if (store instanceof MemoryStore) store.close();
   await connection?.close();

@@ -1,6 +1,6 @@
 // The rate-limit headers of one policy's decision, with what never changes rendered once per policy.
 import { type HeaderStyle, isEnforcedDenial, sfString, wholeSeconds, wholeUnits } from '../http/headers.js';
-import type { Decision } from '../index.js';
+import { type Decision, isStoreFailure } from '../index.js';
 
 /**
  * Header names and values, alternating, as `response.writeHead` takes them; `json` is the same
@@ -33,8 +33,7 @@ export function headerRenderer(
   return (decision, nowMs) => {
     const flat: string[] = [];
     // Shadow decisions and decisions made without the store have no numbers worth telling.
-    const reportable =
-      decision.wouldAllow === undefined && decision.reason !== 'store-error' && decision.reason !== 'timeout';
+    const reportable = decision.wouldAllow === undefined && !isStoreFailure(decision.reason);
     const denied = isEnforcedDenial(decision);
     if (reportable) {
       const limit = wholeUnits(decision.limit);

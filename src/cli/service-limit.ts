@@ -3,7 +3,7 @@ import { isUtf8 } from 'node:buffer';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { describeValue } from '../errors.js';
 import { type HeaderStyle, type PolicyDecision, problemDetails } from '../http/index.js';
-import { type Decision, type Limiter, SluiceError } from '../index.js';
+import { type Decision, isStoreFailure, type Limiter, SluiceError } from '../index.js';
 import { headerRenderer, type RenderedHeaders } from './service-headers.js';
 
 /** The largest request body read; limit requests are a few dozen bytes. */
@@ -199,11 +199,7 @@ export function limitRoute(
     const text = `{"policy":${served.nameJson},"key":${JSON.stringify(key)},"cost":${cost},${members},"headers":${headers.json}${problem}}\n`;
     // A refusal the store did not make (a policy that fails closed while Redis is down) is the
     // service's trouble, not the client's overuse: 503, as the HTTP middleware answers.
-    const status = decision.allowed
-      ? 200
-      : decision.reason === 'store-error' || decision.reason === 'timeout'
-        ? 503
-        : 429;
+    const status = decision.allowed ? 200 : isStoreFailure(decision.reason) ? 503 : 429;
     headers.flat.push('Content-Type', 'application/json', 'Content-Length', String(Buffer.byteLength(text)));
     response.writeHead(status, headers.flat);
     response.end(text);

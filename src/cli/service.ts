@@ -18,9 +18,10 @@ export interface Route {
   readonly summary?: string;
   /**
    * Answers the request. Throwing (or rejecting with) a {@link Rejection} answers its status with
-   * a problem+json body; anything else answers 500 and is counted in the service's log.
+   * a problem+json body; anything else answers 500 and is counted in the service's log. Returning
+   * (or resolving to) `false` declines: the route this one replaced answers instead, or a 404.
    */
-  readonly handle: (request: IncomingMessage, response: ServerResponse) => void | Promise<void>;
+  readonly handle: (request: IncomingMessage, response: ServerResponse) => unknown;
 }
 
 export interface ServiceOptions {
@@ -131,14 +132,31 @@ function indexRoute(routes: readonly Route[]): Route {
   return { method: 'GET', path: '/', handle: (_, response) => sendText(response, text) };
 }
 
+type Handler = Route['handle'];
+
+/** `handle`, falling back to `replaced` when it declines (returns or resolves to `false`). */
+function withFallback(handle: Handler, replaced: Handler): Handler {
+  return (request, response) => {
+    const result = handle(request, response);
+    if (result === false) return replaced(request, response);
+    if (result instanceof Promise) {
+      return result.then((value) => (value === false ? replaced(request, response) : value));
+    }
+    return result;
+  };
+}
+
 /** Path -> method -> handler; HEAD is answered by GET's handler (node leaves the body out). */
-function routeTable(routes: readonly Route[]): Map<string, Map<string, Route['handle']>> {
-  const table = new Map<string, Map<string, Route['handle']>>();
+function routeTable(routes: readonly Route[]): Map<string, Map<string, Handler>> {
+  const table = new Map<string, Map<string, Handler>>();
   for (const route of routes) {
-    const methods = table.get(route.path) ?? new Map<string, Route['handle']>();
+    const methods = table.get(route.path) ?? new Map<string, Handler>();
     table.set(route.path, methods);
-    methods.set(route.method, route.handle);
-    if (route.method === 'GET') methods.set('HEAD', route.handle);
+    const replaced = methods.get(route.method);
+    // Only a route that replaces another pays for the fallback; the decision route is never wrapped.
+    const handle = replaced === undefined ? route.handle : withFallback(route.handle, replaced);
+    methods.set(route.method, handle);
+    if (route.method === 'GET') methods.set('HEAD', handle);
   }
   return table;
 }
@@ -149,7 +167,12 @@ export function createService(options: ServiceOptions): Service {
   const routes = [...builtInRoutes(options), ...(options.routes ?? [])];
   // The index lists what is there, added routes included; an added `GET /` replaces it.
   const table = routeTable([indexRoute(routes), ...routes]);
-  const paths = [...table.keys()].filter((path) => path !== '/').join(', ');
+  // The routes the index lists, for a 404 to point to.
+  const paths = [
+    ...new Set(
+      routes.filter((route) => route.summary !== undefined && route.path !== '/').map((route) => route.path),
+    ),
+  ].join(', ');
 
   function refuse(request: IncomingMessage, response: ServerResponse, rejection: Rejection): void {
     if (rejection.status < 500) log.refused(rejection.status);
@@ -179,27 +202,32 @@ export function createService(options: ServiceOptions): Service {
     const methods = table.get(path);
     const handle = methods?.get(request.method ?? 'GET');
     if (handle === undefined) {
-      const rejection =
-        methods === undefined
-          ? new Rejection(404, 'Not Found', `No route ${quote(path)}; the routes are ${paths}.`)
-          : new Rejection(
-              405,
-              'Method Not Allowed',
-              `${path} answers ${[...methods.keys()].join(', ')} only.`,
-              {
-                Allow: [...methods.keys()].join(', '),
-              },
-            );
-      refuse(request, response, rejection);
+      refuse(request, response, missing(path, methods));
       return;
     }
     try {
       const pending = handle(request, response);
-      if (pending !== undefined) pending.catch((error: unknown) => fail(request, response, error));
+      if (pending === false) refuse(request, response, missing(path, undefined));
+      else if (pending instanceof Promise) {
+        pending.then(
+          (value) => {
+            if (value === false) refuse(request, response, missing(path, undefined));
+          },
+          (error: unknown) => fail(request, response, error),
+        );
+      }
     } catch (error) {
       fail(request, response, error);
     }
   };
+
+  function missing(path: string, methods: Map<string, Handler> | undefined): Rejection {
+    if (methods === undefined) {
+      return new Rejection(404, 'Not Found', `No route ${quote(path)}; the routes are ${paths}.`);
+    }
+    const allowed = [...methods.keys()].join(', ');
+    return new Rejection(405, 'Method Not Allowed', `${path} answers ${allowed} only.`, { Allow: allowed });
+  }
 
   const clientError: Service['clientError'] = (error, socket) => {
     const [status, title] =
