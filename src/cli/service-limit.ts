@@ -1,7 +1,7 @@
 // POST /v1/limit, the service's hot path: read the body, check it, decide, answer with the decision and headers.
 import { isUtf8 } from 'node:buffer';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { describeValue } from '../errors.js';
+import { describeValue, ERROR_CODES, errorDocs } from '../errors.js';
 import { type HeaderStyle, type PolicyDecision, problemDetails } from '../http/index.js';
 import { type Decision, isStoreFailure, type Limiter, SluiceError } from '../index.js';
 import { headerRenderer, type RenderedHeaders } from './service-headers.js';
@@ -10,6 +10,10 @@ import { headerRenderer, type RenderedHeaders } from './service-headers.js';
 export const MAX_BODY_BYTES = 16 * 1024;
 
 const EXAMPLE = '{"policy": "api", "key": "client-42", "cost": 1}';
+
+/** Where the library's errors for a bad key and a bad cost are explained: the same rules apply here. */
+const KEY_DOCS = errorDocs(ERROR_CODES.INVALID_IDENTIFIER);
+const COST_DOCS = errorDocs(ERROR_CODES.INVALID_COST);
 
 /** A request the service will not take: answered with `status` and a problem+json body. */
 export class Rejection extends Error {
@@ -125,17 +129,19 @@ function parseBody(
   const { key } = fields;
   if (typeof key !== 'string' || key === '') {
     throw badRequest(
-      `Expected "key" to be a non-empty string (whose quota: an API key, a user id, an address), got ${key === undefined ? 'nothing' : describe(key)}.`,
+      `Expected "key" to be a non-empty string (whose quota: an API key, a user id, an address), got ${key === undefined ? 'nothing' : describe(key)}. See ${KEY_DOCS}`,
     );
   }
   // A lone surrogate has no UTF-8 form: two different keys would share one counter.
   if (/\p{Cs}/u.test(key)) {
-    throw badRequest(`Expected "key" to be well-formed Unicode, got ${quote(key)} with a lone surrogate.`);
+    throw badRequest(
+      `Expected "key" to be well-formed Unicode, got ${quote(key)} with a lone surrogate. See ${KEY_DOCS}`,
+    );
   }
   // Absent means 1; null is not a cost.
   const cost = fields.cost === undefined ? 1 : fields.cost;
   if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 1) {
-    throw badRequest(`Expected "cost" to be a positive integer, got ${describe(cost)}.`);
+    throw badRequest(`Expected "cost" to be a positive integer, got ${describe(cost)}. See ${COST_DOCS}`);
   }
   return { served, key, cost };
 }

@@ -83,14 +83,15 @@ class OpenTelemetryRecorder extends DecisionMetrics {
     );
   }
 
-  protected override observe(tally: LimiterTally, storeMs: number): void {
-    super.observe(tally, storeMs);
+  protected override observe(tally: LimiterTally, storeMs: number): number {
+    const counted = super.observe(tally, storeMs);
     let attributes = this.#attributes.get(tally);
     if (attributes === undefined) {
       attributes = { limiter: tally.name };
       this.#attributes.set(tally, attributes);
     }
-    this.#histogram.record(storeMs / 1000, attributes);
+    this.#histogram.record(counted / 1000, attributes);
+    return counted;
   }
 }
 

@@ -36,12 +36,28 @@ export class LimiterTally {
     this.hot = hotCapacity > 0 ? new SpaceSaving(hotCapacity) : undefined;
   }
 
-  observe(storeMs: number): void {
-    const bounds = STORE_MS_BUCKETS;
-    let i = 0;
-    while (i < bounds.length && storeMs > (bounds[i] as number)) i++;
+  /** The bucket and time of the last timed decision, which stand for the untimed ones. */
+  #lastBucket = 0;
+  #lastMs = 0;
+
+  /**
+   * Counts one store decision's time. An in-process store times one decision in 16 (`NaN` for the
+   * others): those count as the last timed one did, so the count stays exact.
+   */
+  observe(storeMs: number): number {
+    let i = this.#lastBucket;
+    if (Number.isNaN(storeMs)) {
+      storeMs = this.#lastMs;
+    } else {
+      const bounds = STORE_MS_BUCKETS;
+      i = 0;
+      while (i < bounds.length && storeMs > (bounds[i] as number)) i++;
+      this.#lastBucket = i;
+      this.#lastMs = storeMs;
+    }
     this.buckets[i] = (this.buckets[i] as number) + 1;
     this.storeMsSum += storeMs;
+    return storeMs;
   }
 }
 
@@ -182,8 +198,9 @@ export class DecisionMetrics implements MetricsRecorder {
   }
 
   /** Records a store decision time; exporters that need each observation extend it. */
-  protected observe(tally: LimiterTally, storeMs: number): void {
-    tally.observe(storeMs);
+  /** Counts a store decision's time; returns the time counted (an untimed one counts as the last timed). */
+  protected observe(tally: LimiterTally, storeMs: number): number {
+    return tally.observe(storeMs);
   }
 
   protected tally(name: string): LimiterTally {

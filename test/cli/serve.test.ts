@@ -169,26 +169,30 @@ describe('sluice serve', () => {
           400,
           /^Expected "policy" to be one of "api", "search", "login", "uploads", "demo", got "nope"\.$/,
         ],
-        [limit(base, { policy: 'api' }), 400, /^Expected "key" to be a non-empty string .*, got nothing\.$/],
+        [
+          limit(base, { policy: 'api' }),
+          400,
+          /^Expected "key" to be a non-empty string .*, got nothing\. See sluice\/docs\/errors\.md#err_sluice_invalid_identifier$/,
+        ],
         [
           limit(base, { policy: 'api', key: '' }),
           400,
-          /^Expected "key" to be a non-empty string \(whose quota: .*\), got ""\.$/,
+          /^Expected "key" to be a non-empty string \(whose quota: .*\), got ""\. See sluice\/docs\/errors\.md#err_sluice_invalid_identifier$/,
         ],
         [
           limit(base, { policy: 'api', key: 'k', cost: 0 }),
           400,
-          /^Expected "cost" to be a positive integer, got 0 \(number\)\.$/,
+          /^Expected "cost" to be a positive integer, got 0 \(number\)\. See sluice\/docs\/errors\.md#err_sluice_invalid_cost$/,
         ],
         [
           limit(base, { policy: 'api', key: 'k', cost: '2' }),
           400,
-          /^Expected "cost" to be a positive integer, got "2"\.$/,
+          /^Expected "cost" to be a positive integer, got "2"\. See sluice\/docs\/errors\.md#err_sluice_invalid_cost$/,
         ],
         [
           limit(base, { policy: 'api', key: 'k', cost: 101 }),
           400,
-          /^Expected "cost" to be at most 100, the most tokenBucket\(capacity=100,refillPerSecond=10\) can ever grant, got 101 \(number\)\.$/,
+          /^Expected "cost" to be at most 100, the most tokenBucket\(capacity=100,refillPerSecond=10\) can ever grant, got 101 \(number\)\. See sluice\/docs\/errors\.md#err_sluice_cost_exceeds_limit$/,
         ],
         [
           limit(base, { policy: 'api', key: 'k', costs: 1 }),

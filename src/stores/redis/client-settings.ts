@@ -1,7 +1,7 @@
 // The client settings sluice expects, checked once per client: a client that queues commands while
 // disconnected runs them late, after the limiter has answered for them.
 
-/** The settings sluice expects, by library, as the README's table shows them. */
+/** The settings sluice expects, by library, as docs/redis.md's table shows them. */
 export const EXPECTED_SETTINGS = {
   ioredis: '{ enableOfflineQueue: false, maxRetriesPerRequest: 0 } and a retryStrategy that returns a delay',
   'node-redis': '{ disableOfflineQueue: true } and a socket.reconnectStrategy other than false',
@@ -66,7 +66,7 @@ export function warnAboutClientSettings(client: unknown, library: Library, clust
   const problems = clientSettingProblems(client, library, cluster);
   if (problems.length === 0) return;
   process.emitWarning(
-    `sluice: this ${library} client is not set up for rate limiting: ${problems.join('; ')}. Create it with ${EXPECTED_SETTINGS[library]} (README: "When Redis is slow or gone"). Shown once per client.`,
+    `sluice: this ${library} client is not set up for rate limiting: ${problems.join('; ')}. Create it with ${EXPECTED_SETTINGS[library]} (see sluice/docs/redis.md#client-settings). Shown once per client.`,
     { type: 'SluiceWarning', code: 'SLUICE_CLIENT_SETTINGS' },
   );
 }
