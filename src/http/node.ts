@@ -1,12 +1,15 @@
 // `sluice/node`: the adapter for Node's own http server. Its writers live in node-response.ts, shared with Express and Fastify.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { type DenialInfo, evaluate } from './handle.js';
+import { type KeyControls, keyControls } from './controls.js';
+import { type DenialInfo, evaluate, infoOn } from './handle.js';
+import type { RateLimitInfo } from './info.js';
 import { applyToNodeResponse } from './node-response.js';
 import { adapterFunction, type RateLimitOptions, resolveRateLimitOptions } from './options.js';
-import { nodeRequestView, type RequestView } from './view.js';
+import { nodeRequestView } from './view.js';
 
 export { type ClientIpOptions, clientIp, headerKey } from './client-key.js';
 export type { DenialInfo } from './handle.js';
+export type { RateLimitInfo } from './info.js';
 
 /** Options of the node:http adapter. */
 export interface NodeRateLimitOptions extends RateLimitOptions<IncomingMessage> {
@@ -27,13 +30,22 @@ export interface NodeRateLimitOptions extends RateLimitOptions<IncomingMessage> 
 }
 
 /** The node:http middleware: a guard you await, and `wrap` for a whole request listener. */
-export interface NodeRateLimiter {
+export interface NodeRateLimiter extends KeyControls<[request: IncomingMessage]> {
   /** Resolves `true` when the request may go on (headers set), `false` when it has been answered. */
   (request: IncomingMessage, response: ServerResponse): Promise<boolean>;
-  /** A request listener that runs the guard, then `listener`. Errors answer 500. */
+  /**
+   * A request listener that runs the guard, then `listener` with the decision (`undefined` for a
+   * request no limiter decided). Errors answer 500.
+   */
   wrap(
-    listener: (request: IncomingMessage, response: ServerResponse) => unknown,
+    listener: (
+      request: IncomingMessage,
+      response: ServerResponse,
+      info: RateLimitInfo | undefined,
+    ) => unknown,
   ): (request: IncomingMessage, response: ServerResponse) => void;
+  /** The decision taken on `request` so far; `undefined` before any. */
+  info(request: IncomingMessage): RateLimitInfo | undefined;
 }
 
 function answer500(_error: unknown, _request: IncomingMessage, response: ServerResponse): void {
@@ -51,8 +63,8 @@ function answer500(_error: unknown, _request: IncomingMessage, response: ServerR
  * import { createServer } from 'node:http';
  * import { rateLimit } from 'sluice/node';
  * const limit = rateLimit({ limiter });
- * createServer(limit.wrap((req, res) => res.end('ok'))).listen(3000);
- * // or, inside your own listener: if (!(await limit(req, res))) return;
+ * createServer(limit.wrap((req, res, info) => res.end(`${info?.remaining} left`))).listen(3000);
+ * // or, inside your own listener: if (!(await limit(req, res))) return; then limit.info(req)
  */
 export function rateLimit(options: NodeRateLimitOptions): NodeRateLimiter {
   const config = resolveRateLimitOptions<IncomingMessage>('rateLimit (node)', options, [
@@ -62,14 +74,17 @@ export function rateLimit(options: NodeRateLimitOptions): NodeRateLimiter {
   const onDenied = adapterFunction('onDenied', options.onDenied);
   const onError = adapterFunction('onError', options.onError) ?? answer500;
   const guard = async (request: IncomingMessage, response: ServerResponse): Promise<boolean> => {
-    const view: RequestView = nodeRequestView(request);
-    const evaluation = await evaluate(config, request, view, request);
+    const evaluation = await evaluate(config, request, nodeRequestView(request), request);
     return applyToNodeResponse(evaluation, request, response, onDenied);
   };
   const wrap: NodeRateLimiter['wrap'] = (listener) => (request, response) => {
     guard(request, response)
-      .then((proceed) => (proceed ? listener(request, response) : undefined))
+      .then((proceed) => (proceed ? listener(request, response, infoOn(request)) : undefined))
       .catch((error: unknown) => onError(error, request, response));
   };
-  return Object.assign(guard, { wrap });
+  const controls = keyControls(config, (request: IncomingMessage) => ({
+    request,
+    view: nodeRequestView(request),
+  }));
+  return Object.assign(guard, controls, { wrap, info: (request: IncomingMessage) => infoOn(request) });
 }

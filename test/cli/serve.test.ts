@@ -299,7 +299,7 @@ describe('sluice serve', () => {
       assert.equal(result.code, 2);
       assert.match(
         result.stderr,
-        /^sluice serve: .*sluice\.config\.json: serve\.headers: expected a list of "ietf", "draft-6", "legacy", got \["ietf","x-custom"\]\.\n$/,
+        /^sluice serve: .*sluice\.config\.json: serve\.headers: expected a list of "ietf", "draft-8", "draft-7", "draft-6", "legacy", got \["ietf","x-custom"\]\.\n$/,
       );
     } finally {
       bad.remove();

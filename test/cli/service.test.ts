@@ -14,10 +14,14 @@ describe('the service, in process', () => {
     const random = seeded(7);
     const styleSets: HeaderStyle[][] = [
       ['ietf'],
+      ['draft-8'],
+      ['draft-7'],
       ['draft-6'],
       ['legacy'],
       ['ietf', 'draft-6'],
-      ['ietf', 'draft-6', 'legacy'],
+      ['draft-6', 'ietf', 'legacy'],
+      ['draft-7', 'ietf', 'draft-6'],
+      ['legacy', 'draft-8', 'legacy'],
       [],
     ];
     const names = ['api', 'a "quoted" name', 'naïve', 'x'];

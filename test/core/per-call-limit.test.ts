@@ -142,6 +142,7 @@ for (const kind of BACKENDS) {
       try {
         const window = createLimiter({
           store: backend.store,
+          timeoutMs: 60_000,
           policy: fixedWindow({ limit: 10, windowMs: 60_000 }),
           name: 'bad-limit',
         });
@@ -160,6 +161,7 @@ for (const kind of BACKENDS) {
         );
         const log = createLimiter({
           store: backend.store,
+          timeoutMs: 60_000,
           policy: slidingLog({ limit: 10, windowMs: 60_000 }),
           name: 'bad-log',
         });
@@ -168,6 +170,7 @@ for (const kind of BACKENDS) {
         await log.reset('k');
         const regional = createLimiter({
           store: backend.store,
+          timeoutMs: 60_000,
           policy: fixedWindow({ limit: 10, windowMs: 60_000, share: 0.25 }),
           name: 'bad-share',
         });
@@ -186,6 +189,7 @@ for (const kind of BACKENDS) {
         for (const name of ['bad-limit', 'bad-log', 'bad-share']) {
           const probe = createLimiter({
             store: backend.store,
+            timeoutMs: 60_000,
             policy: fixedWindow({ limit: 10, windowMs: 60_000 }),
             name,
           });
@@ -207,6 +211,7 @@ for (const kind of BACKENDS) {
         ].entries()) {
           const limiter = createLimiter({
             store: backend.store,
+            timeoutMs: 60_000,
             policy,
             name: `change-${kind}-${index}`,
             clock,
@@ -243,6 +248,7 @@ for (const kind of BACKENDS) {
         const clock = () => 1_700_000_030_000;
         const bucket = createLimiter({
           store: backend.store,
+          timeoutMs: 60_000,
           policy: tokenBucket({ capacity: 10, refillPerSecond: 1 }),
           name: `change-bucket-${kind}`,
           clock,
@@ -253,6 +259,7 @@ for (const kind of BACKENDS) {
         assert.deepEqual([doubled.limit, doubled.remaining, doubled.resetMs], [20, 10, 5000]);
         const rate = createLimiter({
           store: backend.store,
+          timeoutMs: 60_000,
           policy: gcra({ limit: 10, periodMs: 10_000, burst: 4 }),
           name: `change-gcra-${kind}`,
           clock,

@@ -87,7 +87,7 @@ describe('hot reload', () => {
       .stderr.split('\n')
       .filter((line) => line.includes('config not reloaded'));
     assert.deepEqual(lines, [
-      `sluice serve: envoy: config not reloaded, the previous one stays in force: ${join(dir, 'limits.yaml')}:7: config error, unknown key 'unit_typo'`,
+      `sluice serve: envoy: config not reloaded, the previous one stays in force: ${join(dir, 'limits.yaml')}:7: config error, unknown key 'unit_typo'. See sluice/docs/errors.md#err_sluice_invalid_option`,
     ]);
     writeFileSync(join(dir, 'limits.yaml'), config(9));
     await eventually('the fixed file in force', async () => (await limitInForce(serve)) === 9);

@@ -1,9 +1,11 @@
 // Runs `sluice serve --envoy` as a child process and talks to it through a real grpc-js client
 // built from the service's own .proto files.
+
 import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { after } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { credentials, loadPackageDefinition, type ServiceError } from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
@@ -170,6 +172,12 @@ export interface EnvoyServe {
 }
 
 /** Starts `sluice serve --envoy <path>` on free ports and connects a client. */
+/** Services still running: a test that fails before stopping its own must not keep the file alive. */
+const started = new Set<EnvoyServe>();
+after(async () => {
+  for (const serve of started) await serve.stop();
+});
+
 export async function startEnvoyServe(path: string, args: readonly string[] = []): Promise<EnvoyServe> {
   const running = startCli(['serve', '--port', '0', '--grpc-port', '0', '--envoy', path, ...args], {
     cwd: ROOT,
@@ -179,17 +187,20 @@ export async function startEnvoyServe(path: string, args: readonly string[] = []
   const http = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(out)?.[1] as string;
   const grpc = /grpc:\/\/([\d.]+:\d+)/.exec(out)?.[1] as string;
   const client = new EnvoyClient(grpc);
-  return {
+  const serve: EnvoyServe = {
     running,
     client,
     http,
     grpc,
     async stop() {
+      started.delete(serve);
       client.close();
       running.child.kill('SIGTERM');
       return (await running.exited).code;
     },
   };
+  started.add(serve);
+  return serve;
 }
 
 /** One HTTP exchange. */

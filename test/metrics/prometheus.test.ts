@@ -134,7 +134,7 @@ describe('prometheusMetrics on the memory store', () => {
       ],
       [
         { hotIdentifiers: -1 },
-        /^Expected `hotIdentifiers` to be a whole number from 0 to 1000, got -1 \(number\)\.$/,
+        /^Expected `hotIdentifiers` to be a whole number from 0 to 1000, got -1 \(number\)\. See sluice\/docs\/errors\.md#err_sluice_invalid_option$/,
       ],
       [{ registry: new Registry(), buckets: [1] }, /^Unknown option `prometheusMetrics\.buckets`/],
     ];
