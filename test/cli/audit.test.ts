@@ -58,6 +58,10 @@ describe('sluice audit', () => {
     await redis.flushall();
   });
 
+  /** `sluice audit` on this suite's server with its config, and `args`. */
+  const audit = (...args: string[]) =>
+    runCli(['audit', '--redis', server.url, '--config', config.path, ...args]);
+
   /** Writes `count` healthy fixed-window counters, 10 000 per pipeline. */
   async function plantHealthy(count: number): Promise<void> {
     const index = Math.floor(Date.now() / 600_000);
@@ -96,7 +100,7 @@ describe('sluice audit', () => {
     const total = HEALTHY + 1 + lost.length + 1;
     assert.equal(await redis.dbsize(), total);
 
-    const first = await runCli(['audit', '--redis', server.url, '--config', config.path, '--json']);
+    const first = await audit('--json');
     assert.equal(first.code, 1, first.stderr);
     const report = parseJson<AuditReport>(first);
     assert.equal(report.complete, true);
@@ -117,17 +121,7 @@ describe('sluice audit', () => {
     // Reporting changes nothing.
     for (const key of lost) assert.equal(await redis.pttl(key), -1);
 
-    const fix = await runCli([
-      'audit',
-      '--redis',
-      server.url,
-      '--config',
-      config.path,
-      '--fix',
-      '--ttl',
-      '1h',
-      '--json',
-    ]);
+    const fix = await audit('--fix', '--ttl', '1h', '--json');
     assert.equal(fix.code, 1, 'a run that found keys exits 1, also when it fixed them');
     const fixed = parseJson<AuditReport>(fix);
     assert.equal(fixed.found, lost.length);
@@ -145,7 +139,7 @@ describe('sluice audit', () => {
     const healthyTtl = await redis.pttl('rl:api:{user-42}');
     assert.ok(healthyTtl > 0 && healthyTtl <= 500_000, `healthy key now has ${healthyTtl} ms`);
 
-    const second = await runCli(['audit', '--redis', server.url, '--config', config.path]);
+    const second = await audit();
     assert.equal(second.code, 0, second.stdout + second.stderr);
     assert.match(second.stdout, /Nothing found/);
     assert.match(second.stdout, new RegExp(`Scanned ${total.toLocaleString('en-US')} keys matching rl:\\*`));
@@ -161,7 +155,7 @@ describe('sluice audit', () => {
     await redis.pexpire('rl:unknown:{a-list}', 600_000);
     await redis.set('cache:unrelated', 'x'); // outside the pattern
 
-    const result = await runCli(['audit', '--redis', server.url, '--config', config.path, '--json']);
+    const result = await audit('--json');
     assert.equal(result.code, 1, result.stderr);
     const report = parseJson<AuditReport>(result);
     const problems = Object.fromEntries(report.findings.map((f) => [f.key, f.problems]));
@@ -179,7 +173,7 @@ describe('sluice audit', () => {
     assert.equal(byName.get('unknown')?.policy, null);
     assert.equal(report.scanned, 1000 + 4, 'cache:unrelated is outside rl:*');
 
-    const text = await runCli(['audit', '--redis', server.url, '--config', config.path]);
+    const text = await audit();
     assert.equal(text.code, 1);
     assert.match(
       text.stdout,
@@ -190,44 +184,21 @@ describe('sluice audit', () => {
     assert.match(text.stderr, /audit: [\d,]+ keys scanned \([\d,]+ keys\/s\), \d+ found\n/);
     assert.doesNotMatch(text.stderr, /\r/);
 
-    const fix = await runCli([
-      'audit',
-      '--redis',
-      server.url,
-      '--config',
-      config.path,
-      '--fix',
-      '--ttl',
-      '1h',
-      '--json',
-    ]);
+    const fix = await audit('--fix', '--ttl', '1h', '--json');
     assert.equal(fix.code, 1);
     assert.equal(parseJson<AuditReport>(fix).fixed, 1);
     const cut = await redis.pttl('rl:api:{forever-ish}');
     assert.ok(cut > 0 && cut <= 600_000, `the TTL was cut to the policy's longest, got ${cut}`);
     assert.equal(await redis.type('rl:api:{a-hash}'), 'hash', 'types are reported, never changed');
 
-    const again = parseJson<AuditReport>(
-      await runCli(['audit', '--redis', server.url, '--config', config.path, '--json']),
-    );
+    const again = parseJson<AuditReport>(await audit('--json'));
     assert.deepEqual(again.findings.map((f) => f.key).sort(), [
       'rl:api:{a-hash}',
       'rl:login:{a-string}',
       'rl:unknown:{a-list}',
     ]);
 
-    const matched = parseJson<AuditReport>(
-      await runCli([
-        'audit',
-        '--redis',
-        server.url,
-        '--config',
-        config.path,
-        '--match',
-        'rl:login:*',
-        '--json',
-      ]),
-    );
+    const matched = parseJson<AuditReport>(await audit('--match', 'rl:login:*', '--json'));
     assert.equal(matched.scanned, 1);
     assert.deepEqual(
       matched.findings.map((f) => f.key),
@@ -258,22 +229,13 @@ describe('sluice audit', () => {
   });
 
   test('--fix without --ttl, and a bare number for --ttl, are refused before connecting', async () => {
-    const noTtl = await runCli(['audit', '--redis', server.url, '--config', config.path, '--fix']);
+    const noTtl = await audit('--fix');
     assert.equal(noTtl.code, 2);
     assert.equal(
       noTtl.stderr,
       'sluice audit: `--fix` needs `--ttl`, the expiry to give keys that have none (for example --ttl 1h).\n',
     );
-    const bare = await runCli([
-      'audit',
-      '--redis',
-      server.url,
-      '--config',
-      config.path,
-      '--fix',
-      '--ttl',
-      '3600',
-    ]);
+    const bare = await audit('--fix', '--ttl', '3600');
     assert.equal(bare.code, 2);
     assert.equal(
       bare.stderr,
@@ -393,37 +355,17 @@ describe('sluice audit', () => {
     await redis.set('rl:api:{only-key}', '1');
     // One key at 1 key per second: a wait after the last batch (or one per SCAN COUNT) would last
     // 1 to 1000 seconds, past the suite's timeout; paced by keys returned, there is nothing to wait for.
-    const paced = await runCli([
-      'audit',
-      '--redis',
-      server.url,
-      '--config',
-      config.path,
-      '--rate',
-      '1',
-      '--json',
-    ]);
+    const paced = await audit('--rate', '1', '--json');
     assert.equal(paced.code, 1, paced.stderr);
     assert.equal(parseJson<AuditReport>(paced).scanned, 1);
 
     await redis.del('rl:api:{only-key}');
     await plantHealthy(500);
-    const limited = await runCli([
-      'audit',
-      '--redis',
-      server.url,
-      '--config',
-      config.path,
-      '--count',
-      '100',
-      '--max-keys',
-      '250',
-      '--json',
-    ]);
+    const limited = await audit('--count', '100', '--max-keys', '250', '--json');
     const report = parseJson<AuditReport & { ended: string }>(limited);
     assert.equal(limited.code, 0, limited.stderr + limited.stdout);
     assert.deepEqual([report.scanned, report.complete, report.ended], [250, false, 'max-keys']);
-    const text = await runCli(['audit', '--redis', server.url, '--config', config.path, '--max-keys', '10']);
+    const text = await audit('--max-keys', '10');
     assert.match(text.stdout, /^Stopped at --max-keys 10 after 10 keys matching rl:\*/);
   });
 });

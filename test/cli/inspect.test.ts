@@ -60,18 +60,12 @@ describe('sluice inspect and reset', () => {
     config.remove();
   });
 
+  /** `sluice inspect` as text, on this suite's server with its config. */
+  const inspectText = (name: string, identifier: string, ...extra: string[]) =>
+    runCli(['inspect', name, identifier, '--redis', server.url, '--config', config.path, ...extra]);
+
   const inspect = async (name: string, identifier: string, ...extra: string[]): Promise<InspectReport> => {
-    const result = await runCli([
-      'inspect',
-      name,
-      identifier,
-      '--redis',
-      server.url,
-      '--config',
-      config.path,
-      '--json',
-      ...extra,
-    ]);
+    const result = await inspectText(name, identifier, '--json', ...extra);
     assert.equal(result.code, 0, result.stderr);
     return parseJson<InspectReport>(result);
   };
@@ -101,15 +95,7 @@ describe('sluice inspect and reset', () => {
         { allowed: expected.allowed, remaining: 6, remainingAfter: 5, limit: 10 },
       );
       // What the request would leave is what the library's own next decision says.
-      const text = await runCli([
-        'inspect',
-        name,
-        identifier,
-        '--redis',
-        server.url,
-        '--config',
-        config.path,
-      ]);
+      const text = await inspectText(name, identifier);
       assert.match(text.stdout, /\nnext {5}cost 1: allowed, 5 remaining after it; limit 10,/);
       assert.equal((await limiter.limit(identifier)).remaining, 5);
       assert.equal(expected.remaining, 6);
@@ -169,15 +155,7 @@ describe('sluice inspect and reset', () => {
   test('a denied identifier: the text report shows the state and the wait; policy flags replace the config', async () => {
     const limiter = limiters.get('fixed') as Limiter;
     await limiter.limit('heavy', { cost: 10 });
-    const result = await runCli([
-      'inspect',
-      'fixed',
-      'heavy',
-      '--redis',
-      server.url,
-      '--config',
-      config.path,
-    ]);
+    const result = await inspectText('fixed', 'heavy');
     assert.equal(result.code, 0, result.stderr);
     assert.match(result.stdout, /^limiter {2}fixed: fixedWindow\(limit=10,windowMs=604800000\)\n/);
     assert.match(result.stdout, /\nkey {6}app:fixed:\{heavy\}\n/);
@@ -217,15 +195,9 @@ describe('sluice inspect and reset', () => {
     const key = 'app:fixed:{paying-customer}';
     const [value, ttl] = [await redis.get(key), await redis.pttl(key)];
     // No --config, no $SLUICE_CONFIG, no sluice.config.json where it runs, and no --algorithm.
-    const result = await runCli([
-      'inspect',
-      'fixed',
-      'paying-customer',
-      '--redis',
-      server.url,
-      '--prefix',
-      'app',
-    ]);
+    const withoutConfig = (...extra: string[]) =>
+      runCli(['inspect', 'fixed', 'paying-customer', '--redis', server.url, '--prefix', 'app', ...extra]);
+    const result = await withoutConfig();
     assert.equal(result.code, 2);
     assert.equal(result.stdout, '');
     assert.equal(
@@ -237,14 +209,7 @@ describe('sluice inspect and reset', () => {
     assert.ok(after <= ttl && after > ttl - 60_000);
 
     // The wrong policy given by hand: the counter is not read as a token bucket's time.
-    const wrong = await runCli([
-      'inspect',
-      'fixed',
-      'paying-customer',
-      '--redis',
-      server.url,
-      '--prefix',
-      'app',
+    const wrong = await withoutConfig(
       '--algorithm',
       'tokenBucket',
       '--capacity',
@@ -252,7 +217,7 @@ describe('sluice inspect and reset', () => {
       '--refill-per-second',
       '1',
       '--json',
-    ]);
+    );
     assert.equal(wrong.code, 0, wrong.stderr);
     assert.match(
       String(parseJson<InspectReport>(wrong).state?.error),
@@ -261,7 +226,7 @@ describe('sluice inspect and reset', () => {
   });
 
   test('a limiter with no known policy, and a policy flag with a bad value, are refused', async () => {
-    const unknown = await runCli(['inspect', 'nope', 'x', '--redis', server.url, '--config', config.path]);
+    const unknown = await inspectText('nope', 'x');
     assert.equal(unknown.code, 2);
     assert.match(
       unknown.stderr,
