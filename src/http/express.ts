@@ -4,7 +4,7 @@ import { invalidOption } from '../errors.js';
 import { type KeyControls, keyControls } from './controls.js';
 import { type DenialInfo, evaluate, infoOn } from './handle.js';
 import type { RateLimitInfo } from './info.js';
-import { applyToNodeResponse } from './node.js';
+import { applyToNodeResponse } from './node-response.js';
 import { adapterFunction, type RateLimitOptions, resolveRateLimitOptions } from './options.js';
 import { nodeRequestView, type RequestView } from './view.js';
 

@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { type KeyControls, keyControls } from './controls.js';
 import { type DenialInfo, denialInfo, evaluate, infoOn } from './handle.js';
 import type { RateLimitInfo } from './info.js';
-import { settleOnFinish, withoutContentType } from './node.js';
+import { settleOnFinish, withoutContentType } from './node-response.js';
 import { adapterFunction, type RateLimitOptions, resolveRateLimitOptions } from './options.js';
 import { nodeRequestView, type RequestView } from './view.js';
 

@@ -46,7 +46,8 @@ function perPolicy(entries: readonly PolicyDecision[]): PolicyDecision[] {
   return [...byName.values()].map((list) => tightest(list) as PolicyDecision);
 }
 
-function chosenStyles(style: HeaderOptions['style']): HeaderStyle[] {
+/** The styles written, in order: duplicates dropped, and one of those that write `RateLimit`. */
+export function chosenStyles(style: HeaderOptions['style']): HeaderStyle[] {
   const list = style === undefined ? ['ietf' as const] : typeof style === 'string' ? [style] : [...style];
   // `RateLimit` can hold one style: the first one asked for.
   const fieldStyle = list.find((item) => RATELIMIT_FIELD_STYLES.includes(item));

@@ -1,10 +1,10 @@
-// Adapter for Node's own http server (and the shared writers Express reuses). Imports only node:http types.
+// `sluice/node`: the adapter for Node's own http server. Its writers live in node-response.ts, shared with Express and Fastify.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { type KeyControls, keyControls } from './controls.js';
-import { type DenialInfo, denialInfo, type Evaluation, evaluate, infoOn } from './handle.js';
+import { type DenialInfo, evaluate, infoOn } from './handle.js';
 import type { RateLimitInfo } from './info.js';
+import { applyToNodeResponse } from './node-response.js';
 import { adapterFunction, type RateLimitOptions, resolveRateLimitOptions } from './options.js';
-import type { Refusal } from './problem.js';
 import { nodeRequestView } from './view.js';
 
 export { type ClientIpOptions, clientIp, headerKey } from './client-key.js';
@@ -46,63 +46,6 @@ export interface NodeRateLimiter extends KeyControls<[request: IncomingMessage]>
   ): (request: IncomingMessage, response: ServerResponse) => void;
   /** The decision taken on `request` so far; `undefined` before any. */
   info(request: IncomingMessage): RateLimitInfo | undefined;
-}
-
-/** Sets each header on a Node response (replacing what an earlier limiter wrote: it re-renders all items). */
-export function setNodeHeaders(response: ServerResponse, headers: Record<string, string>): void {
-  if (response.headersSent) return;
-  for (const [name, value] of Object.entries(headers)) response.setHeader(name, value);
-}
-
-/** The refusal's headers minus its Content-Type, for a denial handler that sends its own body. */
-export function withoutContentType(headers: Record<string, string>): Record<string, string> {
-  const { 'Content-Type': _contentType, ...rest } = headers;
-  return rest;
-}
-
-/** Sends the default refusal: status, headers, problem+json body. */
-export function sendNodeRefusal(response: ServerResponse, refusal: Refusal): void {
-  if (response.headersSent) {
-    response.end();
-    return;
-  }
-  response.statusCode = refusal.status;
-  setNodeHeaders(response, refusal.headers);
-  response.setHeader('Content-Length', Buffer.byteLength(refusal.body));
-  response.end(refusal.body);
-}
-
-/** Calls `settle` once the response finished, or closed before finishing (counted as failed). */
-export function settleOnFinish(
-  response: ServerResponse,
-  settle: ((status: number, finished: boolean) => void) | undefined,
-): void {
-  if (settle === undefined) return;
-  response.once('finish', () => settle(response.statusCode, true));
-  response.once('close', () => settle(response.statusCode, response.writableFinished));
-}
-
-/** Applies an evaluation to a Node response; `true` when the request may go on. */
-export async function applyToNodeResponse<Req, Res extends ServerResponse>(
-  evaluation: Evaluation,
-  request: Req,
-  response: Res,
-  onDenied: ((request: Req, response: Res, info: DenialInfo) => void | Promise<void>) | undefined,
-): Promise<boolean> {
-  if (evaluation.kind === 'skip') return true;
-  if (evaluation.kind === 'allow') {
-    setNodeHeaders(response, evaluation.headers);
-    settleOnFinish(response, evaluation.settle);
-    return true;
-  }
-  if (onDenied === undefined) {
-    sendNodeRefusal(response, evaluation.refusal);
-    return false;
-  }
-  response.statusCode = evaluation.refusal.status;
-  setNodeHeaders(response, withoutContentType(evaluation.refusal.headers));
-  await onDenied(request, response, denialInfo(evaluation));
-  return false;
 }
 
 function answer500(_error: unknown, _request: IncomingMessage, response: ServerResponse): void {
