@@ -1,0 +1,80 @@
+// The ioredis and iovalkey adapters (the same shape: iovalkey is ioredis's fork), single node or Cluster.
+import { type Commander, isFunction, listenUntilReady } from './commander.js';
+
+interface IoRedisLike {
+  call(command: string, ...args: string[]): Promise<unknown>;
+  status?: string;
+  isCluster?: boolean;
+  nodes?: (role?: string) => IoRedisLike[];
+  /** Cluster: per slot, the node keys (`host:port`) that serve it, the primary first. */
+  slots?: ReadonlyArray<readonly string[] | undefined>;
+  options?: Record<string, unknown>;
+  startupNodes?: unknown[];
+  connect?: () => Promise<void>;
+  on(event: string, listener: () => void): unknown;
+  off(event: string, listener: () => void): unknown;
+}
+
+/** iovalkey's main class carries a `Valkey` alias of itself; ioredis's does not. */
+function isIoValkey(client: IoRedisLike): boolean {
+  const made = (client as { constructor?: unknown }).constructor;
+  return typeof made === 'function' && 'Valkey' in made;
+}
+
+function nodeAddress(node: unknown): string | undefined {
+  if (typeof node === 'string' || typeof node === 'number') return String(node);
+  if (typeof node !== 'object' || node === null) return undefined;
+  const { host, port } = node as { host?: unknown; port?: unknown };
+  return `${String(host ?? '127.0.0.1')}:${String(port ?? 6379)}`;
+}
+
+function describeAddress(redis: IoRedisLike, cluster: boolean): string {
+  if (cluster) {
+    const seeds = (redis.startupNodes ?? []).map(nodeAddress).filter((a) => a !== undefined);
+    return seeds.length === 0 ? 'the cluster' : `the cluster at ${seeds.join(', ')}`;
+  }
+  const options = redis.options ?? {};
+  if (Array.isArray(options.sentinels)) {
+    const sentinels = options.sentinels.map(nodeAddress).join(', ');
+    return `the primary '${String(options.name)}' named by the sentinels at ${sentinels}`;
+  }
+  if (typeof options.path === 'string') return options.path;
+  return nodeAddress(options) ?? 'the server';
+}
+
+/** An adapter over an ioredis or iovalkey client or Cluster (`redis.call` routes by the first key). */
+export function ioredisCommander(redis: IoRedisLike): Commander {
+  const cluster = redis.isCluster === true && isFunction(redis.nodes);
+  let library: 'ioredis' | 'iovalkey' | undefined = cluster
+    ? undefined
+    : isIoValkey(redis)
+      ? 'iovalkey'
+      : 'ioredis';
+  const masters = (): IoRedisLike[] => (redis.nodes as (role: string) => IoRedisLike[])('master');
+  return {
+    get library() {
+      if (library !== undefined) return library;
+      // A Cluster's class has no alias; its node connections are made by the library's own client
+      // class, so the first node tells (before the first connection: ioredis, said so again later).
+      const node = masters()[0];
+      if (node === undefined) return 'ioredis';
+      library = isIoValkey(node) ? 'iovalkey' : 'ioredis';
+      return library;
+    },
+    cluster,
+    address: describeAddress(redis, cluster),
+    send: (args) => redis.call(args[0] as string, ...args.slice(1)),
+    sendToPrimaries: (args) => {
+      const targets = cluster ? masters() : [redis];
+      return Promise.all(targets.map((node) => node.call(args[0] as string, ...args.slice(1))));
+    },
+    isReady: () => redis.status === 'ready',
+    whenReady: (listener) => {
+      const stop = listenUntilReady(redis, ['ready'], () => redis.status === 'ready', listener);
+      // lazyConnect: a client nobody asked to connect yet ('wait') connects now, as a command would make it.
+      if (redis.status === 'wait' && isFunction(redis.connect)) redis.connect().catch(() => {});
+      return stop;
+    },
+    primaryOf: (slot) => (cluster ? redis.slots?.[slot]?.[0] : undefined),
+  };
+}
