@@ -5,7 +5,7 @@ import type { Commander } from './commander.js';
 
 interface Wait {
   readonly promise: Promise<void>;
-  failed: boolean;
+  settled: boolean;
 }
 
 /** The first connection of one client, as a store waits for it. */
@@ -36,15 +36,17 @@ export class Readiness {
     return this.#wait.promise;
   }
 
-  /** Resolves once connected; a wait that failed before is started anew (an app asked to wait). */
+  /**
+   * Resolves once the client is connected now (not merely once before), waiting up to the connect
+   * timeout; a wait that has ended before is started anew, since an app asked to wait.
+   */
   ready(): Promise<void> {
-    const pending = this.untilReady();
-    if (pending === undefined) return Promise.resolve();
-    if (this.#wait?.failed === true) {
-      this.#wait = this.#start();
-      return this.#wait.promise;
+    if (this.#commander.isReady()) {
+      this.#connected = true;
+      return Promise.resolve();
     }
-    return pending;
+    if (this.#wait === undefined || this.#wait.settled) this.#wait = this.#start();
+    return this.#wait.promise;
   }
 
   #start(): Wait {
@@ -54,11 +56,12 @@ export class Readiness {
       const stop = this.#commander.whenReady(() => {
         clearTimeout(timer);
         this.#connected = true;
+        if (wait !== undefined) wait.settled = true;
         resolve();
       });
       const timer = setTimeout(() => {
         stop();
-        if (wait !== undefined) wait.failed = true;
+        if (wait !== undefined) wait.settled = true;
         reject(
           new SluiceError(
             ERROR_CODES.STORE,
@@ -71,7 +74,7 @@ export class Readiness {
     });
     // Callers handle it; kept here, a rejection must not count as unhandled.
     promise.catch(() => {});
-    wait = { promise, failed: false };
+    wait = { promise, settled: false };
     return wait;
   }
 }
