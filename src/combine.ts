@@ -1,20 +1,11 @@
 // all(): several limiters decided as one; atomically by one script when they share a store and a slot.
-import { type CombinedDecision, combineDecisions, member } from './combined-decision.js';
+import { checkIdentifier, checkTag } from './core/call.js';
+import { type CombinedDecision, combineDecisions } from './core/combined-decision.js';
+import { atomicGroupError, Group, type GroupOutcome, type PerMember } from './core/group.js';
+import type { Member } from './core/member.js';
 import { describeValue, ERROR_CODES, invalidOption, SluiceError } from './errors.js';
-import {
-  type CallOptions,
-  checkCost,
-  checkIdentifier,
-  checkTag,
-  internalsOf,
-  isLimiter,
-  type KeyOptions,
-  type Limiter,
-  type LimiterInternals,
-  readClock,
-} from './limiter.js';
-import { atomicRequestsError } from './stores/atomic.js';
-import type { Decision, Operation, StoreRequest } from './types.js';
+import { type KeyOptions, type Limiter, limiterMember } from './limiter.js';
+import type { Operation } from './types.js';
 import { knownKeys, optionsObject } from './validate.js';
 
 /** Options of {@link all}. */
@@ -32,19 +23,198 @@ export interface AllOptions {
 /** Identifiers for a combined call: one for every limiter, or one per limiter in order. */
 export type Identifiers = string | readonly string[];
 
+/** Options of a combined call: each part a value for every limiter, or one per limiter in order. */
+export interface CombinedCallOptions {
+  /**
+   * Units the request takes from each limiter.
+   * @default 1
+   */
+  readonly cost?: PerMember<number>;
+  /**
+   * Per-call limits (see `CallOptions.limit`); `undefined` for a limiter keeps its policy's own.
+   * @default each policy's own
+   */
+  readonly limit?: PerMember<number | undefined>;
+  /** A hash tag shared by every key of the call (see `CallOptions.tag`). */
+  readonly tag?: string;
+}
+
 /** Several limiters used as one. */
 export interface CombinedLimiter {
   readonly limiters: readonly Limiter[];
   /** Whether checks are made by one atomic script (see {@link AllOptions.atomic}). */
   readonly atomic: boolean;
   /** Takes `cost` from every limiter when every one allows; a denial takes nothing from any. */
-  limit(identifiers: Identifiers, options?: CallOptions): Promise<CombinedDecision>;
+  limit(identifiers: Identifiers, options?: CombinedCallOptions): Promise<CombinedDecision>;
   /** The decision `limit` would give, consuming nothing. */
-  peek(identifiers: Identifiers, options?: CallOptions): Promise<CombinedDecision>;
+  peek(identifiers: Identifiers, options?: CombinedCallOptions): Promise<CombinedDecision>;
   /** Gives `amount` back to every limiter (each on its own; a refund needs no atomicity). */
   refund(identifiers: Identifiers, amount?: number, options?: KeyOptions): Promise<CombinedDecision>;
   /** Forgets the identifiers in every limiter. */
   reset(identifiers: Identifiers, options?: KeyOptions): Promise<void>;
+}
+
+let groupOf: (combined: unknown) => Group | undefined;
+
+class Combined implements CombinedLimiter {
+  readonly limiters: readonly Limiter[];
+  readonly atomic: boolean;
+  readonly #group: Group;
+
+  static {
+    groupOf = (combined) =>
+      typeof combined === 'object' && combined !== null && #group in combined ? combined.#group : undefined;
+  }
+
+  constructor(limiters: readonly Limiter[], group: Group) {
+    this.limiters = limiters;
+    this.atomic = group.atomic;
+    this.#group = group;
+  }
+
+  limit(identifiers: Identifiers, options?: CombinedCallOptions): Promise<CombinedDecision> {
+    return this.#check('limit', identifiers, options);
+  }
+
+  peek(identifiers: Identifiers, options?: CombinedCallOptions): Promise<CombinedDecision> {
+    return this.#check('peek', identifiers, options);
+  }
+
+  async refund(identifiers: Identifiers, amount = 1, options?: KeyOptions): Promise<CombinedDecision> {
+    const ids = this.#identifiers(identifiers);
+    // Validate every part first: a bad call writes nothing anywhere.
+    for (let i = 0; i < this.limiters.length; i++) {
+      const invalid = this.#member(i).check(ids[i], amount, 'amount', options?.tag, options?.limit);
+      if (invalid instanceof SluiceError) throw invalid;
+    }
+    const decisions = await Promise.all(
+      this.limiters.map((limiter, i) => limiter.refund(ids[i] as string, amount, options)),
+    );
+    return combineDecisions(this.#names(), decisions, true);
+  }
+
+  async reset(identifiers: Identifiers, options?: KeyOptions): Promise<void> {
+    const ids = this.#identifiers(identifiers);
+    for (const id of ids) {
+      const invalid = checkIdentifier(id) ?? checkTag(options?.tag);
+      if (invalid !== undefined) throw invalid;
+    }
+    await Promise.all(this.limiters.map((limiter, i) => limiter.reset(ids[i] as string, options)));
+  }
+
+  async #check(
+    operation: Operation,
+    identifiers: Identifiers,
+    options: CombinedCallOptions | undefined,
+  ): Promise<CombinedDecision> {
+    const outcome = await decideGroup(this.#group, operation, identifiers, options);
+    return combineDecisions(this.#names(), outcome.decisions, outcome.allowed);
+  }
+
+  #identifiers(identifiers: Identifiers): readonly string[] {
+    const ids = identifiersFor(this.limiters.length, identifiers);
+    if (ids instanceof SluiceError) throw ids;
+    return ids;
+  }
+
+  #member(i: number): Member {
+    return this.#group.members[i] as Member;
+  }
+
+  #names(): readonly string[] {
+    return this.limiters.map((limiter) => limiter.name);
+  }
+}
+
+/** The identifiers of a combined call, one per limiter, or the error. */
+export function identifiersFor(count: number, identifiers: Identifiers): readonly string[] | SluiceError {
+  if (typeof identifiers === 'string') return Array.from({ length: count }, () => identifiers);
+  if (!Array.isArray(identifiers) || identifiers.length !== count) {
+    return new SluiceError(
+      ERROR_CODES.INVALID_IDENTIFIER,
+      `Expected \`identifiers\` to be a string or an array of ${count} strings (one per limiter), got ${Array.isArray(identifiers) ? `an array of ${identifiers.length}` : describeValue(identifiers)}.`,
+    );
+  }
+  return identifiers;
+}
+
+function perMember<T>(
+  option: string,
+  value: PerMember<T> | undefined,
+  count: number,
+): SluiceError | undefined {
+  if (Array.isArray(value) && value.length !== count) {
+    return invalidOption(
+      option,
+      `a value for every limiter, or an array of ${count} (one per limiter)`,
+      value,
+    );
+  }
+  return undefined;
+}
+
+/**
+ * Checks a group once (`limit` or `peek`); rejects before anything is asked when a part is bad. The
+ * HTTP middleware and the login guard decide through this too.
+ */
+export function decideGroup(
+  group: Group,
+  operation: Operation,
+  identifiers: Identifiers,
+  options: CombinedCallOptions | undefined,
+): Promise<GroupOutcome> {
+  const count = group.members.length;
+  const ids = identifiersFor(count, identifiers);
+  if (ids instanceof SluiceError) return Promise.reject(ids);
+  const cost = options?.cost ?? 1;
+  const limit = options?.limit;
+  const shape = perMember('cost', cost, count) ?? perMember('limit', limit, count);
+  if (shape !== undefined) return Promise.reject(shape);
+  const calls = group.calls(operation, ids, cost, limit, options?.tag);
+  if (calls instanceof SluiceError) return Promise.reject(calls);
+  return group.decide(calls);
+}
+
+/** The group behind a value made by all(), or undefined. */
+export function combinedGroup(value: unknown): Group | undefined {
+  return groupOf(value);
+}
+
+/**
+ * The group of limiters decided as one, as all() makes it: validated, atomic by default when every
+ * limiter shares one store.
+ */
+export function groupFor(
+  limiters: readonly unknown[],
+  atomic: boolean | undefined,
+  option = 'limiters',
+): Group {
+  if (!Array.isArray(limiters) || limiters.length === 0) {
+    throw invalidOption(option, 'a non-empty array of limiters', limiters);
+  }
+  const members = limiters.map((limiter, i) => {
+    const member = limiterMember(limiter);
+    if (member === undefined)
+      throw invalidOption(`${option}[${i}]`, 'a limiter from createLimiter()', limiter);
+    return member;
+  });
+  members.forEach((member, i) => {
+    const twin = members.findIndex((other) => other.store === member.store && other.name === member.name);
+    if (twin !== i) {
+      throw invalidOption(
+        `${option}[${i}].name`,
+        `distinct from ${option}[${twin}].name on the same store (two limiters with one name share their keys)`,
+        member.name,
+      );
+    }
+  });
+  const sameStore = members.every((member) => member.store === members[0]?.store);
+  const together = atomic ?? sameStore;
+  if (together) {
+    const refused = atomicGroupError(members);
+    if (refused !== undefined) throw refused;
+  }
+  return new Group(members, together);
 }
 
 /**
@@ -62,240 +232,11 @@ export interface CombinedLimiter {
  * if (!decision.allowed) console.log(`denied by ${decision.deniedBy.join(', ')}`);
  */
 export function all(limiters: readonly Limiter[], options?: AllOptions): CombinedLimiter {
-  if (!Array.isArray(limiters) || limiters.length === 0) {
-    throw invalidOption('limiters', 'a non-empty array of limiters', limiters);
-  }
-  limiters.forEach((limiter, i) => {
-    if (!isLimiter(limiter)) throw invalidOption(`limiters[${i}]`, 'a limiter from createLimiter()', limiter);
-  });
-  const list: readonly Limiter[] = Object.freeze([...limiters]);
   const raw = optionsObject('all options', options, false);
   knownKeys('all', raw, ['atomic']);
   if (raw.atomic !== undefined && typeof raw.atomic !== 'boolean') {
     throw invalidOption('all.atomic', 'a boolean', raw.atomic);
   }
-  const store = (list[0] as Limiter).store;
-  const sameStore = list.every((limiter) => limiter.store === store);
-  list.forEach((limiter, i) => {
-    const twin = list.findIndex((other) => other.store === limiter.store && other.name === limiter.name);
-    if (twin !== i) {
-      throw invalidOption(
-        `limiters[${i}].name`,
-        `distinct from limiters[${twin}].name on the same store (two limiters with one name share their keys)`,
-        limiter.name,
-      );
-    }
-  });
-  const atomic = raw.atomic ?? sameStore;
-  let clock: (() => number) | undefined;
-  let internals: LimiterInternals[] = [];
-  if (atomic) {
-    if (!sameStore) {
-      throw new SluiceError(
-        ERROR_CODES.INVALID_OPTION,
-        'Expected the limiters of all(limiters, { atomic: true }) to share one store: limiters on different stores cannot be decided by one script. Use { atomic: false } to decide them side by side, with grants refunded when one denies.',
-      );
-    }
-    if (typeof store.decideAll !== 'function') {
-      throw new SluiceError(
-        ERROR_CODES.INVALID_OPTION,
-        `Expected the store of all(limiters, { atomic: true }) to offer decideAll(), got a ${describeValue(store.kind)} store without it. Use { atomic: false }.`,
-      );
-    }
-    internals = list.map((limiter, i) => {
-      const found = internalsOf(limiter);
-      if (found === undefined) {
-        throw invalidOption(
-          `limiters[${i}]`,
-          'a limiter from createLimiter() (atomic checks need its clock and failure policy)',
-          limiter,
-        );
-      }
-      return found;
-    });
-    clock = internals[0]?.clock;
-    if (!internals.every((found) => found.clock === clock)) {
-      throw new SluiceError(
-        ERROR_CODES.INVALID_OPTION,
-        'Expected the limiters of an atomic all() to share one `clock` (or none): one script decides every key at one time.',
-      );
-    }
-  }
-
-  function identifiersOf(identifiers: Identifiers): readonly string[] | SluiceError {
-    if (typeof identifiers === 'string') return list.map(() => identifiers);
-    if (!Array.isArray(identifiers) || identifiers.length !== list.length) {
-      return new SluiceError(
-        ERROR_CODES.INVALID_IDENTIFIER,
-        `Expected \`identifiers\` to be a string or an array of ${list.length} strings (one per limiter), got ${Array.isArray(identifiers) ? `an array of ${identifiers.length}` : describeValue(identifiers)}.`,
-      );
-    }
-    return identifiers;
-  }
-
-  function atomicCheck(operation: Operation, ids: readonly string[], cost: number, tag: string | undefined) {
-    const decideAll = store.decideAll as NonNullable<typeof store.decideAll>;
-    const now = readClock(clock);
-    if (now instanceof SluiceError) return Promise.reject(now);
-    const requests: StoreRequest[] = list.map((limiter, i) => ({
-      policy: limiter.policy,
-      name: limiter.name,
-      identifier: ids[i] as string,
-      tag,
-      operation,
-      cost,
-      now,
-    }));
-    const combine = (decisions: Decision[]) => {
-      const members = decisions.map((decision, i) => member(list[i] as Limiter, decision));
-      return combineDecisions(
-        members,
-        members.every((d) => d.allowed),
-      );
-    };
-    // A combination the store would refuse (keys on several slots, a repeated key) is the caller's
-    // mistake, not an outage: refused here, before any failure policy could answer for it.
-    const refused = atomicRequestsError(
-      requests,
-      requests.map((request) => store.keyFor(request.name, request.identifier, request.tag)),
-    );
-    if (refused !== undefined) return Promise.reject(refused);
-    // Each limiter keeps its own failure policy: while one's store is being probed after a failure,
-    // every member decides without the store; otherwise one script asks for all, within the first
-    // limiter's deadline, and a failure or timeout is decided by each member's `onStoreError`.
-    const admitted = internals.map((inner) => inner.admit());
-    const probes = admitted.map((admission) => admission === 'probe');
-    if (admitted.includes('skip')) {
-      return Promise.resolve(
-        combine(
-          internals.map((inner, i) =>
-            inner.unanswered(requests[i] as StoreRequest, 'skipped', undefined, probes[i] === true),
-          ),
-        ),
-      );
-    }
-    const starts = internals.map((inner, i) => inner.begin(requests[i] as StoreRequest));
-    const unanswered = (reason: 'store-error' | 'timeout', error: unknown) =>
-      combine(
-        internals.map((inner, i) =>
-          inner.unanswered(requests[i] as StoreRequest, reason, error, probes[i] === true),
-        ),
-      );
-    return new Promise<CombinedDecision>((resolve) => {
-      (internals[0] as LimiterInternals).deadlines.race(
-        () => decideAll.call(store, requests),
-        (results) =>
-          resolve(
-            combine(
-              results.map((result, i) =>
-                (internals[i] as LimiterInternals).answered(
-                  requests[i] as StoreRequest,
-                  result,
-                  probes[i] === true,
-                  starts[i] as { startedAt: number; epoch: number },
-                ),
-              ),
-            ),
-          ),
-        (error) => resolve(unanswered('store-error', error)),
-        () => resolve(unanswered('timeout', undefined)),
-      );
-    });
-  }
-
-  async function sideBySideLimit(ids: readonly string[], options: CallOptions): Promise<CombinedDecision> {
-    const settled = await Promise.allSettled(
-      list.map((limiter, i) => limiter.limit(ids[i] as string, options)),
-    );
-    const failure = settled.find((outcome) => outcome.status === 'rejected');
-    const granted = settled.map((outcome) => (outcome.status === 'fulfilled' ? outcome.value : undefined));
-    const denied =
-      failure !== undefined || granted.some((decision) => decision !== undefined && !decision.allowed);
-    if (!denied) {
-      return combineDecisions(
-        granted.map((decision, i) => member(list[i] as Limiter, decision as Decision)),
-        true,
-      );
-    }
-    // Give back what was granted. Only grants the store made as usual: a decision with a `reason`
-    // (a fallback) took nothing there. A refund that fails leaves units taken until they expire,
-    // which errs on the strict side.
-    const cost = options.cost ?? 1;
-    const keyOptions: KeyOptions = options.tag === undefined ? {} : { tag: options.tag };
-    const after = await Promise.all(
-      granted.map(async (decision, i) => {
-        const limiter = list[i] as Limiter;
-        if (decision === undefined || !decision.allowed || decision.reason !== undefined) return decision;
-        try {
-          const refunded = await limiter.refund(ids[i] as string, cost, keyOptions);
-          return { ...decision, remaining: refunded.remaining, resetMs: refunded.resetMs };
-        } catch {
-          return decision;
-        }
-      }),
-    );
-    if (failure !== undefined) throw (failure as PromiseRejectedResult).reason;
-    return combineDecisions(
-      after.map((decision, i) => member(list[i] as Limiter, decision as Decision)),
-      false,
-    );
-  }
-
-  async function sideBySidePeek(ids: readonly string[], options: CallOptions): Promise<CombinedDecision> {
-    const decisions = await Promise.all(list.map((limiter, i) => limiter.peek(ids[i] as string, options)));
-    const members = decisions.map((decision, i) => member(list[i] as Limiter, decision));
-    return combineDecisions(
-      members,
-      members.every((d) => d.allowed),
-    );
-  }
-
-  function check(operation: 'limit' | 'peek', identifiers: Identifiers, options: CallOptions | undefined) {
-    const ids = identifiersOf(identifiers);
-    if (ids instanceof SluiceError) return Promise.reject(ids);
-    const cost = options?.cost ?? 1;
-    const tag = options?.tag;
-    // Validate every part first: a bad call writes nothing anywhere.
-    for (let i = 0; i < list.length; i++) {
-      const limiter = list[i] as Limiter;
-      const invalid = checkIdentifier(ids[i]) ?? checkCost('cost', cost, limiter.policy) ?? checkTag(tag);
-      if (invalid !== undefined) return Promise.reject(invalid);
-    }
-    if (atomic) return atomicCheck(operation, ids, cost, tag);
-    const callOptions: CallOptions = tag === undefined ? { cost } : { cost, tag };
-    return operation === 'limit' ? sideBySideLimit(ids, callOptions) : sideBySidePeek(ids, callOptions);
-  }
-
-  return {
-    limiters: list,
-    atomic,
-    limit: (identifiers, options) => check('limit', identifiers, options),
-    peek: (identifiers, options) => check('peek', identifiers, options),
-    refund: async (identifiers, amount = 1, options) => {
-      const ids = identifiersOf(identifiers);
-      if (ids instanceof SluiceError) throw ids;
-      for (let i = 0; i < list.length; i++) {
-        const limiter = list[i] as Limiter;
-        const invalid =
-          checkIdentifier(ids[i]) ?? checkCost('amount', amount, limiter.policy) ?? checkTag(options?.tag);
-        if (invalid !== undefined) throw invalid;
-      }
-      const decisions = await Promise.all(
-        list.map((limiter, i) => limiter.refund(ids[i] as string, amount, options)),
-      );
-      return combineDecisions(
-        decisions.map((decision, i) => member(list[i] as Limiter, decision)),
-        true,
-      );
-    },
-    reset: async (identifiers, options) => {
-      const ids = identifiersOf(identifiers);
-      if (ids instanceof SluiceError) throw ids;
-      for (const id of ids) {
-        const invalid = checkIdentifier(id) ?? checkTag(options?.tag);
-        if (invalid !== undefined) throw invalid;
-      }
-      await Promise.all(list.map((limiter, i) => limiter.reset(ids[i] as string, options)));
-    },
-  };
+  const group = groupFor(limiters, raw.atomic as boolean | undefined);
+  return new Combined(Object.freeze([...limiters]), group);
 }

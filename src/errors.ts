@@ -10,6 +10,8 @@ export const ERROR_CODES = {
   INVALID_IDENTIFIER: 'ERR_SLUICE_INVALID_IDENTIFIER',
   /** The cost or refund amount is not a positive safe integer. Nothing was written. */
   INVALID_COST: 'ERR_SLUICE_INVALID_COST',
+  /** A call's `limit` is not a positive safe integer, or leaves a region's share below one unit. Nothing was written. */
+  INVALID_LIMIT: 'ERR_SLUICE_INVALID_LIMIT',
   /** The cost is above what the policy can ever grant. Nothing was written. */
   COST_EXCEEDS_LIMIT: 'ERR_SLUICE_COST_EXCEEDS_LIMIT',
   /** The Redis client is neither an ioredis nor a node-redis client. */

@@ -12,11 +12,17 @@ export {
   type SlidingWindowState,
   slidingWindow,
 } from './algorithms/sliding-window.js';
-export { type AllOptions, all, type CombinedLimiter, type Identifiers } from './combine.js';
-export type { CombinedDecision, MemberDecision } from './combined-decision.js';
+export {
+  type AllOptions,
+  all,
+  type CombinedCallOptions,
+  type CombinedLimiter,
+  type Identifiers,
+} from './combine.js';
+export type { CombinedDecision, MemberDecision } from './core/combined-decision.js';
+export { DENY_RETRY_AFTER_MS, type FailureMode } from './core/health.js';
 export { ERROR_CODES, type ErrorCode, SluiceError } from './errors.js';
-export { DENY_RETRY_AFTER_MS, type FailureMode } from './failure.js';
-export type { DecisionHook, ErrorHook, HookContext } from './hooks.js';
+export type { DecisionHook, DecisionSource, ErrorHook, HookContext, MetricsRecorder } from './hooks.js';
 export { type CallOptions, createLimiter, type KeyOptions, type Limiter } from './limiter.js';
 export {
   type LoginBudget,
@@ -38,6 +44,8 @@ export type {
   Policy,
   ScriptName,
   Store,
+  StoreFailure,
   StoreRequest,
   StoreResult,
 } from './types.js';
+export { isStoreFailure } from './types.js';

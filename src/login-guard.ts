@@ -1,9 +1,12 @@
-// loginGuard(): the seed's login exercise as a recipe: failures logged per username and per IP, failing closed.
+// loginGuard(): failed logins logged per username and per IP in sliding logs, failing closed when the store fails.
 import { slidingLog } from './algorithms/sliding-log.js';
+import type { Call } from './core/call.js';
+import { checkIdentifier } from './core/call.js';
+import type { Member } from './core/member.js';
+import { decideOne } from './core/pipeline.js';
 import { ERROR_CODES, SluiceError } from './errors.js';
-import type { HookContext } from './hooks.js';
-import { checkIdentifier, createLimiter, type Limiter } from './limiter.js';
-import type { Decision, Policy, Store } from './types.js';
+import { createLimiter, type Limiter, limiterMember } from './limiter.js';
+import { type Decision, isStoreFailure, type Policy, type Store, type StoreFailure } from './types.js';
 import { durationMs, keyPart, knownKeys, optionsObject, positiveInteger } from './validate.js';
 
 /** One dimension's budget of failures. */
@@ -70,7 +73,7 @@ export interface LoginDecision {
    * Present when the refusal comes from the store failing rather than from a limit: `store-error`
    * or `timeout`. The guard fails closed; answer 503 rather than 429.
    */
-  readonly reason?: 'store-error' | 'timeout';
+  readonly reason?: StoreFailure;
   /** The store's error, when `reason` is present and the error reached the guard. */
   readonly error?: SluiceError;
 }
@@ -121,7 +124,7 @@ function asSluiceError(error: unknown): SluiceError {
 }
 
 /**
- * The seed's login exercise as a recipe: a sliding log of failures per username and per IP, two
+ * Brute-force protection for logins: a sliding log of failures per username and per IP, two
  * single-key scripts on different slots (no shared tag: that would send every login through one
  * shard), and a refusal whenever the store cannot answer.
  *
@@ -145,26 +148,19 @@ export function loginGuard(options: LoginGuardOptions): LoginGuard {
   // createLimiter validates the store and the clock, naming them.
   const store = raw.store as Store;
   const clock = raw.clock as (() => number) | undefined;
-  // The limiters wait `timeoutMs` for the store and fail closed, as a login check should; they
-  // answer for a failed store with a decision, and tell the guard the error through a hook.
-  let storeError: SluiceError | undefined;
-  const onDecision = (_decision: Decision, context: HookContext): void => {
-    if (context.error !== undefined) storeError = context.error;
-  };
+  // The limiters wait `timeoutMs` for the store and fail closed, as a login check should.
   const limiter = (policy: Policy, suffix: string): Limiter =>
     createLimiter(
       clock === undefined
-        ? { store, policy, name: `${name}:${suffix}`, timeoutMs, onStoreError: 'deny', onDecision }
-        : { store, policy, name: `${name}:${suffix}`, timeoutMs, onStoreError: 'deny', onDecision, clock },
+        ? { store, policy, name: `${name}:${suffix}`, timeoutMs, onStoreError: 'deny' }
+        : { store, policy, name: `${name}:${suffix}`, timeoutMs, onStoreError: 'deny', clock },
     );
-  const answered = (outcome: PromiseSettledResult<Decision>): Decision | undefined =>
-    outcome.status === 'fulfilled' &&
-    outcome.value.reason !== 'store-error' &&
-    outcome.value.reason !== 'timeout'
-      ? outcome.value
-      : undefined;
   const username = limiter(slidingLog(perUsername), 'user');
   const ip = limiter(slidingLog(perIp), 'ip');
+  const dimensions: ReadonlyArray<[LoginDimension, Member]> = [
+    ['username', limiterMember(username) as Member],
+    ['ip', limiterMember(ip) as Member],
+  ];
 
   function inputs(user: unknown, address: unknown): [string, string] | SluiceError {
     const invalid = checkIdentifier(user, 'username') ?? checkIdentifier(address, 'ip');
@@ -173,40 +169,42 @@ export function loginGuard(options: LoginGuardOptions): LoginGuard {
     return checkIdentifier(normalized, 'username (normalized)') ?? [normalized, address as string];
   }
 
+  // Each dimension is asked on its own, through the pipeline: a failure is recorded in both logs
+  // even when one is full, the strict side for a login.
   async function both(operation: 'peek' | 'limit', user: string, address: string): Promise<LoginDecision> {
     const keys = inputs(user, address);
     if (keys instanceof SluiceError) throw keys;
-    // The limiters wait at most `timeoutMs` and answer for a failed store themselves.
-    const [byUser, byIp] = await Promise.allSettled([username[operation](keys[0]), ip[operation](keys[1])]);
+    const calls: Call[] = [];
+    for (const [i, [, member]] of dimensions.entries()) {
+      const call = member.call(operation, keys[i] as string, 1, 'cost', undefined, undefined);
+      if (call instanceof SluiceError) throw call;
+      calls.push(call);
+    }
+    const decisions = await Promise.all(calls.map(decideOne));
     const blockedBy: LoginDimension[] = [];
     let retryAfterMs = 0;
-    let reason: 'store-error' | 'timeout' | undefined;
+    let reason: StoreFailure | undefined;
     let error: SluiceError | undefined;
-    const outcomes: Array<[LoginDimension, PromiseSettledResult<Decision>]> = [
-      ['username', byUser],
-      ['ip', byIp],
-    ];
-    for (const [dimension, outcome] of outcomes) {
-      if (outcome.status === 'rejected') {
+    decisions.forEach((decision, i) => {
+      const dimension = (dimensions[i] as [LoginDimension, Member])[0];
+      if (isStoreFailure(decision.reason)) {
+        // The limiter answered for a failed store (it fails closed): the guard refuses, saying why.
         blockedBy.push(dimension);
-        error ??= asSluiceError(outcome.reason);
-        reason ??= error.code === ERROR_CODES.TIMEOUT ? 'timeout' : 'store-error';
-      } else if (outcome.value.reason === 'store-error' || outcome.value.reason === 'timeout') {
-        // A limiter that answers for a failed store (a failure policy) may say yes: the guard still refuses.
+        reason ??= decision.reason;
+        error ??= calls[i]?.error;
+      } else if (!decision.allowed) {
         blockedBy.push(dimension);
-        reason ??= outcome.value.reason;
-        error ??= storeError;
-      } else if (!outcome.value.allowed) {
-        blockedBy.push(dimension);
-        if (outcome.value.retryAfterMs > retryAfterMs) retryAfterMs = outcome.value.retryAfterMs;
+        if (decision.retryAfterMs > retryAfterMs) retryAfterMs = decision.retryAfterMs;
       }
-    }
+    });
+    const answered = (decision: Decision | undefined): Decision | undefined =>
+      decision === undefined || isStoreFailure(decision.reason) ? undefined : decision;
     const decision: LoginDecision = {
       allowed: blockedBy.length === 0,
       blockedBy,
       retryAfterMs,
-      username: answered(byUser),
-      ip: answered(byIp),
+      username: answered(decisions[0]),
+      ip: answered(decisions[1]),
     };
     if (reason === undefined) return decision;
     return error === undefined ? { ...decision, reason } : { ...decision, reason, error };

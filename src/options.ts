@@ -1,7 +1,8 @@
 // Limiter options: their types, their defaults, and the one path that validates and resolves them.
+
+import type { FailureMode } from './core/health.js';
 import { invalidOption } from './errors.js';
-import type { FailureMode } from './failure.js';
-import type { DecisionHook, ErrorHook } from './hooks.js';
+import type { DecisionHook, ErrorHook, MetricsRecorder } from './hooks.js';
 import type { Policy, Store } from './types.js';
 import { keyPart, knownKeys, optionsObject, positiveInteger } from './validate.js';
 
@@ -36,7 +37,7 @@ export interface LimiterOptions {
    * policy until the store answers again (each process then enforces the whole limit on its own
    * share of traffic). Such decisions carry `reason`.
    *
-   * Open by default, as the seed design advises for ordinary API traffic: a limiter exists to protect
+   * Open by default, which suits ordinary API traffic: a limiter exists to protect
    * a service, and one that turns a Redis outage into an outage of every endpoint does the opposite.
    * Choose `'deny'` where abuse costs more than downtime (logins, payments, expensive calls), and
    * `'fallback'` to keep a per-process limit through an outage.
@@ -57,6 +58,12 @@ export interface LimiterOptions {
   readonly onDecision?: DecisionHook;
   /** Called with each store failure or timeout (a `SluiceError`; the client's error is its `cause`). */
   readonly onError?: ErrorHook;
+  /**
+   * Where to count decisions: `prometheusMetrics()` or `openTelemetryMetrics()` from `sluice/metrics`
+   * (one recorder serves many limiters, each labelled by its `name`).
+   * @default undefined (no metrics)
+   */
+  readonly metrics?: MetricsRecorder;
   /**
    * Remembers the store's denials in this process, so an identifier denied for `retryAfterMs` is
    * denied again without a round trip until then (`reason: 'cached'`). `true` keeps up to 10 000
@@ -82,6 +89,7 @@ export interface ResolvedLimiterOptions {
   readonly timeoutMs: number;
   readonly onDecision: DecisionHook | undefined;
   readonly onError: ErrorHook | undefined;
+  readonly metrics: MetricsRecorder | undefined;
   /** 0 when the deny cache is off. */
   readonly denyCacheMaxEntries: number;
   readonly enforce: boolean;
@@ -96,6 +104,7 @@ const KNOWN = [
   'timeoutMs',
   'onDecision',
   'onError',
+  'metrics',
   'denyCache',
   'enforce',
 ] as const;
@@ -149,6 +158,7 @@ export function resolveLimiterOptions(options: LimiterOptions): ResolvedLimiterO
         : positiveInteger('timeoutMs', raw.timeoutMs, MAX_TIMEOUT_MS),
     onDecision: hook('onDecision', raw.onDecision) as DecisionHook | undefined,
     onError: hook('onError', raw.onError) as ErrorHook | undefined,
+    metrics: recorder(raw.metrics),
     denyCacheMaxEntries: denyCacheEntries(raw.denyCache),
     enforce: flag('enforce', raw.enforce, LIMITER_DEFAULTS.enforce),
   });
@@ -159,6 +169,25 @@ function hook(option: string, value: unknown): unknown {
     throw invalidOption(option, 'a function', value);
   }
   return value;
+}
+
+function recorder(value: unknown): MetricsRecorder | undefined {
+  if (value === undefined) return undefined;
+  const candidate = value as Partial<MetricsRecorder> | null;
+  if (
+    typeof candidate !== 'object' ||
+    candidate === null ||
+    typeof candidate.register !== 'function' ||
+    typeof candidate.record !== 'function' ||
+    typeof candidate.health !== 'function'
+  ) {
+    throw invalidOption(
+      'metrics',
+      "a recorder from 'sluice/metrics' (prometheusMetrics(), openTelemetryMetrics())",
+      value,
+    );
+  }
+  return candidate as MetricsRecorder;
 }
 
 function flag(option: string, value: unknown, fallback: boolean): boolean {

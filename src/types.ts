@@ -130,6 +130,8 @@ export interface Store {
    * Optional: `all()` combines limiters on a store without it one by one, with refunds.
    */
   decideAll?(requests: readonly StoreRequest[]): Promise<StoreResult[]>;
+  /** `decideAll` at once, for stores that need no I/O; throws what `decideAll` rejects with. */
+  decideAllNow?(requests: readonly StoreRequest[]): StoreResult[];
   /**
    * `undefined` when the store can decide now. While its first connection is still being made, a
    * promise that resolves once it is made, or rejects (a SluiceError) when it cannot be within the

@@ -2,7 +2,7 @@
 // not one timeoutMs later (with a long timeoutMs and a high call rate, they piled up by the million).
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { Deadlines } from '../src/deadlines.js';
+import { Deadlines } from '../src/core/deadlines.js';
 
 const never = (): Promise<never> => new Promise<never>(() => {});
 

@@ -67,12 +67,16 @@ describe('shadow mode and hooks', () => {
           assert.ok(decision.retryAfterMs > 0, 'the hook sees when the client could retry');
           assert.equal(decision.wouldAllow, undefined);
         }
-        assert.deepEqual(hooked[0]?.[1], {
+        const { storeMs, ...context } = (hooked[0] as [Decision, HookContext])[1];
+        assert.deepEqual(context, {
           name: 'shadow',
           identifier: 'client',
           operation: 'limit',
           cost: 1,
+          source: 'store',
+          enforced: false,
         });
+        assert.ok(storeMs > 0, `the store's time is measured (${storeMs} ms)`);
         // Denials took nothing: Redis counted the three grants only.
         assert.equal(fixedWindowCount(await connected.command('GET', store.keyFor('shadow', 'client'))), 3);
       } finally {
@@ -115,12 +119,17 @@ describe('shadow mode and hooks', () => {
       assert.ok(down.reason === 'store-error' || down.reason === 'timeout');
       assert.equal(hooked.at(-1)?.allowed, false);
       assert.equal(errors.length, 1);
+      const source = errors[0]?.[1].source;
       assert.deepEqual(errors[0]?.[1], {
         name: 'shadow-cache',
         identifier: 'b',
         operation: 'limit',
         cost: 1,
+        source,
+        storeMs: 0,
+        enforced: false,
       });
+      assert.ok(source === 'store-error' || source === 'timeout');
       assert.ok(errors[0]?.[0].code === 'ERR_SLUICE_STORE' || errors[0]?.[0].code === 'ERR_SLUICE_TIMEOUT');
     } finally {
       await connected.close();

@@ -38,6 +38,12 @@ local function fixed_window_write(key, index, count, limit, fresh, untilEnd)
   end
 end
 
+-- Units left: none when a limit lowered for this call (a plan changed mid-window) is below the count.
+local function fixed_window_left(limit, count)
+  if count >= limit then return 0 end
+  return limit - count
+end
+
 local function fixed_window(key, now, op, cost, limit, window)
   local index = floor(now / window)
   -- The key lives until its window ends, never longer.
@@ -60,7 +66,7 @@ local function fixed_window(key, now, op, cost, limit, window)
         end
         -- A denied request consumes nothing.
         call('DECRBY', key, cost)
-        return 0, limit - count, untilEnd, untilEnd
+        return 0, fixed_window_left(limit, count), untilEnd, untilEnd
       end
       -- A new key, or a count from an earlier window (stale): the window starts empty, and a cost
       -- never exceeds the limit.
@@ -96,5 +102,5 @@ local function fixed_window(key, now, op, cost, limit, window)
   end
   local reset = 0
   if count > 0 then reset = untilEnd end
-  return allowed, limit - count, reset, retry
+  return allowed, fixed_window_left(limit, count), reset, retry
 end

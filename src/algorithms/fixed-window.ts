@@ -2,6 +2,7 @@
 import { describeShare, resolveShare, scaleLimit } from '../share.js';
 import type { Operation, Outcome, Policy } from '../types.js';
 import { durationMs, knownKeys, optionsObject, positiveInteger } from '../validate.js';
+import { callLimit, type PolicyBody, withLimits } from './variants.js';
 
 /**
  * The state kept per identifier: which window, and how many units it has used. (On Redis, one
@@ -54,7 +55,8 @@ export function decideFixedWindow(
   }
   return {
     allowed,
-    remaining: limit - count,
+    // A limit lowered for this call (a plan changed mid-window) may be below the count.
+    remaining: count >= limit ? 0 : limit - count,
     resetMs: count > 0 ? untilEnd : 0,
     retryAfterMs,
     state: ttlMs > 0 ? keep(stored, index, count) : stored,
@@ -87,16 +89,18 @@ export function fixedWindow(options: FixedWindowOptions): Policy<FixedWindowStat
   const raw = optionsObject('fixedWindow options', options, true);
   knownKeys('fixedWindow', raw, ['limit', 'windowMs', 'share']);
   const share = resolveShare('fixedWindow.share', raw.share);
-  const limit = scaleLimit('fixedWindow', 'limit', positiveInteger('fixedWindow.limit', raw.limit), share);
+  const requested = positiveInteger('fixedWindow.limit', raw.limit);
+  const limit = scaleLimit('fixedWindow', 'limit', requested, share);
   const windowMs = durationMs('fixedWindow.windowMs', raw.windowMs);
-  return {
+  const body = (units: number): PolicyBody<FixedWindowState> => ({
     algorithm: 'fixedWindow',
     script: 'fixed-window',
-    args: [String(limit), String(windowMs)],
-    limit,
+    args: [String(units), String(windowMs)],
+    limit: units,
     windowMs,
-    maxCost: limit,
-    description: `fixedWindow(limit=${limit},windowMs=${windowMs}${describeShare(share)})`,
-    decide: (state, now, operation, cost) => decideFixedWindow(state, now, operation, cost, limit, windowMs),
-  };
+    maxCost: units,
+    description: `fixedWindow(limit=${units},windowMs=${windowMs}${describeShare(share)})`,
+    decide: (state, now, operation, cost) => decideFixedWindow(state, now, operation, cost, units, windowMs),
+  });
+  return withLimits(requested, body(limit), (perCall) => body(callLimit(perCall, share)));
 }

@@ -2,6 +2,7 @@
 import { describeShare, resolveShare, scaleBurst } from '../share.js';
 import type { Operation, Outcome, Policy } from '../types.js';
 import { durationMs, knownKeys, optionsObject, positiveInteger, positiveNumber } from '../validate.js';
+import { type PolicyBody, scaledAtLeastOne, withLimits } from './variants.js';
 
 /**
  * Slack for comparisons of times, in ms; the Lua twin uses the same value. Times near 1.7e12 ms
@@ -99,14 +100,16 @@ export function gcra(options: GcraOptions): Policy<number> {
   const burst = raw.burst === undefined ? limit : positiveInteger('gcra.burst', raw.burst);
   const share = resolveShare('gcra.share', raw.share);
   // The rate needs no rounding: the emission interval is a fraction of a millisecond as readily as a whole one.
-  const intervalMs = periodMs / (limit * share);
-  return gcraPolicy(
-    'gcra',
-    `gcra(limit=${limit},periodMs=${periodMs},burst=${burst}${describeShare(share)})`,
-    intervalMs,
-    scaleBurst(burst, share),
-    periodMs,
-  );
+  const body = (rate: number, units: number): PolicyBody<number> =>
+    gcraPolicy(
+      'gcra',
+      `gcra(limit=${rate},periodMs=${periodMs},burst=${units}${describeShare(share)})`,
+      periodMs / (rate * share),
+      scaleBurst(units, share),
+      periodMs,
+    );
+  // A call's limit is its rate; the burst grows or shrinks with it (a plan twice as large bursts twice as far).
+  return withLimits(limit, body(limit, burst), (rate) => body(rate, scaledAtLeastOne(burst, rate / limit)));
 }
 
 /** Options of {@link tokenBucket}. */
@@ -138,14 +141,21 @@ export function tokenBucket(options: TokenBucketOptions): Policy<number> {
   const capacity = positiveInteger('tokenBucket.capacity', raw.capacity);
   const refillPerSecond = positiveNumber('tokenBucket.refillPerSecond', raw.refillPerSecond);
   const share = resolveShare('tokenBucket.share', raw.share);
-  const intervalMs = 1000 / (refillPerSecond * share);
-  const scaledCapacity = scaleBurst(capacity, share);
-  return gcraPolicy(
-    'tokenBucket',
-    `tokenBucket(capacity=${capacity},refillPerSecond=${refillPerSecond}${describeShare(share)})`,
-    intervalMs,
-    scaledCapacity,
-    Math.ceil(scaledCapacity * intervalMs),
+  const body = (size: number, refill: number): PolicyBody<number> => {
+    const intervalMs = 1000 / (refill * share);
+    const scaledCapacity = scaleBurst(size, share);
+    return gcraPolicy(
+      'tokenBucket',
+      `tokenBucket(capacity=${size},refillPerSecond=${refill}${describeShare(share)})`,
+      intervalMs,
+      scaledCapacity,
+      Math.ceil(scaledCapacity * intervalMs),
+    );
+  };
+  // A call's limit is the bucket's capacity; the refill rate scales with it, so the time to refill
+  // an empty bucket stays the same.
+  return withLimits(capacity, body(capacity, refillPerSecond), (size) =>
+    body(size, (refillPerSecond * size) / capacity),
   );
 }
 
@@ -155,7 +165,7 @@ function gcraPolicy(
   intervalMs: number,
   burst: number,
   windowMs: number,
-): Policy<number> {
+): PolicyBody<number> {
   const toleranceMs = burst * intervalMs;
   return {
     algorithm,

@@ -57,5 +57,8 @@ local function sliding_log(key, now, op, cost, limit, window)
   end
   local reset = 0
   if newest then reset = ceil(newest + window - now) end
-  return allowed, limit - count, reset, retry
+  -- A limit lowered for this call (a plan changed mid-window) may be below what the log holds.
+  local remaining = limit - count
+  if remaining < 0 then remaining = 0 end
+  return allowed, remaining, reset, retry
 end

@@ -3,6 +3,7 @@ import { ERROR_CODES, SluiceError } from '../errors.js';
 import { describeShare, resolveShare, scaleLimit } from '../share.js';
 import type { Operation, Outcome, Policy } from '../types.js';
 import { durationMs, knownKeys, optionsObject, positiveInteger } from '../validate.js';
+import { callLimit, type PolicyBody, withLimits } from './variants.js';
 
 /**
  * The largest limit the sliding log accepts. Memory (about 90 bytes per entry once a log passes 128
@@ -59,7 +60,8 @@ export function decideSlidingLog(
   const resetMs = newest === undefined ? 0 : Math.ceil(newest + windowMs - now);
   return {
     allowed,
-    remaining: limit - count,
+    // A limit lowered for this call (a plan changed mid-window) may be below what the log holds.
+    remaining: count >= limit ? 0 : limit - count,
     resetMs,
     retryAfterMs,
     state: count > 0 ? (stored ?? { times }) : undefined,
@@ -92,7 +94,8 @@ export function slidingLog(options: SlidingLogOptions): Policy<SlidingLogState> 
   const raw = optionsObject('slidingLog options', options, true);
   knownKeys('slidingLog', raw, ['limit', 'windowMs', 'share']);
   const share = resolveShare('slidingLog.share', raw.share);
-  const limit = scaleLimit('slidingLog', 'limit', positiveInteger('slidingLog.limit', raw.limit), share);
+  const requested = positiveInteger('slidingLog.limit', raw.limit);
+  const limit = scaleLimit('slidingLog', 'limit', requested, share);
   if (limit > SLIDING_LOG_MAX_LIMIT) {
     throw new SluiceError(
       ERROR_CODES.LIMIT_TOO_HIGH,
@@ -100,14 +103,28 @@ export function slidingLog(options: SlidingLogOptions): Policy<SlidingLogState> 
     );
   }
   const windowMs = durationMs('slidingLog.windowMs', raw.windowMs);
-  return {
+  const body = (units: number): PolicyBody<SlidingLogState> => ({
     algorithm: 'slidingLog',
     script: 'sliding-log',
-    args: [String(limit), String(windowMs)],
-    limit,
+    args: [String(units), String(windowMs)],
+    limit: units,
     windowMs,
-    maxCost: limit,
-    description: `slidingLog(limit=${limit},windowMs=${windowMs}${describeShare(share)})`,
-    decide: (state, now, operation, cost) => decideSlidingLog(state, now, operation, cost, limit, windowMs),
-  };
+    maxCost: units,
+    description: `slidingLog(limit=${units},windowMs=${windowMs}${describeShare(share)})`,
+    decide: (state, now, operation, cost) => decideSlidingLog(state, now, operation, cost, units, windowMs),
+  });
+  return withLimits(requested, body(limit), (perCall) => {
+    const units = callLimit(perCall, share);
+    if (units > SLIDING_LOG_MAX_LIMIT) {
+      throw new SluiceError(
+        ERROR_CODES.LIMIT_TOO_HIGH,
+        `Expected \`limit\` to be at most ${SLIDING_LOG_MAX_LIMIT} for ${limitName(share)}a sliding log, got ${perCall} (number): the log keeps one entry per unit. Use slidingWindow() or gcra() for large limits.`,
+      );
+    }
+    return body(units);
+  });
+}
+
+function limitName(share: number): string {
+  return share === 1 ? '' : `its share (${share}) of `;
 }

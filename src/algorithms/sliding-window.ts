@@ -2,6 +2,7 @@
 import { describeShare, resolveShare, scaleLimit } from '../share.js';
 import type { Operation, Outcome, Policy } from '../types.js';
 import { durationMs, knownKeys, optionsObject, positiveInteger } from '../validate.js';
+import { callLimit, type PolicyBody, withLimits } from './variants.js';
 
 /** Slack for float comparisons; the Lua twin uses the same value. */
 const EPSILON = 1e-6;
@@ -115,22 +116,19 @@ export function slidingWindow(options: SlidingWindowOptions): Policy<SlidingWind
   const raw = optionsObject('slidingWindow options', options, true);
   knownKeys('slidingWindow', raw, ['limit', 'windowMs', 'share']);
   const share = resolveShare('slidingWindow.share', raw.share);
-  const limit = scaleLimit(
-    'slidingWindow',
-    'limit',
-    positiveInteger('slidingWindow.limit', raw.limit),
-    share,
-  );
+  const requested = positiveInteger('slidingWindow.limit', raw.limit);
+  const limit = scaleLimit('slidingWindow', 'limit', requested, share);
   const windowMs = durationMs('slidingWindow.windowMs', raw.windowMs);
-  return {
+  const body = (units: number): PolicyBody<SlidingWindowState> => ({
     algorithm: 'slidingWindow',
     script: 'sliding-window',
-    args: [String(limit), String(windowMs)],
-    limit,
+    args: [String(units), String(windowMs)],
+    limit: units,
     windowMs,
-    maxCost: limit,
-    description: `slidingWindow(limit=${limit},windowMs=${windowMs}${describeShare(share)})`,
+    maxCost: units,
+    description: `slidingWindow(limit=${units},windowMs=${windowMs}${describeShare(share)})`,
     decide: (state, now, operation, cost) =>
-      decideSlidingWindow(state, now, operation, cost, limit, windowMs),
-  };
+      decideSlidingWindow(state, now, operation, cost, units, windowMs),
+  });
+  return withLimits(requested, body(limit), (perCall) => body(callLimit(perCall, share)));
 }

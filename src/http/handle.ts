@@ -1,8 +1,9 @@
 // The one request path every adapter calls: skip, choose limiters, key, cost, decide, headers, refusal, refunds.
-import type { Limiter } from '../limiter.js';
+import { decideGroup } from '../combine.js';
+import type { Grant } from '../core/group.js';
 import type { Decision } from '../types.js';
 import { isKeyExtractor } from './client-key.js';
-import { isEnforcedDenial, type PolicyDecision, rateLimitHeaders } from './headers.js';
+import { type PolicyDecision, rateLimitHeaders } from './headers.js';
 import type { ResolvedOptions } from './options.js';
 import { PROBLEM_CONTENT_TYPE, type ProblemDetails, type Refusal, refusalFor } from './problem.js';
 import type { RequestView } from './view.js';
@@ -27,7 +28,7 @@ export type Evaluation =
   | {
       readonly kind: 'deny';
       readonly refusal: Refusal;
-      /** The key the request was charged under; `undefined` for a request refused for lack of one. */
+      /** The key the request was charged under (several joined by spaces); `undefined` for a request refused for lack of one. */
       readonly key: string | undefined;
       readonly entries: readonly PolicyDecision[];
     };
@@ -43,15 +44,18 @@ export interface DenialInfo {
   readonly entries: readonly PolicyDecision[];
 }
 
-/** What one middleware took on a request, to be given back once (a later refusal, or the count mode). */
-interface Grant {
-  refund(): Promise<void>;
+/** What one middleware took on a request and the decisions it added, to be given back once. */
+interface Taken {
+  readonly grant: Grant;
+  /** Where its decisions start in the request's entries. */
+  readonly first: number;
+  readonly decisions: readonly Decision[];
 }
 
 /** Per request: the decisions of every middleware (so each adds its items) and what each took. */
 interface RequestState {
   readonly entries: PolicyDecision[];
-  readonly grants: Grant[];
+  readonly taken: Taken[];
 }
 
 const requests = new WeakMap<object, RequestState>();
@@ -59,7 +63,7 @@ const requests = new WeakMap<object, RequestState>();
 function stateOf(request: object): RequestState {
   let state = requests.get(request);
   if (state === undefined) {
-    state = { entries: [], grants: [] };
+    state = { entries: [], taken: [] };
     requests.set(request, state);
   }
   return state;
@@ -74,6 +78,14 @@ function usableKey(value: unknown): string | undefined {
   if (typeof value !== 'string' || value === '') return undefined;
   if (value.length * 3 > MAX_KEY_BYTES && Buffer.byteLength(value) > MAX_KEY_BYTES) return undefined;
   return value;
+}
+
+/** One usable identifier for every limiter, one per limiter, or undefined when any is missing. */
+function usableKeys(value: unknown, count: number): string | readonly string[] | undefined {
+  if (!Array.isArray(value)) return usableKey(value);
+  if (value.length !== count) return undefined;
+  const keys = value.map(usableKey);
+  return keys.includes(undefined) ? undefined : (keys as string[]);
 }
 
 function missingKeyRefusal(description: string): Refusal {
@@ -92,39 +104,26 @@ function missingKeyRefusal(description: string): Refusal {
   };
 }
 
-/** Whether the decision took units that a refund should give back. */
-function consumed(decision: Decision): boolean {
-  return (
-    decision.allowed &&
-    decision.wouldAllow !== false &&
-    decision.reason !== 'store-error' &&
-    decision.reason !== 'timeout'
-  );
-}
-
-function refundAll(
-  limiters: readonly Limiter[],
-  decisions: readonly (Decision | undefined)[],
-  key: string,
-  cost: number,
-  onError: (error: unknown) => void,
-): Promise<void> {
-  const refunds = limiters.map((limiter, index) => {
-    const decision = decisions[index];
-    if (decision === undefined || !consumed(decision)) return undefined;
-    return limiter.refund(key, cost).then(
-      () => undefined,
-      (error: unknown) => onError(error),
-    );
-  });
-  return Promise.all(refunds).then(() => undefined);
+/**
+ * Gives back what middlewares took on a request, and has the request's headers say what is left
+ * once it is given back, as the next request will see it.
+ */
+async function giveBack(state: RequestState, taken: readonly Taken[]): Promise<void> {
+  await Promise.all(taken.map((part) => part.grant.refund()));
+  for (const part of taken) {
+    part.decisions.forEach((decision, i) => {
+      const entry = state.entries[part.first + i] as PolicyDecision;
+      state.entries[part.first + i] = { ...entry, decision };
+    });
+  }
 }
 
 /**
  * Runs the limiters for one request. `state` is an object that lives as long as the request (the
  * Node request, the fetch Request), where decisions of several middlewares are gathered. Rejects
- * only with errors of the caller's own functions or of the limiters (a store failure the limiter
- * does not absorb): the adapter hands them to the framework's error path.
+ * only with errors of the caller's own functions or of bad calls (an identifier the limiters
+ * refuse): the adapter hands them to the framework's error path. A request refused here, or by a
+ * later middleware, takes nothing from any limiter.
  */
 export async function evaluate<Req>(
   config: ResolvedOptions<Req>,
@@ -133,72 +132,59 @@ export async function evaluate<Req>(
   state: object,
 ): Promise<Evaluation> {
   if (config.skip !== undefined && (await config.skip(request))) return { kind: 'skip' };
-  const limiters = config.selectLimiters(request, view);
-  if (limiters.length === 0) return { kind: 'skip' };
+  const group = config.selectGroup(request, view);
+  if (group === undefined) return { kind: 'skip' };
   const cost = typeof config.cost === 'number' ? config.cost : await config.cost(request);
   if (cost === 0) return { kind: 'skip' };
 
+  const members = group.members;
   const extracted = isKeyExtractor(config.key) ? config.key.extract(view) : await config.key(request);
-  let key = usableKey(extracted);
-  if (key === undefined) {
+  let keys = usableKeys(extracted, members.length);
+  if (keys === undefined) {
     if (config.missingKey === 'deny') {
       const description = isKeyExtractor(config.key) ? config.key.description : 'key function';
       return { kind: 'deny', refusal: missingKeyRefusal(description), key: undefined, entries: [] };
     }
-    key = UNKNOWN_KEY;
+    keys = UNKNOWN_KEY;
   }
+  const tag = typeof config.tag === 'function' ? await config.tag(request) : config.tag;
+  const outcome = await decideGroup(group, 'limit', keys, tag === undefined ? { cost } : { cost, tag });
+  const key = typeof keys === 'string' ? keys : keys.join(' ');
 
-  const settled = await Promise.allSettled(limiters.map((limiter) => limiter.limit(key, { cost })));
-  const decisions = settled.map((result) => (result.status === 'fulfilled' ? result.value : undefined));
-  const failure = settled.find((result): result is PromiseRejectedResult => result.status === 'rejected');
-  if (failure !== undefined) {
-    // What the other limiters granted is given back: a request that fails takes nothing.
-    await refundAll(limiters, decisions, key, cost, config.onRefundError);
-    throw failure.reason;
-  }
   const requestState = stateOf(state);
-  const first = requestState.entries.length;
+  const taken: Taken = {
+    grant: outcome.grant,
+    first: requestState.entries.length,
+    decisions: outcome.decisions,
+  };
   requestState.entries.push(
-    ...limiters.map((limiter, index) => ({
-      name: limiter.name,
-      windowMs: limiter.policy.windowMs,
-      decision: decisions[index] as Decision,
+    ...members.map((member, index) => ({
+      name: member.name,
+      windowMs: member.policy.windowMs,
+      decision: outcome.decisions[index] as Decision,
     })),
   );
-  let refunded: Promise<void> | undefined;
-  const grant: Grant = {
-    refund() {
-      refunded ??= (() => {
-        // The headers then report what is left after the refund, as the next request will see it.
-        decisions.forEach((decision, index) => {
-          if (decision === undefined || !consumed(decision)) return;
-          const remaining = Math.min(decision.limit, decision.remaining + cost);
-          const entry = requestState.entries[first + index] as PolicyDecision;
-          requestState.entries[first + index] = { ...entry, decision: { ...decision, remaining } };
-        });
-        return refundAll(limiters, decisions, key, cost, config.onRefundError);
-      })();
-      return refunded;
-    },
-  };
   const entries = requestState.entries;
 
-  if (decisions.some((decision) => isEnforcedDenial(decision as Decision))) {
-    // A refused request takes nothing: neither here nor in the middlewares that ran before on it.
-    await Promise.all([grant, ...requestState.grants].map((taken) => taken.refund()));
+  if (!outcome.allowed) {
+    // A refused request takes nothing: neither here (the group gave back its own) nor in the
+    // middlewares that ran before on it.
+    await giveBack(requestState, requestState.taken.splice(0));
     const refusal = refusalFor(entries, { ...config.problem, style: config.styles }) as Refusal;
     return { kind: 'deny', refusal, key, entries };
   }
-  requestState.grants.push(grant);
+  requestState.taken.push(taken);
 
   let settle: ((status: number, finished: boolean) => void) | undefined;
-  if (config.count !== 'all') {
+  if (config.count !== 'all' && !outcome.grant.empty) {
     let done = false;
     settle = (status, finished) => {
       if (done) return;
       done = true;
       const failed = !finished || config.isFailure(status);
-      if (failed !== (config.count === 'failed')) void grant.refund();
+      if (failed !== (config.count === 'failed')) {
+        giveBack(requestState, [taken]).catch(config.onRefundError);
+      }
     };
   }
   return {

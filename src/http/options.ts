@@ -1,14 +1,20 @@
 // Middleware options shared by every adapter: their types, defaults, and the one path that validates them.
+import { type CombinedLimiter, combinedGroup, groupFor } from '../combine.js';
+import type { Group } from '../core/group.js';
 import { invalidOption } from '../errors.js';
-import { isLimiter, type Limiter } from '../limiter.js';
+import type { Limiter } from '../limiter.js';
 import { knownKeys, optionsObject } from '../validate.js';
 import { clientIp, isKeyExtractor, type KeyExtractor } from './client-key.js';
 import { HEADER_STYLES, type HeaderStyle } from './headers.js';
 import type { ProblemOptions } from './problem.js';
 import type { RequestView } from './view.js';
 
-/** One limiter, or several that must all allow (each adds its own header item). */
-export type LimiterSet = Limiter | readonly Limiter[];
+/**
+ * One limiter, or several that must all allow (each adds its own header item): an array is
+ * combined as `all(array)` combines it (one atomic script when every limiter shares a store), and
+ * `all(limiters, options)` may be given as it is.
+ */
+export type LimiterSet = Limiter | readonly Limiter[] | CombinedLimiter;
 
 /** Limiters for requests whose path (and method) match. The first matching rule wins. */
 export interface RouteRule {
@@ -19,10 +25,15 @@ export interface RouteRule {
   readonly limiter: LimiterSet;
 }
 
-/** A built-in extractor, or a function of the framework's request. */
+/**
+ * A built-in extractor, or a function of the framework's request returning one identifier for
+ * every limiter, or one per limiter in order (e.g. `[userId, tenantId]`, with a `tag`).
+ */
 export type KeySource<Req> =
   | KeyExtractor
-  | ((request: Req) => string | undefined | Promise<string | undefined>);
+  | ((
+      request: Req,
+    ) => string | readonly string[] | undefined | Promise<string | readonly string[] | undefined>);
 
 /** Options every adapter accepts. `Req` is the framework's request (or context, for Hono). */
 export interface RateLimitOptions<Req> {
@@ -38,6 +49,12 @@ export interface RateLimitOptions<Req> {
    * @default clientIp() (the socket's peer; no proxy trusted)
    */
   readonly key?: KeySource<Req>;
+  /**
+   * A hash tag for the request's keys (see `CallOptions.tag`): with a `key` that returns one
+   * identifier per limiter, a shared tag (the tenant) lets one script decide them all on Redis Cluster.
+   * @default undefined (each identifier is its own tag)
+   */
+  readonly tag?: string | ((request: Req) => string | undefined | Promise<string | undefined>);
   /**
    * A request without a usable key (no address, no header, a key over 1 KiB): `shared` puts all
    * of them in one bucket keyed `(unknown)`; `deny` answers 400 with a problem body.
@@ -76,8 +93,10 @@ export interface RateLimitOptions<Req> {
 
 /** The resolved, validated configuration the core runs on. */
 export interface ResolvedOptions<Req> {
-  selectLimiters(request: Req, view: RequestView): readonly Limiter[];
+  /** The limiters for a request, as one group; `undefined` when it is not limited. */
+  selectGroup(request: Req, view: RequestView): Group | undefined;
   readonly key: KeySource<Req>;
+  readonly tag: string | ((request: Req) => string | undefined | Promise<string | undefined>) | undefined;
   readonly missingKey: 'shared' | 'deny';
   readonly cost: number | ((request: Req) => number | Promise<number>);
   readonly skip: ((request: Req) => boolean | Promise<boolean>) | undefined;
@@ -93,6 +112,7 @@ export const CORE_OPTION_KEYS = [
   'limiter',
   'routes',
   'key',
+  'tag',
   'missingKey',
   'cost',
   'skip',
@@ -103,12 +123,35 @@ export const CORE_OPTION_KEYS = [
   'onRefundError',
 ] as const;
 
-function limiterSet(option: string, value: unknown): readonly Limiter[] {
+const EXPECTED_LIMITERS = 'a limiter from createLimiter(), a non-empty array of them, or all([...])';
+
+/** The group for a limiter, an array of them, or an all(): validated as all() validates. */
+function limiterSet(option: string, value: unknown): Group {
+  const combined = combinedGroup(value);
+  if (combined !== undefined) return combined;
   const list = Array.isArray(value) ? value : [value];
-  if (list.length === 0 || !list.every(isLimiter)) {
-    throw invalidOption(option, 'a limiter from createLimiter() or a non-empty array of them', value);
+  if (list.length === 0) throw invalidOption(option, EXPECTED_LIMITERS, value);
+  try {
+    return groupFor(list, undefined, option);
+  } catch (error) {
+    if (list.length === 1) throw invalidOption(option, EXPECTED_LIMITERS, value);
+    throw error;
   }
-  return Object.freeze([...list]);
+}
+
+/** Groups for what a `limiter` function returns, made once per limiter, array or all(). */
+function chosenGroups(): (value: unknown) => Group {
+  const made = new WeakMap<object, Group>();
+  return (value) => {
+    if (typeof value === 'object' && value !== null) {
+      const known = made.get(value);
+      if (known !== undefined) return known;
+      const group = limiterSet('limiter (returned by the function)', value);
+      made.set(value, group);
+      return group;
+    }
+    return limiterSet('limiter (returned by the function)', value);
+  };
 }
 
 function optionalFunction(option: string, value: unknown): void {
@@ -123,7 +166,7 @@ export function adapterFunction<F>(option: string, value: F | undefined): F | un
 
 interface CompiledRoute {
   readonly matches: (view: RequestView) => boolean;
-  readonly limiters: readonly Limiter[];
+  readonly group: Group;
 }
 
 function compileRoute(index: number, rule: unknown): CompiledRoute {
@@ -154,10 +197,10 @@ function compileRoute(index: number, rule: unknown): CompiledRoute {
     throw invalidOption(`routes[${index}].method`, 'a method name or an array of them', method);
   }
   const upper = methods?.map((m: string) => m.toUpperCase());
-  const limiters = limiterSet(`routes[${index}].limiter`, raw.limiter);
+  const group = limiterSet(`routes[${index}].limiter`, raw.limiter);
   return {
     matches: (view) => (upper === undefined || upper.includes(view.method)) && matchesPath(view.path),
-    limiters,
+    group,
   };
 }
 
@@ -195,6 +238,11 @@ export function resolveRateLimitOptions<Req>(
       : limiterSet('limiter', limiterOption);
   const chooser =
     typeof limiterOption === 'function' ? (limiterOption as (request: Req) => unknown) : undefined;
+  const chosen = chosenGroups();
+  const tag = raw.tag;
+  if (tag !== undefined && typeof tag !== 'function' && typeof tag !== 'string') {
+    throw invalidOption('tag', 'a string or a function of the request', tag);
+  }
 
   const key = raw.key ?? clientIp();
   if (typeof key !== 'function' && !isKeyExtractor(key)) {
@@ -221,13 +269,14 @@ export function resolveRateLimitOptions<Req>(
   }
 
   return Object.freeze({
-    selectLimiters(request: Req, view: RequestView): readonly Limiter[] {
-      for (const route of compiled) if (route.matches(view)) return route.limiters;
-      if (chooser === undefined) return fallback ?? [];
-      const chosen = chooser(request);
-      return chosen === undefined ? [] : limiterSet('limiter (returned by the function)', chosen);
+    selectGroup(request: Req, view: RequestView): Group | undefined {
+      for (const route of compiled) if (route.matches(view)) return route.group;
+      if (chooser === undefined) return fallback;
+      const value = chooser(request);
+      return value === undefined ? undefined : chosen(value);
     },
     key: key as KeySource<Req>,
+    tag: tag as ResolvedOptions<Req>['tag'],
     missingKey,
     cost: cost as ResolvedOptions<Req>['cost'],
     skip: raw.skip as ResolvedOptions<Req>['skip'],

@@ -71,6 +71,15 @@ interface Batch {
   readonly items: Pending[];
   /** Work in the batch, for the log: one sorted-set insert per unit of cost plus four commands per key. */
   work: number;
+  /** Sent (a batch may be sent before the flush ends, to keep a key's calls in order). */
+  sent: boolean;
+}
+
+/** Whether a flush holds calls of more than one policy. */
+function mixedPolicies(queue: readonly Pending[]): boolean {
+  const first = queue[0]?.request.policy;
+  for (const item of queue) if (item.request.policy !== first) return true;
+  return false;
 }
 
 /**
@@ -263,6 +272,9 @@ export class RedisStore implements Store {
     // request that cannot join it (another operation or time, or a full batch) sends it first, so
     // each key sees its requests in the order they were made.
     const open = new Map<Policy, Map<number, Batch>>();
+    // Calls of one key under several policies (a per-call limit) must still run in order: a batch
+    // holding an earlier call for the key is sent before the key's next call joins another.
+    const lastBatch = mixedPolicies(queue) ? new Map<string, Batch>() : undefined;
     for (const item of queue) {
       const { policy, operation, now } = item.request;
       let bySlot = open.get(policy);
@@ -274,22 +286,30 @@ export class RedisStore implements Store {
       let batch = bySlot.get(slot);
       if (
         batch === undefined ||
+        batch.sent ||
         batch.operation !== operation ||
         batch.now !== now ||
         batch.items.length >= this.maxBatch ||
         (policy.script === 'sliding-log' && batch.work + item.request.cost + 4 > MAX_LOG_BATCH_WORK)
       ) {
-        if (batch !== undefined) this.#send(batch);
-        batch = { policy, operation, now, items: [], work: 0 };
+        if (batch !== undefined && !batch.sent) this.#send(batch);
+        batch = { policy, operation, now, items: [], work: 0, sent: false };
         bySlot.set(slot, batch);
+      }
+      if (lastBatch !== undefined) {
+        const earlier = lastBatch.get(item.key);
+        if (earlier !== undefined && earlier !== batch && !earlier.sent) this.#send(earlier);
+        lastBatch.set(item.key, batch);
       }
       batch.items.push(item);
       batch.work += item.request.cost + 4;
     }
-    for (const bySlot of open.values()) for (const batch of bySlot.values()) this.#send(batch);
+    for (const bySlot of open.values())
+      for (const batch of bySlot.values()) if (!batch.sent) this.#send(batch);
   };
 
   #send(batch: Batch): void {
+    batch.sent = true;
     const { items, policy } = batch;
     const script = SCRIPTS[policy.script];
     const count = items.length;
@@ -331,7 +351,7 @@ export class RedisStore implements Store {
         if (isTryAgain(error)) {
           const parts = byKey(items);
           if (parts.length > 1) {
-            for (const part of parts) this.#send({ ...batch, items: part });
+            for (const part of parts) this.#send({ ...batch, items: part, sent: false });
             return;
           }
         }

@@ -1,8 +1,12 @@
 // Denials remembered in process, so a client hammering past its limit costs no round trip until it may retry.
 
-/** What one remembered denial says: any request of at least `cost` is denied until `until`. */
+/**
+ * What one remembered denial says: any request of at least `cost`, under a limit of at most
+ * `limit`, is denied until `until`.
+ */
 interface Denial {
   readonly cost: number;
+  readonly limit: number;
   readonly until: number;
   readonly resetAt: number;
   readonly remaining: number;
@@ -28,12 +32,16 @@ function keyOf(identifier: string, tag: string | undefined): string {
  * A bounded LRU of the store's denials, per identifier (and tag). A denial of cost `c` with `retryAfterMs` `r`
  * answers, until `r` has passed, only requests of cost `c` or more: the policies are monotone in cost
  * (more units are never granted sooner than fewer), and what other requests consume meanwhile only
- * pushes the retry later. A smaller request still goes to the store, which may grant it.
+ * pushes the retry later. A smaller request still goes to the store, which may grant it, and so
+ * does a request made under a larger per-call limit (a plan upgraded).
+ *
+ * Answers are never later than the store's: the wait is counted from before the store decided,
+ * and a request under a smaller limit than the denial's would wait at least as long.
  *
  * @example
  * const cache = new DenyCache(10_000);
- * cache.remember('client-42', undefined, 5, denied, startedAt, cache.epoch);
- * cache.lookup('client-42', undefined, 1, now); // undefined: a cost-1 request may still fit
+ * cache.remember('client-42', undefined, 5, 100, denied, startedAt, cache.epoch);
+ * cache.lookup('client-42', undefined, 1, 100, now); // undefined: a cost-1 request may still fit
  */
 export class DenyCache {
   readonly maxEntries: number;
@@ -65,6 +73,7 @@ export class DenyCache {
     identifier: string,
     tag: string | undefined,
     cost: number,
+    limit: number,
     decision: { readonly remaining: number; readonly resetMs: number; readonly retryAfterMs: number },
     at: number,
     epoch: number,
@@ -75,6 +84,7 @@ export class DenyCache {
     entries.delete(key);
     entries.set(key, {
       cost,
+      limit,
       until: at + decision.retryAfterMs,
       resetAt: at + decision.resetMs,
       remaining: decision.remaining,
@@ -85,8 +95,14 @@ export class DenyCache {
     }
   }
 
-  /** The cached denial that answers a request of `cost` at `now`, if any. */
-  lookup(identifier: string, tag: string | undefined, cost: number, now: number): CachedDenial | undefined {
+  /** The cached denial that answers a request of `cost` under `limit` at `now`, if any. */
+  lookup(
+    identifier: string,
+    tag: string | undefined,
+    cost: number,
+    limit: number,
+    now: number,
+  ): CachedDenial | undefined {
     const entries = this.#entries;
     const key = keyOf(identifier, tag);
     const denial = entries.get(key);
@@ -95,7 +111,7 @@ export class DenyCache {
       entries.delete(key);
       return undefined;
     }
-    if (cost < denial.cost) return undefined;
+    if (cost < denial.cost || limit > denial.limit) return undefined;
     entries.delete(key);
     entries.set(key, denial);
     const resetMs = Math.ceil(denial.resetAt - now);

@@ -3,8 +3,8 @@
 // allocates none.
 import { performance } from 'node:perf_hooks';
 
-/** A call that may run out of time. */
-interface Expiring {
+/** A call that may run out of time; the pipeline's calls are their own entries (no allocation per call). */
+export interface Expiring {
   deadline: number;
   settled: boolean;
   /** Called once the deadline has passed and the call is still unsettled. */
@@ -59,17 +59,13 @@ export class Deadlines {
     }
     pending.then(
       (value) => {
-        if (call.settled) return;
-        this.#settle(call);
-        answered(value);
+        if (this.settle(call)) answered(value);
       },
       (error: unknown) => {
-        if (call.settled) return;
-        this.#settle(call);
-        failed(error);
+        if (this.settle(call)) failed(error);
       },
     );
-    this.#add(call);
+    this.track(call);
   }
 
   /** Entries held, settled ones not yet dropped included. For tests. */
@@ -77,7 +73,11 @@ export class Deadlines {
     return this.#queue.length - this.#head;
   }
 
-  #add(call: Expiring): void {
+  /**
+   * Starts the clock on a call: `call.expire()` runs once `timeoutMs` has passed, unless `settle`
+   * was called first.
+   */
+  track(call: Expiring): void {
     call.deadline = performance.now() + this.timeoutMs;
     // Calls mostly settle in the order they started: drop the settled ones at the head now, so the
     // queue (and the closures its entries hold) stays about the size of what is in flight, not of
@@ -108,9 +108,12 @@ export class Deadlines {
     this.#head = head;
   }
 
-  #settle(call: Expiring): void {
+  /** Marks a tracked call answered. False when it was already settled (expired): drop the late answer. */
+  settle(call: Expiring): boolean {
+    if (call.settled) return false;
     call.settled = true;
     if (--this.#unsettled === 0) this.#timer?.unref();
+    return true;
   }
 
   #arm(delayMs: number): void {
@@ -136,7 +139,7 @@ export class Deadlines {
       const call = queue[head] as Expiring;
       if (!call.settled) {
         if (call.deadline > now) break;
-        this.#settle(call);
+        this.settle(call);
         try {
           call.expire();
         } catch {

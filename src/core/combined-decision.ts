@@ -1,6 +1,5 @@
 // The decision of several limiters together: which denied, the longest wait, the fewest left.
-import type { Limiter } from './limiter.js';
-import type { Decision, StoreResult } from './types.js';
+import type { Decision } from '../types.js';
 
 /** One limiter's part of a combined decision. */
 export interface MemberDecision extends Decision {
@@ -29,16 +28,21 @@ export interface CombinedDecision extends Decision {
   readonly decisions: readonly MemberDecision[];
 }
 
-/** Folds the members' decisions into one (see {@link CombinedDecision}). */
-export function combineDecisions(decisions: readonly MemberDecision[], allowed: boolean): CombinedDecision {
+/** Folds the members' decisions into one (see {@link CombinedDecision}); `names` are the limiters'. */
+export function combineDecisions(
+  names: readonly string[],
+  decisions: readonly Decision[],
+  allowed: boolean,
+): CombinedDecision {
+  const members = decisions.map((decision, i) => member(names[i] as string, decision));
   let binding = 0;
   let remaining = Number.POSITIVE_INFINITY;
   let resetMs = 0;
   let retryAfterMs = 0;
   let reason: Decision['reason'];
   const deniedBy: string[] = [];
-  decisions.forEach((decision, i) => {
-    const best = decisions[binding] as MemberDecision;
+  members.forEach((decision, i) => {
+    const best = members[binding] as MemberDecision;
     if (
       allowed
         ? decision.remaining < best.remaining
@@ -54,7 +58,7 @@ export function combineDecisions(decisions: readonly MemberDecision[], allowed: 
     }
     if (reason === undefined && decision.reason !== undefined) reason = decision.reason;
   });
-  const headline = decisions[binding] as MemberDecision;
+  const headline = members[binding] as MemberDecision;
   return {
     allowed,
     limit: headline.limit,
@@ -64,20 +68,11 @@ export function combineDecisions(decisions: readonly MemberDecision[], allowed: 
     ...(reason === undefined ? {} : { reason }),
     limiter: headline.name,
     deniedBy,
-    decisions,
+    decisions: members,
   };
 }
 
-/** One limiter's decision, or a store's raw result for it, with the limiter's name and limit. */
-export function member(limiter: Limiter, decision: Decision | StoreResult): MemberDecision {
-  const shaped: MemberDecision = {
-    name: limiter.name,
-    allowed: decision.allowed,
-    limit: limiter.policy.limit,
-    remaining: decision.remaining,
-    resetMs: decision.resetMs,
-    retryAfterMs: decision.retryAfterMs,
-  };
-  const reason = (decision as Decision).reason;
-  return reason === undefined ? shaped : { ...shaped, reason };
+/** One limiter's decision with its name. */
+function member(name: string, decision: Decision): MemberDecision {
+  return { name, ...decision };
 }

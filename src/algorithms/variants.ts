@@ -1,0 +1,58 @@
+// Limits per call (plans, tenants): one policy object per limit, made once, so that stores keep
+// batching the calls of one limit together.
+import { ERROR_CODES, SluiceError } from '../errors.js';
+import type { Policy } from '../types.js';
+
+/** Variants kept per policy. Beyond it the cache starts again: decisions stay right, batches split. */
+const MAX_VARIANTS = 1024;
+
+// 100 × 0.29 is 28.999999999999996 in binary floating point; a share written in decimal means 29.
+const SLACK = 1e-9;
+
+/** A policy as its factory builds it, before `withLimit` is attached. */
+export type PolicyBody<S> = Omit<Policy<S>, 'withLimit'>;
+
+/**
+ * A call's limit scaled to the region's share, rounded down as the policy's own limit is. A call
+ * whose limit leaves the region less than one unit is refused: it would deny everything.
+ */
+export function callLimit(limit: number, share: number): number {
+  if (share === 1) return limit;
+  const scaled = Math.floor(limit * share + SLACK);
+  if (scaled < 1) {
+    throw new SluiceError(
+      ERROR_CODES.INVALID_LIMIT,
+      `Expected \`limit\` × the policy's share to be at least 1, got ${limit} × ${share} = ${limit * share}: a region with no allowance would deny everything.`,
+    );
+  }
+  return scaled;
+}
+
+/** `factor × value` rounded down, at least 1: a burst or capacity scaled with a call's limit. */
+export function scaledAtLeastOne(value: number, factor: number): number {
+  return Math.max(1, Math.floor(value * factor + SLACK));
+}
+
+/**
+ * The policy for a requested limit, with `withLimit` attached: the same limit gives the policy
+ * itself, another gives `variant(limit)`, made once and kept (see {@link Policy.withLimit}).
+ */
+export function withLimits<S>(
+  requested: number,
+  base: PolicyBody<S>,
+  variant: (limit: number) => PolicyBody<S>,
+): Policy<S> {
+  const variants = new Map<number, Policy<S>>();
+  function withLimit(limit: number): Policy<S> {
+    if (limit === requested) return policy;
+    let found = variants.get(limit);
+    if (found === undefined) {
+      if (variants.size >= MAX_VARIANTS) variants.clear();
+      found = { ...variant(limit), withLimit };
+      variants.set(limit, found);
+    }
+    return found;
+  }
+  const policy: Policy<S> = { ...base, withLimit };
+  return policy;
+}
