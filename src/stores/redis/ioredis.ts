@@ -15,10 +15,28 @@ interface IoRedisLike {
   off(event: string, listener: () => void): unknown;
 }
 
-/** iovalkey's main class carries a `Valkey` alias of itself; ioredis's does not. */
-function isIoValkey(client: IoRedisLike): boolean {
-  const made = (client as { constructor?: unknown }).constructor;
-  return typeof made === 'function' && 'Valkey' in made;
+const libraries = new WeakMap<object, 'ioredis' | 'iovalkey'>();
+
+/**
+ * iovalkey is ioredis's fork, alike in shape; it alone reads `valkeys://` URLs as TLS. Its option
+ * parser is asked about one on a throwaway object (the client is not touched), once per class.
+ */
+function libraryOf(client: IoRedisLike): 'ioredis' | 'iovalkey' {
+  const prototype = Object.getPrototypeOf(client) as { parseOptions?: unknown } | null;
+  if (prototype === null) return 'ioredis';
+  let library = libraries.get(prototype);
+  if (library === undefined) {
+    const probe: { options?: { tls?: unknown } } = {};
+    try {
+      if (typeof prototype.parseOptions === 'function')
+        prototype.parseOptions.call(probe, 'valkeys://localhost');
+    } catch {
+      // Not a parser we know: the ioredis shape is all we can say.
+    }
+    library = probe.options?.tls === true ? 'iovalkey' : 'ioredis';
+    libraries.set(prototype, library);
+  }
+  return library;
 }
 
 function nodeAddress(node: unknown): string | undefined {
@@ -45,20 +63,16 @@ function describeAddress(redis: IoRedisLike, cluster: boolean): string {
 /** An adapter over an ioredis or iovalkey client or Cluster (`redis.call` routes by the first key). */
 export function ioredisCommander(redis: IoRedisLike): Commander {
   const cluster = redis.isCluster === true && isFunction(redis.nodes);
-  let library: 'ioredis' | 'iovalkey' | undefined = cluster
-    ? undefined
-    : isIoValkey(redis)
-      ? 'iovalkey'
-      : 'ioredis';
+  let library: 'ioredis' | 'iovalkey' | undefined = cluster ? undefined : libraryOf(redis);
   const masters = (): IoRedisLike[] => (redis.nodes as (role: string) => IoRedisLike[])('master');
   return {
     get library() {
       if (library !== undefined) return library;
-      // A Cluster's class has no alias; its node connections are made by the library's own client
-      // class, so the first node tells (before the first connection: ioredis, said so again later).
+      // A Cluster has no option parser of its own; its node connections are made by the library's
+      // client class, so the first node tells (before the first connection: ioredis).
       const node = masters()[0];
       if (node === undefined) return 'ioredis';
-      library = isIoValkey(node) ? 'iovalkey' : 'ioredis';
+      library = libraryOf(node);
       return library;
     },
     cluster,
