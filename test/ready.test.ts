@@ -3,10 +3,15 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
+import { Valkey } from 'iovalkey';
 import { createClient } from 'redis';
 import { createLimiter, ERROR_CODES, fixedWindow, RedisStore, SluiceError } from '../src/index.js';
 import type { StoreRequest } from '../src/types.js';
-import { CLIENT_KINDS, type ClientKind, connect } from './helpers/clients.js';
+import { CLIENT_KINDS, connect } from './helpers/clients.js';
+
+/** The clients an app makes before they connect (GLIDE's createClient() resolves once connected). */
+const FRESH_KINDS = ['ioredis', 'node-redis', 'iovalkey'] as const;
+
 import { freePort, type RedisServer, startRedis } from './helpers/redis-server.js';
 
 const HOUR = 3_600_000;
@@ -24,9 +29,13 @@ after(async () => {
  * command sent before the connection is made fails rather than waits) and its connection only
  * started, not awaited.
  */
-function freshClient(kind: ClientKind, port: number): { client: unknown; close: () => void } {
-  if (kind === 'ioredis') {
-    const client = new Redis({ port, enableOfflineQueue: false, maxRetriesPerRequest: 0 });
+function freshClient(
+  kind: (typeof FRESH_KINDS)[number],
+  port: number,
+): { client: unknown; close: () => void } {
+  if (kind === 'ioredis' || kind === 'iovalkey') {
+    const Client = (kind === 'ioredis' ? Redis : Valkey) as unknown as typeof Redis;
+    const client = new Client({ port, enableOfflineQueue: false, maxRetriesPerRequest: 0 });
     client.on('error', () => {});
     return { client, close: () => client.disconnect() };
   }
@@ -54,7 +63,7 @@ function request(identifier: string): StoreRequest {
 }
 
 describe('a fresh client', () => {
-  for (const kind of CLIENT_KINDS) {
+  for (const kind of FRESH_KINDS) {
     test(`${kind}: a fresh client's first 100 decisions all come from Redis`, async () => {
       const { client, close } = freshClient(kind, server.port);
       try {
@@ -138,7 +147,7 @@ describe('a fresh client', () => {
 
   test('nothing listening: ready() and untilReady() reject with ERR_SLUICE_STORE naming host:port after connectTimeoutMs, then at once', async () => {
     const port = await freePort();
-    for (const kind of CLIENT_KINDS) {
+    for (const kind of FRESH_KINDS) {
       const { client, close } = freshClient(kind, port);
       try {
         const store = new RedisStore({ client, connectTimeoutMs: 200 });
