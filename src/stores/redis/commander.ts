@@ -11,8 +11,8 @@ export interface Commander {
   readonly address: string;
   /** Sends one command; on a cluster it goes to the primary that owns `key`. */
   send(args: readonly string[], key: string): Promise<unknown>;
-  /** Sends one keyless command to every primary (the one server when not a cluster). */
-  sendToPrimaries(args: readonly string[]): Promise<unknown[]>;
+  /** Sends one keyless command (SCRIPT LOAD) to the primary that owns `key`. */
+  sendToOwner(args: readonly string[], key: string): Promise<unknown>;
   /** Whether the client is connected and can send now. */
   isReady(): boolean;
   /**

@@ -2,7 +2,7 @@
 // routed to the primary of the batch's slot, so many decisions still share one call.
 import type { Commander } from './commander.js';
 
-type Route = 'allPrimaries' | { readonly type: 'primarySlotKey'; readonly key: string };
+type Route = { readonly type: 'primarySlotKey'; readonly key: string };
 
 export interface GlideLike {
   customCommand(args: string[], options?: { route?: Route }): Promise<unknown>;
@@ -33,14 +33,10 @@ export function glideCommander(glide: GlideLike, cluster: boolean): Commander {
     send: cluster
       ? (args, key) => glide.customCommand(args as string[], { route: { type: 'primarySlotKey', key } })
       : (args) => glide.customCommand(args as string[]),
-    sendToPrimaries: async (args) => {
-      if (!cluster) return [await glide.customCommand(args as string[])];
-      // One reply per primary, as a record by address (or one value when there is one primary).
-      const reply = await glide.customCommand(args as string[], { route: 'allPrimaries' });
-      return typeof reply === 'object' && reply !== null && !Array.isArray(reply)
-        ? Object.values(reply)
-        : [reply];
-    },
+    // A keyless command routed as a keyed one would be: to the primary of the key's slot.
+    sendToOwner: cluster
+      ? (args, key) => glide.customCommand(args as string[], { route: { type: 'primarySlotKey', key } })
+      : (args) => glide.customCommand(args as string[]),
     isReady: () => connected && glide.isClosed !== true,
     whenReady: (listener) => {
       let listening = true;

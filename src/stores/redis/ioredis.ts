@@ -1,5 +1,6 @@
 // The ioredis and iovalkey adapters (the same shape: iovalkey is ioredis's fork), single node or Cluster.
 import { type Commander, isFunction, listenUntilReady } from './commander.js';
+import { keySlot } from './slot.js';
 
 interface IoRedisLike {
   call(command: string, ...args: string[]): Promise<unknown>;
@@ -78,9 +79,14 @@ export function ioredisCommander(redis: IoRedisLike): Commander {
     cluster,
     address: describeAddress(redis, cluster),
     send: (args) => redis.call(args[0] as string, ...args.slice(1)),
-    sendToPrimaries: (args) => {
-      const targets = cluster ? masters() : [redis];
-      return Promise.all(targets.map((node) => node.call(args[0] as string, ...args.slice(1))));
+    sendToOwner: (args, key) => {
+      if (!cluster) return redis.call(args[0] as string, ...args.slice(1));
+      // ioredis routes by a command's keys; a keyless one goes to the node the slot table names.
+      const owner = redis.slots?.[keySlot(key)]?.[0];
+      const node = masters().find((each) => nodeAddress(each.options) === owner);
+      if (node === undefined)
+        return Promise.reject(new Error(`No connection to the primary of ${key}'s slot`));
+      return node.call(args[0] as string, ...args.slice(1));
     },
     isReady: () => redis.status === 'ready',
     whenReady: (listener) => {

@@ -1,5 +1,6 @@
 // The node-redis adapters: a client (createClient), a cluster (createCluster), a sentinel (createSentinel).
 import { type Commander, listenUntilReady } from './commander.js';
+import { keySlot } from './slot.js';
 
 interface Readiness {
   readonly isReady?: boolean;
@@ -18,7 +19,6 @@ export interface NodeRedisClusterLike extends Readiness {
     isReadonly: boolean | undefined,
     args: string[],
   ): Promise<unknown>;
-  masters: Array<{ client?: unknown }>;
   /** Per slot, the shard that serves it: its primary's `address` is `host:port`. */
   slots?: ReadonlyArray<{ readonly master?: { readonly address?: string } } | undefined>;
   nodeClient(node: unknown): NodeRedisClientLike | Promise<NodeRedisClientLike>;
@@ -61,7 +61,7 @@ export function nodeRedisClientCommander(redis: NodeRedisClientLike): Commander 
     cluster: false,
     address: clientAddress(redis),
     send: (args) => redis.sendCommand(args as string[]),
-    sendToPrimaries: async (args) => [await redis.sendCommand(args as string[])],
+    sendToOwner: (args) => redis.sendCommand(args as string[]),
     ...readiness(redis),
     primaryOf: () => undefined,
   };
@@ -74,7 +74,7 @@ export function nodeRedisSentinelCommander(redis: NodeRedisSentinelLike): Comman
     cluster: false,
     address: 'the primary named by the sentinels',
     send: (args) => redis.sendCommand(false, args as string[]),
-    sendToPrimaries: async (args) => [await redis.sendCommand(false, args as string[])],
+    sendToOwner: (args) => redis.sendCommand(false, args as string[]),
     ...readiness(redis),
     primaryOf: () => undefined,
   };
@@ -89,10 +89,12 @@ export function nodeRedisClusterCommander(redis: NodeRedisClusterLike): Commande
     cluster: true,
     address: seeds.length === 0 ? 'the cluster' : `the cluster at ${seeds.join(', ')}`,
     send: (args, key) => redis.sendCommand(key, false, args as string[]),
-    sendToPrimaries: (args) =>
-      Promise.all(
-        redis.masters.map(async (master) => (await redis.nodeClient(master)).sendCommand(args as string[])),
-      ),
+    sendToOwner: async (args, key) => {
+      // A keyless command goes to the node the slot table names for the key.
+      const master = redis.slots?.[keySlot(key)]?.master;
+      if (master === undefined) throw new Error(`No primary known for ${key}'s slot`);
+      return (await redis.nodeClient(master)).sendCommand(args as string[]);
+    },
     ...readiness(redis),
     primaryOf: (slot) => redis.slots?.[slot]?.master?.address,
   };

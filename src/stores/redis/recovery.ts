@@ -5,6 +5,8 @@ import type { Unrun } from './server-errors.js';
 
 interface Repair {
   readonly reason: Unrun;
+  /** Where it repairs: the node that owns the failed call's key. */
+  readonly key: string;
   /** The send count when the repair was started: calls sent before it may share it. */
   readonly startedAt: number;
   readonly done: Promise<void>;
@@ -20,12 +22,16 @@ function ignore(): void {}
  */
 export class Recovery {
   #sent = 0;
-  #current: Repair | undefined;
+  /** The repair under way per node (by `scope`, the node's address when known). */
+  readonly #current = new Map<string, Repair>();
   #gate: Promise<void> | undefined;
-  readonly #perform: (reason: Unrun) => Promise<void>;
+  readonly #perform: (reason: Unrun, key: string) => Promise<void>;
 
-  /** `perform` repairs the server (loads the scripts or the library, or waits out a failover). */
-  constructor(perform: (reason: Unrun) => Promise<void>) {
+  /**
+   * `perform` repairs the node that owns `key` (loads the scripts or the library there, or waits
+   * out a failover).
+   */
+  constructor(perform: (reason: Unrun, key: string) => Promise<void>) {
     this.#perform = perform;
   }
 
@@ -40,18 +46,18 @@ export class Recovery {
   }
 
   /**
-   * Resolves when a call sent at `sentAt` that failed for `reason` may be sent again. Calls share
-   * a repair started after they were sent: one started before ran before their failure, so
-   * whatever removed the scripts came after it, and it is started again.
+   * Resolves when a call for `key` sent at `sentAt` that failed for `reason` may be sent again.
+   * Calls on one node (`scope`) share a repair started after they were sent: one started before
+   * ran before their failure, so whatever removed the scripts came after it, and it is started again.
    */
-  repair(reason: Unrun, sentAt: number): Promise<void> {
-    const current = this.#current;
+  repair(reason: Unrun, sentAt: number, key: string, scope: string): Promise<void> {
+    const current = this.#current.get(scope);
     if (current !== undefined && current.reason === reason && current.startedAt > sentAt) return current.done;
-    const repair: Repair = { reason, startedAt: ++this.#sent, done: this.#perform(reason) };
-    this.#current = repair;
+    const repair: Repair = { reason, key, startedAt: ++this.#sent, done: this.#perform(reason, key) };
+    this.#current.set(scope, repair);
     const settled = repair.done.then(ignore, ignore);
     settled.then(() => {
-      if (this.#current === repair) this.#current = undefined;
+      if (this.#current.get(scope) === repair) this.#current.delete(scope);
     });
     // The gate's waiters are queued only once `settled` resolves, a step after the failed calls'
     // own reactions to `done`: their resends go out first.

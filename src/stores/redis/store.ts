@@ -126,7 +126,7 @@ export class RedisStore implements Store {
   readonly connectTimeoutMs: number;
   readonly #commander: Commander;
   readonly #readiness: Readiness;
-  readonly #recovery = new Recovery((reason) => this.#repair(reason));
+  readonly #recovery = new Recovery((reason, key) => this.#repair(reason, key));
   #queue: Pending[] = [];
   #scheduled = false;
   /** Script or function calls sent, for tests and the benchmark's accounting. */
@@ -383,25 +383,26 @@ export class RedisStore implements Store {
         // run it, and a resend would count twice.
         const reason = unrunReason(error, functions);
         if (reason === undefined || attempt >= SEND_TRIES) throw error;
-        await this.#recovery.repair(reason, sentAt);
+        await this.#recovery.repair(reason, sentAt, key, this.#shardOfKey(key) ?? '');
       }
     }
   }
 
   /**
-   * Makes the server able to run the scripts again: SCRIPT LOAD (scripts loaded by EVAL may be
-   * evicted on Redis 7.4 and later, loaded ones are not) or FUNCTION LOAD on every primary; after
-   * READONLY, a pause while the client learns who the new primary is.
+   * Makes the node that owns `key` able to run the scripts again: SCRIPT LOAD (scripts loaded by
+   * EVAL may be evicted on Redis 7.4 and later, loaded ones are not) or FUNCTION LOAD there (another
+   * node that lost them, or a primary that is down, is no concern of this call); after READONLY, a
+   * pause while the client learns who the new primary is.
    */
-  async #repair(reason: Unrun): Promise<void> {
+  async #repair(reason: Unrun, key: string): Promise<void> {
     if (reason === 'readonly') {
       await new Promise((resolve) => setTimeout(resolve, READONLY_WAIT_MS));
     } else if (reason === 'function') {
-      await this.#commander.sendToPrimaries(['FUNCTION', 'LOAD', 'REPLACE', LIBRARY_CODE]);
+      await this.#commander.sendToOwner(['FUNCTION', 'LOAD', 'REPLACE', LIBRARY_CODE], key);
     } else {
       await Promise.all(
         Object.values(SCRIPTS).map((script) =>
-          this.#commander.sendToPrimaries(['SCRIPT', 'LOAD', script.body]),
+          this.#commander.sendToOwner(['SCRIPT', 'LOAD', script.body], key),
         ),
       );
     }
