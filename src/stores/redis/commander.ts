@@ -13,6 +13,11 @@ export interface Commander {
   send(args: readonly string[], key: string): Promise<unknown>;
   /** Sends one keyless command (SCRIPT LOAD) to the primary that owns `key`. */
   sendToOwner(args: readonly string[], key: string): Promise<unknown>;
+  /**
+   * On a cluster, sends one keyless command to every primary, as far as each can be reached (a node
+   * that a call reached by ASK is not the slot's owner yet). Resolves whatever the replies.
+   */
+  broadcast(args: readonly string[]): Promise<void>;
   /** Whether the client is connected and can send now. */
   isReady(): boolean;
   /**
@@ -25,6 +30,14 @@ export interface Commander {
 }
 
 export type AnyFunction = (...args: never[]) => unknown;
+
+/** `broadcast` for a single node: `sendToOwner` has reached it already. */
+export async function noBroadcast(): Promise<void> {}
+
+/** Waits for every send, whatever each one's outcome. */
+export async function settleAll(sends: ReadonlyArray<Promise<unknown>>): Promise<void> {
+  await Promise.allSettled(sends);
+}
 
 export function isFunction(value: unknown): value is AnyFunction {
   return typeof value === 'function';

@@ -1,8 +1,8 @@
 // The Valkey GLIDE adapter (GlideClient, GlideClusterClient): every script call through customCommand,
 // routed to the primary of the batch's slot, so many decisions still share one call.
-import type { Commander } from './commander.js';
+import { type Commander, noBroadcast, settleAll } from './commander.js';
 
-type Route = { readonly type: 'primarySlotKey'; readonly key: string };
+type Route = 'allPrimaries' | { readonly type: 'primarySlotKey'; readonly key: string };
 
 export interface GlideLike {
   customCommand(args: string[], options?: { route?: Route }): Promise<unknown>;
@@ -37,6 +37,9 @@ export function glideCommander(glide: GlideLike, cluster: boolean): Commander {
     sendToOwner: cluster
       ? (args, key) => glide.customCommand(args as string[], { route: { type: 'primarySlotKey', key } })
       : (args) => glide.customCommand(args as string[]),
+    broadcast: cluster
+      ? (args) => settleAll([glide.customCommand(args as string[], { route: 'allPrimaries' })])
+      : noBroadcast,
     isReady: () => connected && glide.isClosed !== true,
     whenReady: (listener) => {
       let listening = true;

@@ -1,5 +1,5 @@
 // The ioredis and iovalkey adapters (the same shape: iovalkey is ioredis's fork), single node or Cluster.
-import { type Commander, isFunction, listenUntilReady } from './commander.js';
+import { type Commander, isFunction, listenUntilReady, noBroadcast, settleAll } from './commander.js';
 import { keySlot } from './slot.js';
 
 interface IoRedisLike {
@@ -88,6 +88,10 @@ export function ioredisCommander(redis: IoRedisLike): Commander {
         return Promise.reject(new Error(`No connection to the primary of ${key}'s slot`));
       return node.call(args[0] as string, ...args.slice(1));
     },
+    broadcast: (args) =>
+      cluster
+        ? settleAll(masters().map((node) => node.call(args[0] as string, ...args.slice(1))))
+        : noBroadcast(),
     isReady: () => redis.status === 'ready',
     whenReady: (listener) => {
       const stop = listenUntilReady(redis, ['ready'], () => redis.status === 'ready', listener);

@@ -1,5 +1,5 @@
 // The node-redis adapters: a client (createClient), a cluster (createCluster), a sentinel (createSentinel).
-import { type Commander, listenUntilReady } from './commander.js';
+import { type Commander, listenUntilReady, noBroadcast, settleAll } from './commander.js';
 import { keySlot } from './slot.js';
 
 interface Readiness {
@@ -19,6 +19,7 @@ export interface NodeRedisClusterLike extends Readiness {
     isReadonly: boolean | undefined,
     args: string[],
   ): Promise<unknown>;
+  masters?: unknown[];
   /** Per slot, the shard that serves it: its primary's `address` is `host:port`. */
   slots?: ReadonlyArray<{ readonly master?: { readonly address?: string } } | undefined>;
   nodeClient(node: unknown): NodeRedisClientLike | Promise<NodeRedisClientLike>;
@@ -62,6 +63,7 @@ export function nodeRedisClientCommander(redis: NodeRedisClientLike): Commander 
     address: clientAddress(redis),
     send: (args) => redis.sendCommand(args as string[]),
     sendToOwner: (args) => redis.sendCommand(args as string[]),
+    broadcast: noBroadcast,
     ...readiness(redis),
     primaryOf: () => undefined,
   };
@@ -75,6 +77,7 @@ export function nodeRedisSentinelCommander(redis: NodeRedisSentinelLike): Comman
     address: 'the primary named by the sentinels',
     send: (args) => redis.sendCommand(false, args as string[]),
     sendToOwner: (args) => redis.sendCommand(false, args as string[]),
+    broadcast: noBroadcast,
     ...readiness(redis),
     primaryOf: () => undefined,
   };
@@ -95,6 +98,12 @@ export function nodeRedisClusterCommander(redis: NodeRedisClusterLike): Commande
       if (master === undefined) throw new Error(`No primary known for ${key}'s slot`);
       return (await redis.nodeClient(master)).sendCommand(args as string[]);
     },
+    broadcast: (args) =>
+      settleAll(
+        (redis.masters ?? []).map(async (master) =>
+          (await redis.nodeClient(master)).sendCommand(args as string[]),
+        ),
+      ),
     ...readiness(redis),
     primaryOf: (slot) => redis.slots?.[slot]?.master?.address,
   };

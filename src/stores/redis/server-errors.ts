@@ -5,9 +5,11 @@ import { ERROR_CODES, SluiceError } from '../../errors.js';
 /**
  * Replies that prove the script did not run, so that the store may repair and send it again:
  * `noscript`, the server has no script of that SHA1; `function`, it lost the function library;
- * `readonly`, the node became a replica (a failover) and no write of the script could take place.
+ * `readonly`, the node became a replica (a failover) and no write of the script could take place;
+ * `moved`, a redirection (MOVED, ASK) the client passed on rather than followed (Valkey GLIDE does
+ * with a routed command), so the call never reached the slot's owner.
  */
-export type Unrun = 'noscript' | 'function' | 'readonly';
+export type Unrun = 'noscript' | 'function' | 'readonly' | 'moved';
 
 // ioredis Cluster wraps the reply that ends a run of redirections ("Too many Cluster redirections.
 // Last error: ReplyError: NOSCRIPT ..."); Valkey GLIDE names the kind ("An error was signalled by
@@ -17,6 +19,7 @@ const GLIDE = '^An error was signalled by the server: - ';
 const NOSCRIPT = new RegExp(`${WRAPPED}NOSCRIPT|${GLIDE}NoScriptError:`);
 const TRYAGAIN = new RegExp(`${WRAPPED}TRYAGAIN|${GLIDE}TryAgain:`);
 const READONLY = new RegExp(`${WRAPPED}READONLY|${GLIDE}ReadOnly:`);
+const REDIRECTED = new RegExp(`${WRAPPED}(?:MOVED|ASK) |${GLIDE}(?:Moved|Ask):`);
 const FUNCTION_MISSING = /function not found/i;
 
 function messageOf(error: unknown): string {
@@ -37,7 +40,8 @@ export function unrunReason(error: unknown, functions: boolean): Unrun | undefin
   if (functions ? FUNCTION_MISSING.test(message) : NOSCRIPT.test(message)) {
     return functions ? 'function' : 'noscript';
   }
-  return READONLY.test(message) ? 'readonly' : undefined;
+  if (READONLY.test(message)) return 'readonly';
+  return REDIRECTED.test(message) ? 'moved' : undefined;
 }
 
 /** The store's error for a client's failure, naming the shard (a cluster primary) when known. */

@@ -95,8 +95,11 @@ const DEFAULTS = { prefix: 'rl', mode: 'scripts', maxBatch: 64, connectTimeoutMs
  * repair): another flush can land between a reload and the resend (seen under load).
  */
 const SEND_TRIES = 3;
-/** How long a call that met READONLY (a primary demoted by a failover) waits before it is resent. */
-const READONLY_WAIT_MS = 50;
+/**
+ * How long a call that met READONLY (a primary demoted by a failover) or a redirection its client
+ * did not follow waits before it is resent, while the client learns the new owner.
+ */
+const REDIRECT_WAIT_MS = 50;
 const COSTS = Array.from({ length: 101 }, (_, i) => String(i));
 
 /** The items grouped by key, each group in arrival order. */
@@ -390,21 +393,23 @@ export class RedisStore implements Store {
 
   /**
    * Makes the node that owns `key` able to run the scripts again: SCRIPT LOAD (scripts loaded by
-   * EVAL may be evicted on Redis 7.4 and later, loaded ones are not) or FUNCTION LOAD there (another
-   * node that lost them, or a primary that is down, is no concern of this call); after READONLY, a
-   * pause while the client learns who the new primary is.
+   * EVAL may be evicted on Redis 7.4 and later, loaded ones are not) or FUNCTION LOAD there; after
+   * READONLY or MOVED, a pause while the client learns who the new primary is.
    */
   async #repair(reason: Unrun, key: string): Promise<void> {
-    if (reason === 'readonly') {
-      await new Promise((resolve) => setTimeout(resolve, READONLY_WAIT_MS));
-    } else if (reason === 'function') {
-      await this.#commander.sendToOwner(['FUNCTION', 'LOAD', 'REPLACE', LIBRARY_CODE], key);
-    } else {
-      await Promise.all(
-        Object.values(SCRIPTS).map((script) =>
-          this.#commander.sendToOwner(['SCRIPT', 'LOAD', script.body], key),
-        ),
-      );
+    if (reason === 'readonly' || reason === 'moved') {
+      await new Promise((resolve) => setTimeout(resolve, REDIRECT_WAIT_MS));
+      return;
     }
+    const loads =
+      reason === 'function'
+        ? [['FUNCTION', 'LOAD', 'REPLACE', LIBRARY_CODE]]
+        : Object.values(SCRIPTS).map((script) => ['SCRIPT', 'LOAD', script.body]);
+    // The owner must have them; every other primary, as far as it can be reached, gets them too: a
+    // call reached by ASK runs on a node that does not own the slot yet.
+    await Promise.all([
+      ...loads.map((args) => this.#commander.sendToOwner(args, key)),
+      ...loads.map((args) => this.#commander.broadcast(args)),
+    ]);
   }
 }
