@@ -13,6 +13,7 @@ import { CLIENT_KINDS, connect } from './helpers/clients.js';
 const FRESH_KINDS = ['ioredis', 'node-redis', 'iovalkey'] as const;
 
 import { freePort, type RedisServer, startRedis } from './helpers/redis-server.js';
+import { oneUnit } from './helpers/suites.js';
 
 const HOUR = 3_600_000;
 
@@ -52,14 +53,7 @@ function isUp(client: unknown): boolean {
 }
 
 function request(identifier: string): StoreRequest {
-  return {
-    policy: fixedWindow({ limit: 10, windowMs: HOUR }),
-    name: 'ready',
-    identifier,
-    operation: 'limit',
-    cost: 1,
-    now: undefined,
-  };
+  return oneUnit('ready', identifier);
 }
 
 describe('a fresh client', () => {

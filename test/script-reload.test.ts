@@ -7,7 +7,7 @@ import { setImmediate as tick } from 'node:timers/promises';
 import { createLimiter, type Decision, fixedWindow, RedisStore, SluiceError } from '../src/index.js';
 import { type RedisServer, startRedis } from './helpers/redis-server.js';
 import { fixedWindowCount } from './helpers/stored.js';
-import { openVariant, VARIANTS } from './helpers/suites.js';
+import { oneUnit, openVariant, VARIANTS } from './helpers/suites.js';
 
 const PATIENT_MS = 60_000;
 const HOUR = 3_600_000;
@@ -89,14 +89,7 @@ describe('READONLY (a primary demoted to a replica)', () => {
             await new Promise((resolve) => setTimeout(resolve, 10));
           }
         }
-        const request = {
-          policy: fixedWindow({ limit: 5, windowMs: HOUR }),
-          name: 'ro',
-          identifier: 'a',
-          operation: 'limit',
-          cost: 1,
-          now: undefined,
-        } as const;
+        const request = oneUnit('ro', 'a');
         const before = store.calls;
         await assert.rejects(store.decide(request), (error: unknown) => {
           assert.ok(error instanceof SluiceError);

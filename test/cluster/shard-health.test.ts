@@ -13,6 +13,7 @@ import { type ClusterClient, connectCluster } from '../helpers/cluster-clients.j
 import { type Load, type Outcome, sleep, startLoad } from '../helpers/failover-load.js';
 import { type RedisCluster, startCluster } from '../helpers/redis-cluster.js';
 import { pollUntil } from '../helpers/resp.js';
+import { oneUnit } from '../helpers/suites.js';
 
 const HOUR = 3_600_000;
 
@@ -31,14 +32,7 @@ after(async () => {
 });
 
 function request(identifier: string): StoreRequest {
-  return {
-    policy: fixedWindow({ limit: 10, windowMs: HOUR }),
-    name: 'shard',
-    identifier,
-    operation: 'limit',
-    cost: 1,
-    now: undefined,
-  };
+  return oneUnit('shard', identifier);
 }
 
 test("shardOf names the primary that owns the request's slot, as the client's slot table has it", async () => {
