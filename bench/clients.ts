@@ -1,5 +1,5 @@
 // The client libraries side by side: decisions per second through each (200 in flight, fixed window)
-// on the server of SLUICE_TEST_SERVER, and where each spends its time. `node build/bench/clients.js [seconds]`.
+// on the server of SLUICE_TEST_SERVER, and where each spends its time. `node build/bench/clients.js [seconds] [client]`.
 import { performance } from 'node:perf_hooks';
 import { createLimiter, fixedWindow, RedisStore } from '../src/index.js';
 import { CLIENT_KINDS, connect } from '../test/helpers/clients.js';
@@ -20,9 +20,14 @@ interface Row {
   readonly scriptCalls: number;
 }
 
-async function race(kind: (typeof CLIENT_KINDS)[number], port: number, seconds: number): Promise<Row> {
+async function race(
+  kind: (typeof CLIENT_KINDS)[number],
+  port: number,
+  seconds: number,
+  maxBatch: number,
+): Promise<Row> {
   const connected = await connect(kind, port);
-  const store = new RedisStore({ client: connected.client, prefix: `bench-${kind}` });
+  const store = new RedisStore({ client: connected.client, prefix: `bench-${kind}`, maxBatch });
   const limiter = createLimiter({
     store,
     policy: fixedWindow({ limit: 1_000_000_000, windowMs: 3_600_000 }),
@@ -64,22 +69,31 @@ async function race(kind: (typeof CLIENT_KINDS)[number], port: number, seconds: 
 
 async function main(): Promise<void> {
   const seconds = Number(process.argv[2] ?? 5);
+  // A third argument runs one client only, e.g. under --cpu-prof.
+  const only = process.argv[3];
   const server = await startRedis();
   try {
-    const version = String(
-      (await (await connect('ioredis', server.port)).command('INFO', 'server')) ?? '',
-    ).match(/(?:valkey|redis)_version:(\S+)/)?.[1];
+    const admin = await connect('ioredis', server.port);
+    const info = String(await admin.command('INFO', 'server'));
+    await admin.close();
+    // Valkey also reports the Redis version it is compatible with: its own first.
+    const version = /valkey_version:(\S+)/.exec(info)?.[1] ?? /redis_version:(\S+)/.exec(info)?.[1];
     console.log(
-      `${SERVER_FAMILY.label} ${version}: ${IN_FLIGHT} in flight, fixed window, ${seconds} s per client`,
+      `${SERVER_FAMILY.label} ${version}: ${IN_FLIGHT} in flight, fixed window, ${seconds} s per run`,
     );
-    console.log('client        decisions/s  process CPU µs/decision  event loop busy  decisions/call');
+    console.log(
+      'client        maxBatch  decisions/s  process CPU µs/decision  event loop busy  decisions/call',
+    );
+    // maxBatch 64 (the default: coalesced) and 1 (one script call per decision: the client's own cost).
     // Twice round, alternating, so a noisy moment does not fall on one client alone.
-    for (let round = 0; round < 2; round++) {
-      for (const kind of CLIENT_KINDS) {
-        const row = await race(kind, server.port, seconds);
-        console.log(
-          `${row.client.padEnd(13)} ${String(row.perSecond).padStart(11)}  ${String(row.processCpuUs).padStart(23)}  ${String(row.eventLoopBusy).padStart(15)}  ${(row.decisions / row.scriptCalls).toFixed(1).padStart(14)}`,
-        );
+    for (const maxBatch of [64, 1]) {
+      for (let round = 0; round < 2; round++) {
+        for (const kind of CLIENT_KINDS.filter((each) => only === undefined || each === only)) {
+          const row = await race(kind, server.port, seconds, maxBatch);
+          console.log(
+            `${row.client.padEnd(13)} ${String(maxBatch).padStart(8)}  ${String(row.perSecond).padStart(11)}  ${String(row.processCpuUs).padStart(23)}  ${String(row.eventLoopBusy).padStart(15)}  ${(row.decisions / row.scriptCalls).toFixed(1).padStart(14)}`,
+          );
+        }
       }
     }
   } finally {
