@@ -3,10 +3,11 @@
 //   node --expose-gc build/bench/memory-worker.js <contender id> <warmupMs> <durationMs> <concurrency> <identifiers>
 import { memoryContenders } from './contenders.js';
 import { collectGarbage, runLoad } from './load.js';
+import { metricsMemoryContenders } from './metrics.js';
 
 async function main(): Promise<void> {
   const [id, warmupMs, durationMs, concurrency, count] = process.argv.slice(2);
-  const contender = memoryContenders().find((c) => c.id === id);
+  const contender = [...memoryContenders(), ...metricsMemoryContenders()].find((c) => c.id === id);
   if (contender === undefined) throw new Error(`No in-process contender ${id}`);
   const identifiers = Array.from({ length: Number(count) }, (_, i) => `user:${i}`);
   const load = { concurrency: Number(concurrency), identifiers, latency: false };

@@ -31,3 +31,9 @@ try {
   previous = readFileSync(target, 'utf8');
 } catch {}
 if (previous !== text) writeFileSync(target, text);
+
+// The Envoy service's messages, embedded the same way.
+await import('./gen-protos.mjs');
+
+// The dashboard's page, embedded the same way.
+await import('./gen-dashboard.mjs');

@@ -4,7 +4,9 @@ import { type CombinedDecision, combineDecisions } from './core/combined-decisio
 import { atomicGroupError, Group, type GroupOutcome, type PerMember } from './core/group.js';
 import type { Member } from './core/member.js';
 import { describeValue, ERROR_CODES, invalidOption, SluiceError } from './errors.js';
+import type { MetricsRecorder } from './hooks.js';
 import { type KeyOptions, type Limiter, limiterMember } from './limiter.js';
+import { resolveRecorder } from './options.js';
 import type { Operation } from './types.js';
 import { knownKeys, optionsObject } from './validate.js';
 
@@ -18,6 +20,12 @@ export interface AllOptions {
    * @default true when every limiter uses the same store, false otherwise
    */
   readonly atomic?: boolean;
+  /**
+   * Counts the decisions of every limiter given (see `sluice/metrics`), as each limiter's own
+   * `metrics` option would, from now on: also those made outside this all().
+   * @default undefined (each limiter's own recorder, if any)
+   */
+  readonly metrics?: MetricsRecorder;
 }
 
 /** Identifiers for a combined call: one for every limiter, or one per limiter in order. */
@@ -188,6 +196,7 @@ export function groupFor(
   limiters: readonly unknown[],
   atomic: boolean | undefined,
   option = 'limiters',
+  metrics?: MetricsRecorder,
 ): Group {
   if (!Array.isArray(limiters) || limiters.length === 0) {
     throw invalidOption(option, 'a non-empty array of limiters', limiters);
@@ -208,6 +217,7 @@ export function groupFor(
       );
     }
   });
+  if (metrics !== undefined) for (const member of members) member.attach(metrics);
   const sameStore = members.every((member) => member.store === members[0]?.store);
   const together = atomic ?? sameStore;
   if (together) {
@@ -233,10 +243,11 @@ export function groupFor(
  */
 export function all(limiters: readonly Limiter[], options?: AllOptions): CombinedLimiter {
   const raw = optionsObject('all options', options, false);
-  knownKeys('all', raw, ['atomic']);
+  knownKeys('all', raw, ['atomic', 'metrics']);
   if (raw.atomic !== undefined && typeof raw.atomic !== 'boolean') {
     throw invalidOption('all.atomic', 'a boolean', raw.atomic);
   }
-  const group = groupFor(limiters, raw.atomic as boolean | undefined);
+  const metrics = resolveRecorder('all.metrics', raw.metrics);
+  const group = groupFor(limiters, raw.atomic as boolean | undefined, 'limiters', metrics);
   return new Combined(Object.freeze([...limiters]), group);
 }

@@ -1,6 +1,6 @@
 // One error class with a stable code per failure, so callers branch on `code`, never on messages.
 
-/** Every code sluice throws or rejects with. Listed in the README's error table. */
+/** Every code sluice throws or rejects with. Each has its anchor in docs/errors.md (see {@link errorDocs}). */
 export const ERROR_CODES = {
   /** A configuration option is missing or has the wrong value. Thrown at construction. */
   INVALID_OPTION: 'ERR_SLUICE_INVALID_OPTION',
@@ -31,7 +31,20 @@ export const ERROR_CODES = {
 export type ErrorCode = (typeof ERROR_CODES)[keyof typeof ERROR_CODES];
 
 /**
- * The error sluice throws and rejects with.
+ * Where a code is explained: its anchor in docs/errors.md, which ships in the package
+ * (`node_modules/sluice/docs/errors.md`), as the page's heading for the code renders it.
+ *
+ * @example
+ * errorDocs('ERR_SLUICE_INVALID_COST'); // 'sluice/docs/errors.md#err_sluice_invalid_cost'
+ */
+export function errorDocs(code: ErrorCode): string {
+  return `sluice/docs/errors.md#${code.toLowerCase()}`;
+}
+
+/**
+ * The error sluice throws and rejects with. Its message ends with a pointer to the code's
+ * explanation: "Expected `limit` to be a positive integer, got 0 (number). See
+ * sluice/docs/errors.md#err_sluice_invalid_option".
  *
  * @example
  * try { await limiter.limit(id, { cost }); }
@@ -42,9 +55,17 @@ export class SluiceError extends Error {
   readonly code: ErrorCode;
 
   constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options);
+    super(withPointer(code, message), options);
     this.code = code;
   }
+}
+
+/** The message, ended as a sentence, then where its code is explained; once, however often it is wrapped. */
+function withPointer(code: ErrorCode, message: string): string {
+  const pointer = `See ${errorDocs(code)}`;
+  const text = message.trimEnd();
+  if (text.endsWith(pointer)) return text;
+  return `${text}${/[.!?)]$/.test(text) ? '' : '.'} ${pointer}`;
 }
 
 /** Renders a received value for a message: `0 (number)`, `"abc" (string)`, `undefined`. */

@@ -26,7 +26,11 @@ export interface HookContext {
   readonly error?: SluiceError;
   /** How the decision was made (see {@link DecisionSource}); `store-error` or `timeout` for `onError`. */
   readonly source: DecisionSource;
-  /** Milliseconds the store took to answer, with fractions, when `source` is `store`; otherwise 0. */
+  /**
+   * Milliseconds the store took to answer, with fractions, when `source` is `store`; otherwise 0.
+   * An in-process store (the memory store) decides in about the time reading the clock twice takes:
+   * one decision in 16 is timed, and the others say `NaN`.
+   */
   readonly storeMs: number;
   /** `false` in shadow mode: the caller was allowed whatever the decision says. */
   readonly enforced: boolean;
@@ -46,7 +50,10 @@ export interface MetricsRecorder {
     readonly store: Store;
     readonly enforced: boolean;
   }): void;
-  /** Once per decision, with the verdict as the policy gave it (before shadow mode), after `onDecision`. */
+  /**
+   * Once per decision, with the verdict as the policy gave it (before shadow mode), after
+   * `onDecision`. The context object is reused for the next decision: read it, do not keep it.
+   */
   record(decision: Decision, context: HookContext): void;
   /** The store's health as a limiter sees it changed: `up` is false while the failure policy answers. */
   health(name: string, up: boolean, shard: string | undefined): void;

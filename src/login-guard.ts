@@ -5,7 +5,9 @@ import { checkIdentifier } from './core/call.js';
 import type { Member } from './core/member.js';
 import { decideOne } from './core/pipeline.js';
 import { ERROR_CODES, SluiceError } from './errors.js';
+import type { MetricsRecorder } from './hooks.js';
 import { createLimiter, type Limiter, limiterMember } from './limiter.js';
+import { resolveRecorder } from './options.js';
 import { type Decision, isStoreFailure, type Policy, type Store, type StoreFailure } from './types.js';
 import { durationMs, keyPart, knownKeys, optionsObject, positiveInteger } from './validate.js';
 
@@ -45,6 +47,12 @@ export interface LoginGuardOptions {
   readonly timeoutMs?: number;
   /** Milliseconds since the epoch; by default the store's clock (Redis's `TIME`). For tests. */
   readonly clock?: () => number;
+  /**
+   * Counts the guard's decisions (see `sluice/metrics`), under the limiters' names `<name>:user`
+   * and `<name>:ip`.
+   * @default undefined (no metrics)
+   */
+  readonly metrics?: MetricsRecorder;
 }
 
 /** The two budgets a login attempt is checked against. */
@@ -137,7 +145,7 @@ function asSluiceError(error: unknown): SluiceError {
  */
 export function loginGuard(options: LoginGuardOptions): LoginGuard {
   const raw = optionsObject('loginGuard options', options, true);
-  knownKeys('loginGuard', raw, ['store', 'perUsername', 'perIp', 'name', 'timeoutMs', 'clock']);
+  knownKeys('loginGuard', raw, ['store', 'perUsername', 'perIp', 'name', 'timeoutMs', 'clock', 'metrics']);
   const perUsername = budget('loginGuard.perUsername', raw.perUsername, DEFAULTS.perUsername);
   const perIp = budget('loginGuard.perIp', raw.perIp, DEFAULTS.perIp);
   const name = raw.name === undefined ? DEFAULTS.name : keyPart('loginGuard.name', raw.name);
@@ -148,13 +156,18 @@ export function loginGuard(options: LoginGuardOptions): LoginGuard {
   // createLimiter validates the store and the clock, naming them.
   const store = raw.store as Store;
   const clock = raw.clock as (() => number) | undefined;
+  const metrics = resolveRecorder('loginGuard.metrics', raw.metrics);
   // The limiters wait `timeoutMs` for the store and fail closed, as a login check should.
   const limiter = (policy: Policy, suffix: string): Limiter =>
-    createLimiter(
-      clock === undefined
-        ? { store, policy, name: `${name}:${suffix}`, timeoutMs, onStoreError: 'deny' }
-        : { store, policy, name: `${name}:${suffix}`, timeoutMs, onStoreError: 'deny', clock },
-    );
+    createLimiter({
+      store,
+      policy,
+      name: `${name}:${suffix}`,
+      timeoutMs,
+      onStoreError: 'deny',
+      ...(clock === undefined ? {} : { clock }),
+      ...(metrics === undefined ? {} : { metrics }),
+    });
   const username = limiter(slidingLog(perUsername), 'user');
   const ip = limiter(slidingLog(perIp), 'ip');
   const dimensions: ReadonlyArray<[LoginDimension, Member]> = [

@@ -158,7 +158,7 @@ export function resolveLimiterOptions(options: LimiterOptions): ResolvedLimiterO
         : positiveInteger('timeoutMs', raw.timeoutMs, MAX_TIMEOUT_MS),
     onDecision: hook('onDecision', raw.onDecision) as DecisionHook | undefined,
     onError: hook('onError', raw.onError) as ErrorHook | undefined,
-    metrics: recorder(raw.metrics),
+    metrics: resolveRecorder('metrics', raw.metrics),
     denyCacheMaxEntries: denyCacheEntries(raw.denyCache),
     enforce: flag('enforce', raw.enforce, LIMITER_DEFAULTS.enforce),
   });
@@ -171,7 +171,8 @@ function hook(option: string, value: unknown): unknown {
   return value;
 }
 
-function recorder(value: unknown): MetricsRecorder | undefined {
+/** A metrics recorder option, checked; `option` names it in the message. */
+export function resolveRecorder(option: string, value: unknown): MetricsRecorder | undefined {
   if (value === undefined) return undefined;
   const candidate = value as Partial<MetricsRecorder> | null;
   if (
@@ -182,7 +183,7 @@ function recorder(value: unknown): MetricsRecorder | undefined {
     typeof candidate.health !== 'function'
   ) {
     throw invalidOption(
-      'metrics',
+      option,
       "a recorder from 'sluice/metrics' (prometheusMetrics(), openTelemetryMetrics())",
       value,
     );

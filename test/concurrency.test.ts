@@ -1,4 +1,4 @@
-// The seed's concurrency check: 5 processes x 100 parallel requests at a limit of 100 let exactly 100
+// The concurrency check: 5 processes x 100 parallel requests at a limit of 100 let exactly 100
 // through, for every algorithm and both clients; a naive GET-then-INCR limiter lets more through.
 import assert from 'node:assert/strict';
 import { type ChildProcess, fork } from 'node:child_process';

@@ -4,7 +4,6 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import {
   createLimiter,
-  type Decision,
   fixedWindow,
   gcra,
   type Limiter,
@@ -18,6 +17,7 @@ import { type ExpiryWatch, watchExpiries } from './helpers/expiries.js';
 import { seeded } from './helpers/random.js';
 import { type RedisServer, startRedis } from './helpers/redis-server.js';
 import { assertHygiene, openVariant, VARIANTS, type Variant } from './helpers/suites.js';
+import { compareTick, type TwinCall } from './helpers/twins.js';
 
 const POLICIES: ReadonlyArray<() => Policy> = [
   () => fixedWindow({ limit: 5, windowMs: 1000 }),
@@ -34,12 +34,7 @@ const POLICIES: ReadonlyArray<() => Policy> = [
 const STEPS = 1500;
 const IDENTIFIERS = ['alice', 'bob', 'c{x}', '%7B', 'd}', 'ünï'];
 
-type Call = { identifier: string; operation: 'limit' | 'peek' | 'refund'; cost: number };
-
-function call(limiter: Limiter, c: Call): Promise<Decision> {
-  if (c.operation === 'refund') return limiter.refund(c.identifier, c.cost);
-  return limiter[c.operation](c.identifier, { cost: c.cost });
-}
+type Call = TwinCall;
 
 let server: RedisServer;
 let expiries: ExpiryWatch;
@@ -52,38 +47,13 @@ after(async () => {
   await server.stop();
 });
 
-/**
- * Compares one tick. Redis expires keys in real time while the test runs on its own clock: when a
- * key the tick touches was expired by the server, the twins may disagree for that reason alone. Such
- * a tick is not compared; both sides forget the identifiers it touched and go on. Returns whether
- * the tick was compared.
- */
-async function compare(
+function compare(
   onRedis: Limiter,
   inMemory: Limiter,
   calls: readonly Call[],
   describeTick: () => string,
 ): Promise<boolean> {
-  const expected = await Promise.all(calls.map((c) => call(inMemory, c)));
-  const actual = await Promise.all(calls.map((c) => call(onRedis, c)));
-  if (JSON.stringify(actual) === JSON.stringify(expected)) return true;
-  await expiries.settle();
-  const touched = [...new Set(calls.map((c) => c.identifier))];
-  const keys = touched.map((identifier) => onRedis.store.keyFor(onRedis.name, identifier));
-  if (keys.some((key) => expiries.expired.has(key))) {
-    for (const identifier of touched) {
-      await onRedis.reset(identifier);
-      await inMemory.reset(identifier);
-    }
-    for (const key of keys) expiries.clear(key);
-    return false;
-  }
-  assert.deepEqual(
-    actual,
-    expected,
-    `${describeTick()}: ${JSON.stringify(calls)}\nredis  ${JSON.stringify(actual)}\nmemory ${JSON.stringify(expected)}`,
-  );
-  return true;
+  return compareTick(expiries, onRedis, inMemory, calls, describeTick);
 }
 
 for (const { kind, mode } of VARIANTS) {

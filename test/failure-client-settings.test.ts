@@ -1,6 +1,6 @@
 // The client settings sluice expects: a client that would queue commands behind a dead connection
 // gets one process warning (once per client, however many stores share it); a client set up as the
-// README says gets none.
+// docs/redis.md says gets none.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { setImmediate as tick } from 'node:timers/promises';
@@ -55,7 +55,7 @@ describe('client settings', () => {
     }
   });
 
-  test('ioredis set up as the README says: no warning', async () => {
+  test('ioredis set up as docs/redis.md says: no warning', async () => {
     const client = new Redis({
       port: server.port,
       lazyConnect: true,
@@ -89,7 +89,7 @@ describe('client settings', () => {
     }
   });
 
-  test('node-redis with its defaults: one warning; set up as the README says: none', async () => {
+  test('node-redis with its defaults: one warning; set up as docs/redis.md says: none', async () => {
     const defaults = createClient({ socket: { port: server.port } });
     const good = createClient({ socket: { port: server.port }, disableOfflineQueue: true });
     const never = createClient({

@@ -1,4 +1,4 @@
-// Issue 3, shown 4: the deny cache. A hot identifier sending 100× its limit costs Redis at least 95%
+// The deny cache. A hot identifier sending 100× its limit costs Redis at least 95%
 // fewer calls, and exactly the same requests are allowed as without the cache, for every policy,
 // with mixed costs, refunds and resets.
 import assert from 'node:assert/strict';

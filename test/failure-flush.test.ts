@@ -1,4 +1,4 @@
-// Issue 3, shown 3: SCRIPT FLUSH and FUNCTION FLUSH in the middle of a run. The store loads its
+// SCRIPT FLUSH and FUNCTION FLUSH in the middle of a run. The store loads its
 // scripts again by itself: every decision still comes from Redis, no error reaches the caller or
 // the hooks, and no request is counted twice.
 import assert from 'node:assert/strict';

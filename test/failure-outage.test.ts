@@ -1,4 +1,4 @@
-// Issue 3, shown 1: redis-server killed with SIGKILL under load. Every decision returns within
+// redis-server killed with SIGKILL under load. Every decision returns within
 // `timeoutMs` plus a margin as `onStoreError` says, nothing rejects and no rejection goes unhandled;
 // after a restart, decisions come from Redis again, with no help from the application.
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// Issue 3, shown 2: CLIENT PAUSE on the server. Calls give up at `timeoutMs`, replies that arrive
+// CLIENT PAUSE on the server. Calls give up at `timeoutMs`, replies that arrive
 // afterwards (answers or errors) are dropped quietly, and the deadline costs no timer per call.
 import assert from 'node:assert/strict';
 import { createHook } from 'node:async_hooks';

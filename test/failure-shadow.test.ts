@@ -1,4 +1,4 @@
-// Issue 3, shown 5: shadow mode (`enforce: false`). Hooks see the denials, callers see allowed, and
+// Shadow mode (`enforce: false`). Hooks see the denials, callers see allowed, and
 // Redis counts only what the policy granted. Also: what hooks are told, and that a failing hook
 // never reaches the caller.
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// loginGuard(): the seed's login exercise, in memory and on a real Redis with both clients, including Redis going away.
+// loginGuard(): failed logins per username and per address, in memory and on a real Redis with both clients, including Redis going away.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import {

@@ -1,5 +1,5 @@
 // The twins are not only alike but right: properties every policy must keep, and reference models
-// (the seed's classic token bucket, an exact log) that the clever encodings must match.
+// (the classic token bucket of tokens and a timestamp, an exact log) that the clever encodings must match.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import {
@@ -116,7 +116,7 @@ for (const policy of POLICIES) {
 }
 
 describe('reference models', () => {
-  test('tokenBucket decides as the seed classic bucket (tokens and a timestamp)', async () => {
+  test('tokenBucket decides as the classic bucket of tokens and a timestamp', async () => {
     for (const [capacity, rate, seed] of [
       [5, 2, 1],
       [10, 10, 2],

@@ -5,6 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import {
   createLimiter,
   ERROR_CODES,
+  type ErrorCode,
   fixedWindow,
   gcra,
   MemoryStore,
@@ -266,10 +267,40 @@ describe('bad calls reject and write nothing, on Redis and in memory', () => {
     assert.equal(Number(await connected.command('DBSIZE')), 0);
   });
 
-  test('every error code is listed in the README error table', async () => {
+  test('every error code has its section in docs/errors.md, and every message ends pointing to it', async () => {
     const { readFile } = await import('node:fs/promises');
+    const page = await readFile(new URL('../../docs/errors.md', import.meta.url), 'utf8');
+    const headings = [...page.matchAll(/^## (\S+)$/gm)].map((match) => match[1]);
+    const codes: string[] = Object.values(ERROR_CODES);
+    assert.deepEqual(
+      [...headings].sort(),
+      [...codes].sort(),
+      'one section per code, and none for an unknown code',
+    );
+    for (const code of codes) {
+      // The heading's anchor is the code in lower case; the table links it and the messages point at it.
+      const anchor = code.toLowerCase();
+      assert.ok(page.includes(`[\`${code}\`](#${anchor})`), `${code} in the table, linked to its section`);
+      const error = new SluiceError(code as ErrorCode, 'Something was wrong.');
+      assert.equal(error.message, `Something was wrong. See sluice/docs/errors.md#${anchor}`);
+      // The message shown in its section is the one sluice writes, pointer included.
+      const section = page.slice(page.indexOf(`## ${code}\n`));
+      assert.match(
+        section.split('\n## ')[0] ?? '',
+        new RegExp(`See sluice/docs/errors\\.md#${anchor}$`, 'm'),
+      );
+    }
     const readme = await readFile(new URL('../../README.md', import.meta.url), 'utf8');
-    for (const code of Object.values(ERROR_CODES))
-      assert.ok(readme.includes(`\`${code}\``), `${code} in README`);
+    assert.ok(readme.includes('(docs/errors.md)'), 'the README links the error codes page');
+  });
+
+  test('a message is ended as a sentence before its pointer, and pointed once however often it is wrapped', () => {
+    const bare = new SluiceError(ERROR_CODES.STORE, 'Redis store failed: connection lost');
+    assert.equal(
+      bare.message,
+      'Redis store failed: connection lost. See sluice/docs/errors.md#err_sluice_store',
+    );
+    const again = new SluiceError(ERROR_CODES.STORE, bare.message, { cause: bare });
+    assert.equal(again.message, bare.message);
   });
 });

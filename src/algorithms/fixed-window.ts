@@ -1,4 +1,4 @@
-// Fixed window: the pure twin of fixed-window.lua. Windows are aligned to the clock, as in the seed's Step 1.
+// Fixed window: the pure twin of fixed-window.lua. Windows are aligned to the clock (a minute starts at :00).
 import { describeShare, resolveShare, scaleLimit } from '../share.js';
 import type { Operation, Outcome, Policy } from '../types.js';
 import { durationMs, knownKeys, optionsObject, positiveInteger } from '../validate.js';
@@ -72,7 +72,7 @@ export interface FixedWindowOptions {
   readonly windowMs: number;
   /**
    * This region's part of a global budget, from 0 (excluded) to 1: the limit is scaled by it and
-   * rounded down (see the README's "Sharing a budget across regions").
+   * rounded down (see docs/tags-and-regions.md).
    * @default 1
    */
   readonly share?: number;

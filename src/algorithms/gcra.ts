@@ -79,7 +79,7 @@ export interface GcraOptions {
   readonly burst?: number;
   /**
    * This region's part of a global budget, from 0 (excluded) to 1: the rate is scaled exactly and
-   * the burst rounded down, to at least 1 (see the README's "Sharing a budget across regions").
+   * the burst rounded down, to at least 1 (see docs/tags-and-regions.md).
    * @default 1
    */
   readonly share?: number;
@@ -120,8 +120,7 @@ export interface TokenBucketOptions {
   readonly refillPerSecond: number;
   /**
    * This region's part of a global budget, from 0 (excluded) to 1: the refill rate is scaled
-   * exactly and the capacity rounded down, to at least 1 (see the README's "Sharing a budget
-   * across regions").
+   * exactly and the capacity rounded down, to at least 1 (see docs/tags-and-regions.md).
    * @default 1
    */
   readonly share?: number;

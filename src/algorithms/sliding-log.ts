@@ -1,4 +1,4 @@
-// Sliding window log: the pure twin of sliding-log.lua (the seed's Step 2). Exact, one entry per unit used.
+// Sliding window log: the pure twin of sliding-log.lua Exact, one entry per unit used.
 import { ERROR_CODES, SluiceError } from '../errors.js';
 import { describeShare, resolveShare, scaleLimit } from '../share.js';
 import type { Operation, Outcome, Policy } from '../types.js';
@@ -77,7 +77,7 @@ export interface SlidingLogOptions {
   readonly windowMs: number;
   /**
    * This region's part of a global budget, from 0 (excluded) to 1: the limit is scaled by it and
-   * rounded down (see the README's "Sharing a budget across regions").
+   * rounded down (see docs/tags-and-regions.md).
    * @default 1
    */
   readonly share?: number;

@@ -1,4 +1,4 @@
-// Sliding window counter: the pure twin of sliding-window.lua (the seed's follow-up approximation).
+// Sliding window counter: the pure twin of sliding-window.lua (an approximation: the previous window counted as evenly spread).
 import { describeShare, resolveShare, scaleLimit } from '../share.js';
 import type { Operation, Outcome, Policy } from '../types.js';
 import { durationMs, knownKeys, optionsObject, positiveInteger } from '../validate.js';
@@ -92,13 +92,13 @@ export function decideSlidingWindow(
 
 /** Options of {@link slidingWindow}. */
 export interface SlidingWindowOptions {
-  /** Units allowed in any window of `windowMs` (approximately: see the README). */
+  /** Units allowed in any window of `windowMs` (approximately: see docs/algorithms.md). */
   readonly limit: number;
   /** Window length in ms. */
   readonly windowMs: number;
   /**
    * This region's part of a global budget, from 0 (excluded) to 1: the limit is scaled by it and
-   * rounded down (see the README's "Sharing a budget across regions").
+   * rounded down (see docs/tags-and-regions.md).
    * @default 1
    */
   readonly share?: number;

@@ -1,6 +1,6 @@
 // How the CLI fails: one line for the operator, and an exit code a script or cron job can branch on.
 
-/** Exit codes shared by every command; the README lists them. */
+/** Exit codes shared by every command; docs/cli.md lists them. */
 export const EXIT = {
   /** Done, and nothing to report. */
   OK: 0,

@@ -134,7 +134,7 @@ function baseOptions(target: Target, timeoutMs: number): RedisOptions {
     lazyConnect: true,
     // An operator's tool reports a failure; it does not wait out a reconnect loop.
     retryStrategy: () => null,
-    // The settings RedisStore expects (README: "When Redis is slow or gone"): a command never waits
+    // The settings RedisStore expects (docs/redis.md#client-settings): a command never waits
     // behind a dead connection, and one lost with its connection is not sent twice.
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,

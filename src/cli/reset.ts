@@ -1,4 +1,4 @@
-// `sluice reset <limiter> <identifier>`: deletes one identifier's state (the seed's "reset on successful login").
+// `sluice reset <limiter> <identifier>`: deletes one identifier's state (as a successful login resets its failures).
 import { createLimiter, fixedWindow, RedisStore, SluiceError } from '../index.js';
 import {
   COMMON_FLAGS,

@@ -13,8 +13,11 @@ import {
 } from './args.js';
 import type { Command, Context } from './command.js';
 import { loadConfig } from './config.js';
+import { checkAdminToken } from './dashboard/access.js';
+import { startMonitor } from './dashboard/monitor.js';
 import { CliError, EXIT, errorText } from './errors.js';
 import { type Connection, connect, DEFAULT_URL } from './redis.js';
+import { ENVOY_FLAGS, ENVOY_FLAGS_HELP, startEnvoyPart } from './serve-envoy.js';
 import { createService } from './service.js';
 
 /** How long in-flight requests get to finish at shutdown before their connections are cut. */
@@ -30,6 +33,8 @@ const spec = {
     timeout: { type: 'string' },
     host: { type: 'string' },
     port: { type: 'string' },
+    'admin-token': { type: 'string' },
+    ...ENVOY_FLAGS,
   },
   help: `Usage: sluice serve [--config sluice.config.json] [--port 8080] [--host 127.0.0.1] [--redis URL]
 
@@ -41,6 +46,9 @@ A rate-limit service any language can call, with the policies of the config file
   GET  /v1/policies  the configured policies
   GET  /demo         a page behind the config's demo policy, keyed by the caller's address
   GET  /healthz      ok
+  GET  /             in a browser: a live dashboard of each policy's decisions, store health and
+                     most-denied identifiers (GET /dashboard/data is its JSON)
+  GET  /metrics      Prometheus metrics (needs prom-client installed)
 
 Malformed requests get 400 application/problem+json. SIGTERM (or Ctrl-C) stops accepting,
 lets requests in flight finish, and exits 0 (130 after Ctrl-C).
@@ -52,6 +60,11 @@ Options:
                       process's memory; several instances then share limits. Without the flag,
                       ${DEFAULT_URL} is not used: the memory store is.
   --timeout <time>    how long to wait for Redis at start (default 5s)
+  --admin-token <t>   the token the dashboard and /metrics ask for (default: $SLUICE_ADMIN_TOKEN), sent as
+                      "Authorization: Bearer <t>" or as a Basic password. On loopback they are open
+                      without one; beyond loopback (e.g. --host 0.0.0.0) they are off without one.
+                      The environment variable keeps the token out of the process list.
+${ENVOY_FLAGS_HELP}
 ${CONFIG_FLAGS_HELP}
 ${COMMON_FLAGS_HELP}`,
 } as const;
@@ -90,6 +103,14 @@ async function run(context: Context): Promise<number> {
   const host = stringFlag(values, 'host') ?? config.serve.host;
   const timeoutMs = optional(values, 'timeout', parseDuration, 5000);
   const redisFlag = stringFlag(values, 'redis');
+  const tokenFlag = stringFlag(values, 'admin-token');
+  const envToken = process.env.SLUICE_ADMIN_TOKEN;
+  const token =
+    tokenFlag !== undefined
+      ? checkAdminToken(tokenFlag, '--admin-token')
+      : envToken === undefined
+        ? undefined
+        : checkAdminToken(envToken, '$SLUICE_ADMIN_TOKEN');
 
   let connection: Connection | undefined;
   let store: Store;
@@ -98,6 +119,9 @@ async function run(context: Context): Promise<number> {
     connection = await connect(redisFlag, timeoutMs, { persistent: true });
     store = new RedisStore({ client: connection.client, prefix });
   }
+  const storeText =
+    connection === undefined ? 'the memory store' : `${connection.server} at ${connection.label}`;
+  const monitor = await startMonitor({ config, store: storeText, token });
   const limiters = new Map<string, Limiter>();
   // Store failures are decided by each policy's onStoreError; the log gets one line per policy and
   // outage, not one per request.
@@ -108,6 +132,7 @@ async function run(context: Context): Promise<number> {
       policy,
       name,
       ...config.failure.get(name),
+      metrics: monitor.metrics,
       onError: (error) => {
         if (reported.has(name)) return;
         reported.add(name);
@@ -124,25 +149,39 @@ async function run(context: Context): Promise<number> {
   }
   const demo = config.serve.demoPolicy === undefined ? undefined : limiters.get(config.serve.demoPolicy);
 
-  const server = createServer(
-    createService({
-      limiters,
-      demo,
-      headers: config.serve.headers,
-      onError: (error) => context.err(`sluice serve: ${errorText(error)}`),
-    }),
-  );
+  const service = createService({
+    limiters,
+    demo,
+    headers: config.serve.headers,
+    admin: monitor.routes,
+    onError: (error) => context.err(`sluice serve: ${errorText(error)}`),
+  });
+  let envoy: Awaited<ReturnType<typeof startEnvoyPart>>;
+  try {
+    envoy = await startEnvoyPart(values, store, connection, context.err, monitor.registry);
+  } catch (error) {
+    monitor.close();
+    await connection?.close();
+    throw error;
+  }
+  const server = createServer((request, response) => {
+    if (envoy?.http(request, response) !== true) service(request, response);
+  });
   try {
     await listen(server, port, host);
   } catch (error) {
+    monitor.close();
+    await envoy?.close(0);
     await connection?.close();
     throw error;
   }
   const address = server.address();
   const bound = typeof address === 'object' && address !== null ? address.port : port;
   const where = `http://${host.includes(':') ? `[${host}]` : host}:${bound}`;
-  const storeText =
-    connection === undefined ? 'the memory store' : `${connection.server} at ${connection.label}`;
+  const admin = monitor.listening(
+    typeof address === 'object' && address !== null ? address.address : host,
+    where,
+  );
   if (context.json) {
     context.out(
       JSON.stringify({
@@ -150,6 +189,8 @@ async function run(context: Context): Promise<number> {
         store: connection === undefined ? 'memory' : connection.label,
         policies: [...limiters.keys()],
         config: config.path ?? null,
+        dashboard: admin.dashboard,
+        ...(envoy === undefined ? {} : { envoy: envoy.json }),
       }),
     );
   } else {
@@ -158,7 +199,9 @@ async function run(context: Context): Promise<number> {
       [
         `sluice serve: listening on ${where} with ${storeText}`,
         `  policies ${[...limiters.keys()].join(', ')} from ${config.path ?? 'the built-in config'}`,
+        ...admin.lines,
         `  try: curl -i ${where}/demo   or   curl -i -d '{"policy":"${[...limiters.keys()][0]}","key":"client-42"}' ${where}/v1/limit`,
+        ...(envoy === undefined ? [] : [envoy.banner]),
       ].join('\n'),
     );
   }
@@ -178,6 +221,7 @@ async function run(context: Context): Promise<number> {
   });
   const reason = await stopping;
   context.err(`sluice serve: ${reason}: finishing requests in flight, then stopping`);
+  const envoyClosed = envoy?.close(DRAIN_MS);
   await new Promise<void>((resolve) => {
     const cut = setTimeout(() => server.closeAllConnections(), DRAIN_MS);
     server.close(() => {
@@ -187,6 +231,8 @@ async function run(context: Context): Promise<number> {
     // Keep-alive connections with no request would hold close() open.
     server.closeIdleConnections();
   });
+  await envoyClosed;
+  monitor.close();
   if (store instanceof MemoryStore) store.close();
   await connection?.close();
   context.out('sluice serve: stopped');

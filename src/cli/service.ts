@@ -9,6 +9,7 @@ import {
 } from '../http/index.js';
 import { rateLimit } from '../http/node.js';
 import { type Decision, type Limiter, SluiceError } from '../index.js';
+import type { AdminRoutes } from './dashboard/routes.js';
 
 /** The largest request body read; limit requests are a few dozen bytes. */
 export const MAX_BODY_BYTES = 16 * 1024;
@@ -24,6 +25,8 @@ export interface ServiceOptions {
   readonly headers: readonly HeaderStyle[];
   /** Receives errors that are the service's, not the caller's (a failing store). */
   readonly onError: (error: unknown) => void;
+  /** The dashboard, its data and /metrics, asked first (they answer `false` for other paths). */
+  readonly admin?: AdminRoutes;
 }
 
 /**
@@ -234,7 +237,7 @@ export function createService(options: ServiceOptions): RequestListener {
   }
 
   async function route(request: IncomingMessage, response: ServerResponse): Promise<void> {
-    const path = (request.url ?? '/').split('?')[0];
+    const path = (request.url ?? '/').split('?')[0] ?? '/';
     const method = request.method ?? 'GET';
     const only = (allowed: string): void => {
       if (method !== allowed && !(allowed === 'GET' && method === 'HEAD')) {
@@ -243,6 +246,7 @@ export function createService(options: ServiceOptions): RequestListener {
         });
       }
     };
+    if (options.admin !== undefined && (await options.admin(request, response, path))) return;
     switch (path) {
       case '/v1/limit':
         only('POST');
@@ -277,6 +281,9 @@ export function createService(options: ServiceOptions): RequestListener {
               ? ''
               : `  GET  /demo         a page behind policy "${options.demo.name}", keyed by your address`,
             '  GET  /healthz      ok',
+            options.admin === undefined
+              ? ''
+              : '  GET  /            in a browser: the live dashboard; GET /metrics: Prometheus metrics',
             '',
           ]
             .filter((line, i, all) => line !== '' || i === all.length - 1)

@@ -7,7 +7,7 @@ import { type Connection, connect } from './redis.js';
 /** The hidden argument that makes the CLI run as a verify worker (forked by `sluice verify`). */
 export const VERIFY_WORKER = '__verify-worker';
 
-/** The limiters verify runs: sluice's, and the two broken ones the seed warns about. */
+/** The limiters verify runs: sluice's, and two broken ones that show the race its scripts prevent. */
 export type RoundKind = 'sluice' | 'get-incr' | 'multi-exec';
 
 export type ToWorker =
@@ -48,7 +48,7 @@ function prepare(connection: Connection, message: Extract<ToWorker, { type: 'pre
   const redis = connection.client;
   const { key, limit, ttlMs } = message;
   if (message.kind === 'get-incr') {
-    // The seed's naive limiter: read, decide, then write, in separate round trips.
+    // The naive limiter: read, decide, then write, in separate round trips.
     return Promise.resolve(async () => {
       const count = Number((await redis.get(key)) ?? 0);
       if (count >= limit) return false;
@@ -67,7 +67,7 @@ function prepare(connection: Connection, message: Extract<ToWorker, { type: 'pre
       return true;
     });
   }
-  // maxBatch 1: every request is its own script call, as in the seed's check, rather than one
+  // maxBatch 1: every request is its own script call, as in a check of one request per call, rather than one
   // coalesced call per process that would be atomic for a simpler reason.
   const store = new RedisStore({ client: redis, prefix: message.prefix, maxBatch: 1 });
   // verify judges the scripts, not the failure policy: a reply is waited for, and a decision made

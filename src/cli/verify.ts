@@ -1,4 +1,4 @@
-// `sluice verify`: the seed's concurrency check on the operator's own server, for every algorithm,
+// `sluice verify`: a concurrency check on the operator's own server, for every algorithm,
 // beside two naive limiters that show the race the scripts prevent.
 import { randomBytes } from 'node:crypto';
 import { RedisStore, SLIDING_LOG_MAX_LIMIT } from '../index.js';
@@ -97,7 +97,7 @@ const spec = {
   },
   help: `Usage: sluice verify [--redis URL] [--processes 5] [--parallel 100] [--limit 100]
 
-The seed's concurrency check, on your own server: for every algorithm, <processes> processes
+A concurrency check, on your own server: for every algorithm, <processes> processes
 each fire <parallel> requests at once at one key with a limit of <limit>, and the allowed
 requests are counted. A correct limiter allows exactly <limit>. Beside them, the same load on a
 naive GET-then-INCR limiter and on a MULTI/EXEC-without-WATCH limiter shows the race the

@@ -38,9 +38,13 @@ export class Member {
   readonly decideNow: ((request: StoreRequest) => StoreResult) | undefined;
   readonly #onDecision: ResolvedLimiterOptions['onDecision'];
   readonly #onError: ResolvedLimiterOptions['onError'];
-  readonly #metrics: MetricsRecorder | undefined;
+  /** Where decisions are counted: the limiter's `metrics`, and those attached by all() and the like. */
+  readonly #recorders: MetricsRecorder[] = [];
   /** Whether anyone listens to decisions: only then are contexts built and store times taken. */
-  readonly observed: boolean;
+  observed: boolean;
+  #untimed = 0;
+  /** A context reused for the recorder alone (it keeps nothing of it once `record` returns). */
+  readonly #scratch: { -readonly [K in keyof HookContext]: HookContext[K] | undefined };
 
   constructor(options: ResolvedLimiterOptions) {
     const { store, policy, name, metrics } = options;
@@ -50,14 +54,34 @@ export class Member {
     this.clock = options.clock;
     this.enforce = options.enforce;
     this.deadlines = new Deadlines(options.timeoutMs);
-    this.health = new Health(options.onStoreError, (up, shard) => metrics?.health(name, up, shard));
+    this.health = new Health(options.onStoreError, (up, shard) => {
+      for (const recorder of this.#recorders) recorder.health(name, up, shard);
+    });
     this.denyCache = options.denyCacheMaxEntries > 0 ? new DenyCache(options.denyCacheMaxEntries) : undefined;
     this.decideNow = typeof store.decideNow === 'function' ? store.decideNow.bind(store) : undefined;
     this.#onDecision = options.onDecision;
     this.#onError = options.onError;
-    this.#metrics = metrics;
-    this.observed = options.onDecision !== undefined || metrics !== undefined;
-    metrics?.register({ name, policy, store, enforced: options.enforce });
+    this.observed = options.onDecision !== undefined;
+    this.#scratch = {
+      name,
+      identifier: '',
+      operation: 'limit',
+      cost: 0,
+      source: 'store',
+      storeMs: 0,
+      enforced: options.enforce,
+      error: undefined,
+      shard: undefined,
+    };
+    if (metrics !== undefined) this.attach(metrics);
+  }
+
+  /** Counts this limiter's decisions in a recorder too, from now on (once per recorder). */
+  attach(recorder: MetricsRecorder): void {
+    if (this.#recorders.includes(recorder)) return;
+    this.#recorders.push(recorder);
+    this.observed = true;
+    recorder.register({ name: this.name, policy: this.policy, store: this.store, enforced: this.enforce });
   }
 
   /**
@@ -151,7 +175,10 @@ export class Member {
       resetMs: result.resetMs,
       retryAfterMs: result.retryAfterMs,
     };
-    return this.deliver(call, decision, 'store', this.observed ? performance.now() - call.askedAt : 0);
+    // NaN for an in-process call that was not timed (see timesThisOne).
+    const storeMs =
+      this.observed && !Number.isNaN(call.askedAt) ? performance.now() - call.askedAt : Number.NaN;
+    return this.deliver(call, decision, 'store', this.observed ? storeMs : 0);
   }
 
   /** The store failed or ran out of time: the failure policy's decision, reported to `onError`. */
@@ -180,12 +207,18 @@ export class Member {
     return this.deliver(call, this.health.decide(call, outage.reason), 'skipped', 0);
   }
 
+  /** Whether to time this in-process decision: the first, then one in 16 (`storeMs` is NaN for the others). */
+  timesThisOne(): boolean {
+    return (this.#untimed++ & 15) === 0;
+  }
+
   /** Reports the real decision to the hooks, and gives the caller the enforced one (shadow mode). */
   deliver(call: Call, decision: Decision, source: DecisionSource, storeMs: number): Decision {
     if (this.observed) {
-      const context = this.context(call, source, storeMs);
-      if (this.#onDecision !== undefined) callHook('onDecision', this.#onDecision, decision, context);
-      if (this.#metrics !== undefined) callHook('metrics', this.#record, decision, context);
+      if (this.#onDecision !== undefined) {
+        callHook('onDecision', this.#onDecision, decision, this.context(call, source, storeMs));
+      }
+      if (this.#recorders.length > 0) this.#count(call, decision, source, storeMs);
     }
     if (this.enforce) return decision;
     const shadowed: Decision = {
@@ -199,8 +232,21 @@ export class Member {
     return decision.reason === undefined ? shadowed : { ...shadowed, reason: decision.reason };
   }
 
+  /** Hands the decision to the recorder in the reused context; a recorder that throws is reported once. */
+  #count(call: Call, decision: Decision, source: DecisionSource, storeMs: number): void {
+    const context = this.#scratch;
+    context.identifier = call.identifier;
+    context.operation = call.operation;
+    context.cost = call.cost;
+    context.source = source;
+    context.storeMs = storeMs;
+    context.error = call.error;
+    context.shard = call.shard;
+    callHook('metrics', this.#record, decision, context as HookContext);
+  }
+
   readonly #record = (decision: Decision, context: HookContext): void => {
-    this.#metrics?.record(decision, context);
+    for (const recorder of this.#recorders) recorder.record(decision, context);
   };
 
   /** What hooks are told of a call. */

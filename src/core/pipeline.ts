@@ -47,7 +47,8 @@ export function decideOne(call: Call): Promise<Decision> {
 }
 
 function decideInProcess(member: Member, call: Call): Decision {
-  if (member.observed) call.askedAt = performance.now();
+  // An in-process decision takes about as long as reading the clock twice: one in 16 is timed.
+  if (member.observed) call.askedAt = member.timesThisOne() ? performance.now() : Number.NaN;
   let result: StoreResult;
   try {
     result = (member.decideNow as NonNullable<Member['decideNow']>)(call);

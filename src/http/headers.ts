@@ -1,5 +1,5 @@
 // Rate-limit response headers from decisions: IETF RateLimit/RateLimit-Policy, draft-6, legacy X-RateLimit-*, Retry-After.
-import type { Decision } from '../types.js';
+import { type Decision, isStoreFailure } from '../types.js';
 
 /**
  * Which header fields to write.
@@ -48,9 +48,7 @@ export function isEnforcedDenial(decision: Decision): boolean {
  * and a decision made without the store (`store-error`, `timeout`) has no numbers worth telling.
  */
 function isReportable(decision: Decision): boolean {
-  return (
-    decision.wouldAllow === undefined && decision.reason !== 'store-error' && decision.reason !== 'timeout'
-  );
+  return decision.wouldAllow === undefined && !isStoreFailure(decision.reason);
 }
 
 /** A whole number of at least 0: NaN and negatives become 0, fractions round down. */

@@ -32,7 +32,7 @@ export interface NodeRateLimiter {
   (request: IncomingMessage, response: ServerResponse): Promise<boolean>;
   /** A request listener that runs the guard, then `listener`. Errors answer 500. */
   wrap(
-    listener: (request: IncomingMessage, response: ServerResponse) => void | Promise<void>,
+    listener: (request: IncomingMessage, response: ServerResponse) => unknown,
   ): (request: IncomingMessage, response: ServerResponse) => void;
 }
 

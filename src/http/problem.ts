@@ -1,4 +1,6 @@
 // RFC 9457 problem details for refused requests, and the whole refusal (status, headers, body) built from decisions.
+
+import { isStoreFailure } from '../types.js';
 import {
   type HeaderOptions,
   isEnforcedDenial,
@@ -50,8 +52,8 @@ export interface Refusal {
   readonly body: string;
 }
 
-function isStoreFailure(entry: PolicyDecision): boolean {
-  return entry.decision.reason === 'store-error' || entry.decision.reason === 'timeout';
+function failedStore(entry: PolicyDecision): boolean {
+  return isStoreFailure(entry.decision.reason);
 }
 
 function describe(entry: PolicyDecision): string {
@@ -76,7 +78,7 @@ export function problemDetails(
 ): ProblemDetails | undefined {
   const refusing = entries.filter((entry) => isEnforcedDenial(entry.decision));
   if (refusing.length === 0) return undefined;
-  const quota = refusing.filter((entry) => !isStoreFailure(entry));
+  const quota = refusing.filter((entry) => !failedStore(entry));
   const retry = retryAfterSeconds(refusing) ?? 1;
   const names = [...new Set((quota.length > 0 ? quota : refusing).map((entry) => entry.name))];
   if (quota.length === 0) {

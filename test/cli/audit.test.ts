@@ -79,7 +79,7 @@ describe('sluice audit', () => {
       name: 'api',
     });
     await limiter.limit('real-client', { cost: 7 });
-    // The seed's outage: counters whose process died between INCR and EXPIRE.
+    // A classic outage: counters whose process died between INCR and EXPIRE.
     const lost = [
       'rl:api:{lost-1}',
       'rl:api:{lost-2}',

@@ -210,7 +210,7 @@ describe('sluice bad input', () => {
     try {
       assertOneLine(
         await runCli(['audit', '--config', bad.path]),
-        /^sluice audit: .*sluice\.config\.json: policies\.api: Expected `tokenBucket\.capacity` to be a positive integer, got 0 \(number\)\.\n$/,
+        /^sluice audit: .*sluice\.config\.json: policies\.api: Expected `tokenBucket\.capacity` to be a positive integer, got 0 \(number\)\. See sluice\/docs\/errors\.md#err_sluice_invalid_option\n$/,
       );
     } finally {
       bad.remove();

@@ -173,12 +173,12 @@ describe('sluice serve', () => {
         [
           limit(base, { policy: 'api', key: '' }),
           400,
-          /^Expected "key" to be a non-empty string, got "" \(string, length 0\)\.$/,
+          /^Expected "key" to be a non-empty string, got "" \(string, length 0\)\. See sluice\/docs\/errors\.md#err_sluice_invalid_identifier$/,
         ],
         [
           limit(base, { policy: 'api', key: 'k', cost: 0 }),
           400,
-          /^Expected "cost" to be a positive integer, got 0 \(number\)\.$/,
+          /^Expected "cost" to be a positive integer, got 0 \(number\)\. See sluice\/docs\/errors\.md#err_sluice_invalid_cost$/,
         ],
         [
           limit(base, { policy: 'api', key: 'k', cost: '2' }),
@@ -188,7 +188,7 @@ describe('sluice serve', () => {
         [
           limit(base, { policy: 'api', key: 'k', cost: 101 }),
           400,
-          /^Expected "cost" to be at most 100, the most tokenBucket\(capacity=100,refillPerSecond=10\) can ever grant, got 101 \(number\)\.$/,
+          /^Expected "cost" to be at most 100, the most tokenBucket\(capacity=100,refillPerSecond=10\) can ever grant, got 101 \(number\)\. See sluice\/docs\/errors\.md#err_sluice_cost_exceeds_limit$/,
         ],
         [
           limit(base, { policy: 'api', key: 'k', costs: 1 }),

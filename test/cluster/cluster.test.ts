@@ -1,4 +1,4 @@
-// sluice on a real 6-node Redis Cluster with ioredis and node-redis: the seed's sequences, a differential
+// sluice on a real 6-node Redis Cluster with ioredis and node-redis: known sequences, a differential
 // check against the memory store, the 500-at-100 concurrency test, key spread, and script/function reloads.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -101,12 +101,12 @@ for (const kind of CLIENT_KINDS) {
         assert.deepEqual(store.client, { library: kind, cluster: true });
       });
 
-      test("the seed's fixed window: counts 1, 2, 3, 4 with an expiry, on the primary that owns the key", async () => {
+      test('fixed window: counts 1, 2, 3, 4 with an expiry, on the primary that owns the key', async () => {
         const limiter = createLimiter({
           ...EXACT,
           store,
           policy: fixedWindow({ limit: 100, windowMs: 60_000 }),
-          name: 'seed-fixed',
+          name: 'known-fixed',
           clock: () => T0,
         });
         const remaining: number[] = [];
@@ -115,19 +115,19 @@ for (const kind of CLIENT_KINDS) {
           remaining.map((left) => 100 - left),
           [1, 2, 3, 4],
         );
-        const key = store.keyFor('seed-fixed', 'u1');
+        const key = store.keyFor('known-fixed', 'u1');
         const owner = await cluster.primaryOf(keySlot(key));
         const pttl = (await cluster.command(owner.port, 'PTTL', key)) as number;
         assert.ok(pttl > 0 && pttl <= 60_000, `PTTL ${pttl}`);
       });
 
-      test("the seed's sliding log: at 0, 100, 200, 300, 59999, 60001, 60150 ms -> 1, 1, 1, 0, 0, 1, 1", async () => {
+      test('sliding log: at 0, 100, 200, 300, 59999, 60001, 60150 ms -> 1, 1, 1, 0, 0, 1, 1', async () => {
         let now = T0;
         const limiter = createLimiter({
           ...EXACT,
           store,
           policy: slidingLog({ limit: 3, windowMs: 60_000 }),
-          name: 'seed-log',
+          name: 'known-log',
           clock: () => now,
         });
         const allowed: number[] = [];
@@ -138,13 +138,13 @@ for (const kind of CLIENT_KINDS) {
         assert.deepEqual(allowed, [1, 1, 1, 0, 0, 1, 1]);
       });
 
-      test("the seed's token bucket: 5 at 2/s -> [1,4] [1,3] [1,2] [1,1] [1,0] [0,0] [0,0], then [1,1] a second later", async () => {
+      test('token bucket: 5 at 2/s -> [1,4] [1,3] [1,2] [1,1] [1,0] [0,0] [0,0], then [1,1] a second later', async () => {
         let now = T0;
         const limiter = createLimiter({
           ...EXACT,
           store,
           policy: tokenBucket({ capacity: 5, refillPerSecond: 2 }),
-          name: 'seed-bucket',
+          name: 'known-bucket',
           clock: () => now,
         });
         const seen: Array<[number, number]> = [];
@@ -277,7 +277,7 @@ for (const kind of CLIENT_KINDS) {
         console.log(`${tag}: ${count} identifiers -> keys per primary ${counts.join(' / ')}`);
       });
 
-      test("all() with a shared tag across tenant and user (the seed's rl:{tenant:9}:...): one slot, one primary, atomic under 500 concurrent requests from 5 clients", async () => {
+      test('all() with a shared tag across tenant and user (keys rl:user:{tenant:9}:... and rl:tenant:{tenant:9}:...): one slot, one primary, atomic under 500 concurrent requests from 5 clients', async () => {
         const tenant9 = { tag: 'tenant:9' };
         const clock = () => T0;
         const users = ['u1', 'u2', 'u3', 'u4', 'u5'];

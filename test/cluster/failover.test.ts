@@ -624,7 +624,7 @@ test("a primary killed with SIGKILL under load, fail-fast clients and onStoreErr
     const store = new RedisStore({ client: client.client, prefix: `rl-fast-${kind}` });
     fast.push({ kind, mode: 'scripts', label: `${kind}/fail-fast`, store });
   }
-  // The default timeoutMs (50 ms): what the README recommends with these client settings.
+  // The default timeoutMs (50 ms): what docs/cluster.md recommends with these client settings.
   const { runs, replica, onVictim } = await killPrimaryUnderLoad('fail fast', fast, 'denied', {
     onStoreError: 'deny',
   });

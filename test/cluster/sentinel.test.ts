@@ -96,7 +96,7 @@ test('through Sentinel, both clients are single-node stores and decide exactly (
       ...EXACT,
       store: rig.store,
       policy: tokenBucket({ capacity: 5, refillPerSecond: 2 }),
-      name: 'seed-bucket',
+      name: 'known-bucket',
       clock: () => now,
     });
     const seen: number[][] = [];

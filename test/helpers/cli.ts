@@ -34,6 +34,7 @@ function environment(extra: Readonly<Record<string, string>> | undefined): NodeJ
   // The tests say where Redis and the config are; the machine's settings must not.
   if (extra?.SLUICE_REDIS_URL === undefined) delete env.SLUICE_REDIS_URL;
   if (extra?.SLUICE_CONFIG === undefined) delete env.SLUICE_CONFIG;
+  if (extra?.SLUICE_ADMIN_TOKEN === undefined) delete env.SLUICE_ADMIN_TOKEN;
   return env;
 }
 

@@ -33,7 +33,7 @@ export interface Connected {
 }
 
 /**
- * `sluice`: the settings the README asks for (no offline queue, no resend after a lost connection),
+ * `sluice`: the settings docs/redis.md asks for (no offline queue, no resend after a lost connection),
  * so clients never wait behind a dead connection and sluice does not warn. `library`: each
  * library's own defaults, to show what happens when they are left alone.
  */

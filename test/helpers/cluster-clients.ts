@@ -1,4 +1,4 @@
-// Cluster and Sentinel clients of every library, configured as the README recommends, for the cluster suites.
+// Cluster and Sentinel clients of every library, configured as docs/cluster.md recommends, for the cluster suites.
 import { GlideClusterClient } from '@valkey/valkey-glide';
 import { Cluster, Redis } from 'ioredis';
 import { Valkey, Cluster as ValkeyCluster } from 'iovalkey';
@@ -20,7 +20,7 @@ export interface ClusterClient {
 }
 
 /**
- * How a client meets a failover, as the README's "Running on Redis Cluster" section describes:
+ * How a client meets a failover, as docs/cluster.md's "Client settings" section describes:
  * - `wait`: the client retries through it (MOVED, CLUSTERDOWN, a dead node) until the new primary
  *   answers; calls take as long as the failover, and few or none fail.
  * - `fail-fast`: a call whose node is down fails at once, for the limiter's `onStoreError` to

@@ -8,7 +8,7 @@ const MAX_BACKOFF_MS = 5000;
 const IOREDIS_SETTINGS =
   '{ enableOfflineQueue: false, maxRetriesPerRequest: 0 } and a retryStrategy that returns a delay (a Cluster: { enableOfflineQueue: false, retryDelayOnFailover: 0 })';
 
-/** The settings sluice expects, by library, as the README's table shows them. */
+/** The settings sluice expects, by library, as docs/redis.md's table shows them. */
 export const EXPECTED_SETTINGS: Readonly<Record<ClientLibrary, string>> = {
   ioredis: IOREDIS_SETTINGS,
   iovalkey: IOREDIS_SETTINGS,
@@ -140,7 +140,7 @@ export function warnAboutClientSettings(client: unknown, library: ClientLibrary,
   const problems = clientSettingProblems(client, library, cluster);
   if (problems.length === 0) return;
   process.emitWarning(
-    `sluice: this ${library} client is not set up for rate limiting: ${problems.join('; ')}. Create it with ${EXPECTED_SETTINGS[library]} (README: "When Redis is slow or gone"). Shown once per client.`,
+    `sluice: this ${library} client is not set up for rate limiting: ${problems.join('; ')}. Create it with ${EXPECTED_SETTINGS[library]} (see sluice/docs/redis.md#client-settings). Shown once per client.`,
     { type: 'SluiceWarning', code: 'SLUICE_CLIENT_SETTINGS' },
   );
 }

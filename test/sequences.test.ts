@@ -1,4 +1,5 @@
-// The seed document's own sequences, replayed on a real Redis (both clients, both modes) and in memory.
+// Known sequences of decisions (a fixed window's counts, a sliding log's and a token bucket's timelines),
+// replayed on a real Redis (both clients, both modes) and in memory.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -89,10 +90,10 @@ const TOKEN_BUCKET: Array<[number, number]> = [
 ];
 
 for (const { kind, mode } of VARIANTS) {
-  describe(`seed sequences on Redis, ${kind}, ${mode}`, () => {
+  describe(`known sequences on Redis, ${kind}, ${mode}`, () => {
     let variant: Variant;
     before(async () => {
-      variant = await openVariant(kind, mode, server.port, `seed-${kind}-${mode}`);
+      variant = await openVariant(kind, mode, server.port, `sequences-${kind}-${mode}`);
     });
     after(async () => {
       try {
@@ -118,7 +119,7 @@ for (const { kind, mode } of VARIANTS) {
   });
 }
 
-describe('seed sequences in memory', () => {
+describe('known sequences in memory', () => {
   test('fixed window counts 1, 2, 3, 4', async () => {
     assert.deepEqual(await fixedWindowCounts(new MemoryStore(), 'fixed'), [1, 2, 3, 4]);
   });

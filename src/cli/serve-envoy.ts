@@ -1,0 +1,112 @@
+// `sluice serve --envoy`: the flags of Envoy's rate limit service, and starting it beside the HTTP service.
+import type { Registry } from 'prom-client';
+import type { Store } from '../index.js';
+import { optional, parsePositiveInteger, stringFlag, type Values } from './args.js';
+import { CliError } from './errors.js';
+import type { Connection } from './redis.js';
+
+/** Flags `serve` takes for the Envoy service. */
+export const ENVOY_FLAGS = {
+  envoy: { type: 'string' },
+  'grpc-host': { type: 'string' },
+  'grpc-port': { type: 'string' },
+  shadow: { type: 'boolean' },
+  'envoy-headers': { type: 'boolean' },
+} as const;
+
+export const ENVOY_FLAGS_HELP = `  --envoy <path>      also serve Envoy's rate limit service (gRPC ShouldRateLimit, grpc.health.v1,
+                      POST /json, GET /healthcheck) with envoyproxy/ratelimit's YAML config: one
+                      file, or a directory of .yaml files, reloaded when they change
+  --grpc-host <addr>  address of the gRPC server (default 127.0.0.1)
+  --grpc-port <n>     port of the gRPC server (default 8081; 0 picks a free one)
+  --shadow            answer OK whatever the Envoy limits say (they are still counted)
+  --envoy-headers     add the IETF RateLimit and RateLimit-Policy fields of the most constraining
+                      descriptor to Envoy's response headers`;
+
+/** What `serve` needs of a started Envoy service. */
+export interface EnvoyPart {
+  readonly http: (
+    request: import('node:http').IncomingMessage,
+    response: import('node:http').ServerResponse,
+  ) => boolean;
+  /** The banner's line, and the JSON banner's field. */
+  readonly banner: string;
+  readonly json: Record<string, unknown>;
+  close(graceMs: number): Promise<void>;
+}
+
+/** How long a health check waits for Redis to answer PING. */
+const PROBE_TIMEOUT_MS = 1000;
+
+function answersWithin(reply: Promise<unknown>, ms: number): Promise<unknown> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([reply, late]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * Starts the Envoy service when `--envoy` is given; undefined otherwise. Bad config: a CliError (exit 2).
+ * Its metrics join `registry`, the one the service's GET /metrics serves (none without prom-client).
+ */
+export async function startEnvoyPart(
+  values: Values,
+  store: Store,
+  connection: Connection | undefined,
+  log: (line: string) => void,
+  registry: Registry | undefined,
+): Promise<EnvoyPart | undefined> {
+  const path = stringFlag(values, 'envoy');
+  if (path === undefined) {
+    for (const flag of ['grpc-host', 'grpc-port', 'shadow', 'envoy-headers']) {
+      if (values[flag] !== undefined)
+        throw new CliError(`\`--${flag}\` applies to the Envoy service: give \`--envoy <path>\` too.`);
+    }
+    return undefined;
+  }
+  // Loaded only here: `sluice serve` without --envoy, and `import 'sluice'`, never load gRPC or YAML.
+  const envoy = await import('../envoy/index.js');
+  const host = stringFlag(values, 'grpc-host') ?? envoy.GRPC_DEFAULTS.host;
+  const port = optional(
+    values,
+    'grpc-port',
+    (flag, text) => (text === '0' ? 0 : parsePositiveInteger(flag, text, 65_535)),
+    envoy.GRPC_DEFAULTS.port,
+  );
+  const client = connection?.client;
+  let running: Awaited<ReturnType<typeof envoy.startEnvoy>>;
+  try {
+    running = await envoy.startEnvoy({
+      path,
+      store,
+      oneShard: connection?.cluster !== true,
+      host,
+      port,
+      shadow: values.shadow === true,
+      headers: values['envoy-headers'] === true,
+      registry,
+      probe: client === undefined ? undefined : () => answersWithin(client.ping(), PROBE_TIMEOUT_MS),
+      log: (line) => log(`sluice serve: envoy: ${line}`),
+    });
+  } catch (error) {
+    if (
+      error instanceof Error &&
+      (error.name === 'SluiceError' || (error as { code?: string }).code !== undefined)
+    ) {
+      const code = (error as { code?: string }).code;
+      if (code === 'EADDRINUSE' || /address already in use|No address added/i.test(error.message)) {
+        throw new CliError(`Port ${port} on ${host} is already in use (--grpc-port chooses another).`);
+      }
+      throw new CliError(error.message, { cause: error });
+    }
+    throw error;
+  }
+  const where = `${host.includes(':') ? `[${host}]` : host}:${running.port}`;
+  return {
+    http: running.http,
+    banner: `  envoy ShouldRateLimit on grpc://${where}, domains ${running.domains.join(', ')} from ${running.files.length} file(s)${registry === undefined ? ' (npm install prom-client for GET /metrics)' : ''}`,
+    json: { grpc: where, domains: running.domains, files: running.files },
+    close: (graceMs) => running.close(graceMs),
+  };
+}

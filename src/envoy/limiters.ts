@@ -1,0 +1,175 @@
+// The limiters of one config load: one per rule, made once and reused; overrides in a bounded cache.
+import { createHash } from 'node:crypto';
+import { fixedWindow } from '../algorithms/fixed-window.js';
+import { gcra, tokenBucket } from '../algorithms/gcra.js';
+import { SLIDING_LOG_MAX_LIMIT, slidingLog } from '../algorithms/sliding-log.js';
+import { slidingWindow } from '../algorithms/sliding-window.js';
+import type { ErrorHook } from '../hooks.js';
+import { createLimiter, type Limiter } from '../limiter.js';
+import type { Policy, Store } from '../types.js';
+import type { EnvoyAlgorithm, Rule, RuleLimit, StoreErrorAnswer } from './config.js';
+import { UNIT_MS, type UnitName } from './units.js';
+
+/** A limit as applied to a call: the rule's, or a descriptor's override. */
+export interface AppliedLimit {
+  /** Undefined when `requests_per_unit` is 0: every request is over, and no store is asked. */
+  readonly limiter: Limiter | undefined;
+  /** The per-call limit an override asks of its limiter; undefined for the rule's own. */
+  readonly callLimit: number | undefined;
+  /** The most hits one call can ever be granted under this limit. */
+  readonly maxCost: number;
+  readonly requestsPerUnit: number;
+  readonly unit: UnitName | undefined;
+  readonly windowMs: number;
+  readonly onStoreError: StoreErrorAnswer;
+  /** `rate_limit.name`, reported in `current_limit.name`. */
+  readonly name: string;
+}
+
+/** The most override limiters kept per config load: one per rule and unit is the most Envoy needs. */
+const MAX_OVERRIDES = 1000;
+
+/** What limiters are built with. */
+export interface LimiterSettings {
+  readonly store: Store;
+  /** Reports a store failure (once per outage is the caller's business). */
+  readonly onError: ErrorHook;
+}
+
+function policyOf(
+  algorithm: EnvoyAlgorithm,
+  limit: number,
+  windowMs: number,
+  burst: number | undefined,
+): Policy {
+  switch (algorithm) {
+    case 'fixedWindow':
+      return fixedWindow({ limit, windowMs });
+    case 'slidingWindow':
+      return slidingWindow({ limit, windowMs });
+    case 'slidingLog':
+      return slidingLog({ limit, windowMs });
+    case 'tokenBucket':
+      return tokenBucket({ capacity: burst ?? limit, refillPerSecond: (limit * 1000) / windowMs });
+    case 'gcra':
+      return gcra({ limit, periodMs: windowMs, ...(burst === undefined ? {} : { burst }) });
+  }
+}
+
+/**
+ * The limiter's name, part of every key: the rule's path when it can be part of a key (printable
+ * ASCII without braces or spaces, short enough), else a hash of it; then the algorithm and the
+ * window, so that a config that changes either starts from fresh state rather than misreading old.
+ */
+export function limiterName(path: string, algorithm: EnvoyAlgorithm, windowMs: number): string {
+  const suffix = `|${algorithm}|${windowMs}`;
+  if (/^[\x21-\x7a|~]+$/.test(path) && path.length + suffix.length <= 128) return `${path}${suffix}`;
+  return `envoy~${createHash('sha256').update(path).digest('base64url').slice(0, 22)}${suffix}`;
+}
+
+/** One config load's limiters. */
+export class RuleLimiters {
+  readonly #settings: LimiterSettings;
+  readonly #byRule = new Map<Rule, AppliedLimit>();
+  readonly #overrides = new Map<string, Limiter>();
+
+  constructor(rules: readonly Rule[], settings: LimiterSettings) {
+    this.#settings = settings;
+    for (const rule of rules) {
+      const limit = rule.limit as RuleLimit;
+      if (limit.unlimited) continue;
+      this.#byRule.set(
+        rule,
+        this.#build(rule.path, limit, limit.requestsPerUnit, limit.unit, limit.windowMs, limit.name),
+      );
+    }
+  }
+
+  /** The limit of a rule with one (every rule of the config that is not unlimited). */
+  forRule(rule: Rule): AppliedLimit | undefined {
+    return this.#byRule.get(rule);
+  }
+
+  /**
+   * The limit of a descriptor's override: the override's quota as a per-call limit, on a limiter of
+   * the override's unit with the matched rule's algorithm (a fixed window when no rule matched, as
+   * in the reference). When the unit is the rule's, that is the rule's own limiter and counters.
+   */
+  forOverride(domain: string, rule: Rule | undefined, requestsPerUnit: number, unit: UnitName): AppliedLimit {
+    const windowMs = UNIT_MS[unit];
+    const base = rule?.limit?.unlimited === false ? rule.limit : undefined;
+    let algorithm = base?.algorithm ?? 'fixedWindow';
+    // The log keeps one entry per request: past its bound, the sliding window approximates it.
+    if (algorithm === 'slidingLog' && requestsPerUnit > SLIDING_LOG_MAX_LIMIT) algorithm = 'slidingWindow';
+    const path = rule?.path ?? `${domain}|override`;
+    const cacheKey = `${path}\n${algorithm}\n${windowMs}`;
+    const own = rule === undefined ? undefined : this.#byRule.get(rule);
+    let limiter =
+      own?.limiter !== undefined && own.windowMs === windowMs && base?.algorithm === algorithm
+        ? own.limiter
+        : this.#overrides.get(cacheKey);
+    if (limiter === undefined && requestsPerUnit > 0) {
+      const settings: RuleLimit = {
+        unlimited: false,
+        requestsPerUnit,
+        unit,
+        windowMs,
+        algorithm,
+        // A burst written for the rule's own quota would not fit another: the override's quota is its burst.
+        burst: undefined,
+        onStoreError: base?.onStoreError ?? 'unavailable',
+        timeoutMs: base?.timeoutMs,
+        name: '',
+        replaces: [],
+      };
+      limiter = this.#limiter(path, settings, requestsPerUnit, windowMs);
+      // Bounded whatever clients send: past the bound, the cache starts again.
+      if (this.#overrides.size >= MAX_OVERRIDES) this.#overrides.clear();
+      this.#overrides.set(cacheKey, limiter);
+    }
+    const applied = {
+      requestsPerUnit,
+      unit,
+      windowMs,
+      onStoreError: base?.onStoreError ?? 'unavailable',
+      name: '',
+    } as const;
+    if (limiter === undefined || requestsPerUnit === 0)
+      return { ...applied, limiter: undefined, callLimit: undefined, maxCost: 0 };
+    const policy = limiter.policy.withLimit?.(requestsPerUnit) ?? limiter.policy;
+    return { ...applied, limiter, callLimit: requestsPerUnit, maxCost: policy.maxCost };
+  }
+
+  #build(
+    path: string,
+    limit: RuleLimit,
+    requestsPerUnit: number,
+    unit: UnitName | undefined,
+    windowMs: number,
+    name: string,
+  ): AppliedLimit {
+    const applied = {
+      requestsPerUnit,
+      unit,
+      windowMs,
+      onStoreError: limit.onStoreError,
+      name,
+      callLimit: undefined,
+    };
+    if (requestsPerUnit === 0) return { ...applied, limiter: undefined, maxCost: 0 };
+    const limiter = this.#limiter(path, limit, requestsPerUnit, windowMs);
+    return { ...applied, limiter, maxCost: limiter.policy.maxCost };
+  }
+
+  #limiter(path: string, limit: RuleLimit, requestsPerUnit: number, windowMs: number): Limiter {
+    return createLimiter({
+      store: this.#settings.store,
+      policy: policyOf(limit.algorithm, requestsPerUnit, windowMs, limit.burst),
+      name: limiterName(path, limit.algorithm, windowMs),
+      // UNAVAILABLE is answered by the service from the decision's reason; the limiter only flags it.
+      onStoreError: limit.onStoreError === 'unavailable' ? 'allow' : limit.onStoreError,
+      ...(limit.timeoutMs === undefined ? {} : { timeoutMs: limit.timeoutMs }),
+      onError: this.#settings.onError,
+    });
+  }
+}

@@ -1,0 +1,80 @@
+// The instruments sluice exports, named once for Prometheus and OpenTelemetry alike.
+
+/**
+ * Upper bounds of the store decision time histogram, in seconds: 0.1 ms (a memory store, a Redis
+ * on the same host) to 1 s (far beyond any sensible `timeoutMs`).
+ */
+export const STORE_SECONDS_BUCKETS: readonly number[] = [
+  0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
+];
+
+/** The same bounds in milliseconds, which is what a decision's context carries. */
+export const STORE_MS_BUCKETS: readonly number[] = STORE_SECONDS_BUCKETS.map(
+  (s) => Math.round(s * 1e7) / 1e4,
+);
+
+/** A decision's outcome label: `shadow_denied` is a denial that shadow mode (`enforce: false`) let through. */
+export type Outcome = 'allowed' | 'denied' | 'shadow_denied';
+export const OUTCOMES: readonly Outcome[] = ['allowed', 'denied', 'shadow_denied'];
+
+/**
+ * Why the store did not make a decision: it did not answer in time, it failed, it was known to be
+ * down and not asked, or the in-process fallback store of `onStoreError: 'fallback'` decided.
+ */
+export type SkipReason = 'timeout' | 'store_error' | 'skipped' | 'fallback';
+export const SKIP_REASONS: readonly SkipReason[] = ['timeout', 'store_error', 'skipped', 'fallback'];
+
+interface Instrument {
+  /** Prometheus name, without a prefix. */
+  readonly prometheus: string;
+  /** OpenTelemetry name. */
+  readonly openTelemetry: string;
+  /** UCUM unit for OpenTelemetry. */
+  readonly unit: string;
+  readonly help: string;
+}
+
+export const INSTRUMENTS = {
+  decisions: {
+    prometheus: 'sluice_decisions_total',
+    openTelemetry: 'sluice.decisions',
+    unit: '{decision}',
+    help: 'Decisions by limiter and outcome (allowed, denied, shadow_denied).',
+  },
+  units: {
+    prometheus: 'sluice_units_total',
+    openTelemetry: 'sluice.units',
+    unit: '{unit}',
+    help: 'Units requested (the cost of each decision), by limiter.',
+  },
+  skipped: {
+    prometheus: 'sluice_store_skipped_total',
+    openTelemetry: 'sluice.store.skipped',
+    unit: '{decision}',
+    help: 'Decisions the store did not make, by limiter and reason (timeout, store_error, skipped, fallback).',
+  },
+  cacheHits: {
+    prometheus: 'sluice_deny_cache_hits_total',
+    openTelemetry: 'sluice.deny_cache.hits',
+    unit: '{decision}',
+    help: 'Denials answered by the deny cache without asking the store, by limiter.',
+  },
+  nearLimit: {
+    prometheus: 'sluice_near_limit_total',
+    openTelemetry: 'sluice.near_limit',
+    unit: '{decision}',
+    help: 'Allowed decisions that left 20% of the limit or less, by limiter.',
+  },
+  storeSeconds: {
+    prometheus: 'sluice_store_decision_seconds',
+    openTelemetry: 'sluice.store.decision.duration',
+    unit: 's',
+    help: 'Time the store took to decide, by limiter.',
+  },
+  storeUp: {
+    prometheus: 'sluice_store_up',
+    openTelemetry: 'sluice.store.up',
+    unit: '1',
+    help: '1 while the store decides for the limiter, 0 while its failure policy (onStoreError) does.',
+  },
+} as const satisfies Record<string, Instrument>;

@@ -1,0 +1,22 @@
+// `sluice/metrics`: recorders for createLimiter({ metrics }) — Prometheus, OpenTelemetry, or in process.
+export type { MetricsRecorder } from '../hooks.js';
+export { INSTRUMENTS, type Outcome, type SkipReason, STORE_SECONDS_BUCKETS } from './definitions.js';
+export {
+  type OpenTelemetryMeter,
+  type OpenTelemetryMetricsOptions,
+  openTelemetryMetrics,
+} from './opentelemetry.js';
+export { METRICS_DEFAULTS } from './options.js';
+export {
+  type PrometheusMetrics,
+  type PrometheusMetricsOptions,
+  type PrometheusRegistry,
+  prometheusMetrics,
+} from './prometheus.js';
+export { type HeavyHitter, SpaceSaving } from './space-saving.js';
+export {
+  DecisionMetrics,
+  type DecisionMetricsOptions,
+  decisionMetrics,
+  type LimiterMetrics,
+} from './tally.js';

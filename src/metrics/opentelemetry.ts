@@ -1,0 +1,127 @@
+// openTelemetryMetrics(): the same instruments on an OpenTelemetry meter, counters observed at collection time.
+import { invalidOption } from '../errors.js';
+import { INSTRUMENTS, OUTCOMES, SKIP_REASONS, STORE_SECONDS_BUCKETS } from './definitions.js';
+import { resolveMetricsOptions } from './options.js';
+import { DecisionMetrics, type DecisionMetricsOptions, type LimiterTally } from './tally.js';
+
+type Attributes = Record<string, string>;
+
+interface InstrumentOptions {
+  description?: string;
+  unit?: string;
+  advice?: { explicitBucketBoundaries?: number[] };
+}
+
+/**
+ * An OpenTelemetry `Meter` (`metrics.getMeter('my-service')` from `@opentelemetry/api`), typed by
+ * shape so that `sluice/metrics` compiles without OpenTelemetry's types when you use Prometheus.
+ */
+export interface OpenTelemetryMeter<Observable extends object = object> {
+  createHistogram(
+    name: string,
+    options?: InstrumentOptions,
+  ): { record(value: number, attributes?: Attributes): void };
+  createObservableCounter(name: string, options?: InstrumentOptions): Observable;
+  createObservableGauge(name: string, options?: InstrumentOptions): Observable;
+  addBatchObservableCallback(
+    callback: (result: {
+      observe(observable: Observable, value: number, attributes?: Attributes): void;
+    }) => void,
+    observables: Observable[],
+  ): void;
+}
+
+/** Options of {@link openTelemetryMetrics}. */
+export interface OpenTelemetryMetricsOptions extends DecisionMetricsOptions {
+  /** The meter the instruments are made on. */
+  readonly meter: OpenTelemetryMeter;
+}
+
+class OpenTelemetryRecorder extends DecisionMetrics {
+  readonly #histogram: { record(value: number, attributes?: Attributes): void };
+  // One attributes object per limiter, made once: the SDK reads it on every observation.
+  readonly #attributes = new WeakMap<LimiterTally, Attributes>();
+
+  constructor(hotIdentifiers: number, meter: OpenTelemetryMeter) {
+    super(hotIdentifiers);
+    const options = (instrument: keyof typeof INSTRUMENTS): InstrumentOptions => ({
+      description: INSTRUMENTS[instrument].help,
+      unit: INSTRUMENTS[instrument].unit,
+    });
+    this.#histogram = meter.createHistogram(INSTRUMENTS.storeSeconds.openTelemetry, {
+      ...options('storeSeconds'),
+      advice: { explicitBucketBoundaries: [...STORE_SECONDS_BUCKETS] },
+    });
+    const counter = (instrument: keyof typeof INSTRUMENTS): object =>
+      meter.createObservableCounter(INSTRUMENTS[instrument].openTelemetry, options(instrument));
+    const decisions = counter('decisions');
+    const units = counter('units');
+    const skipped = counter('skipped');
+    const cacheHits = counter('cacheHits');
+    const nearLimit = counter('nearLimit');
+    const up = meter.createObservableGauge(INSTRUMENTS.storeUp.openTelemetry, options('storeUp'));
+    // Counts are cumulative in the tallies: observing them at collection time costs nothing per decision.
+    meter.addBatchObservableCallback(
+      (result) => {
+        for (const t of this.tallies) {
+          const limiter = t.name;
+          const outcomes = [t.allowed, t.denied, t.shadowDenied];
+          OUTCOMES.forEach((outcome, i) => {
+            result.observe(decisions, outcomes[i] as number, { limiter, outcome });
+          });
+          const reasons = [t.timeout, t.storeError, t.skipped, t.fallback];
+          SKIP_REASONS.forEach((reason, i) => {
+            result.observe(skipped, reasons[i] as number, { limiter, reason });
+          });
+          result.observe(units, t.units, { limiter });
+          result.observe(cacheHits, t.cacheHits, { limiter });
+          result.observe(nearLimit, t.nearLimit, { limiter });
+          result.observe(up, t.downShards.size === 0 ? 1 : 0, { limiter });
+        }
+      },
+      [decisions, units, skipped, cacheHits, nearLimit, up],
+    );
+  }
+
+  protected override observe(tally: LimiterTally, storeMs: number): number {
+    const counted = super.observe(tally, storeMs);
+    let attributes = this.#attributes.get(tally);
+    if (attributes === undefined) {
+      attributes = { limiter: tally.name };
+      this.#attributes.set(tally, attributes);
+    }
+    this.#histogram.record(counted / 1000, attributes);
+    return counted;
+  }
+}
+
+/**
+ * A recorder for `createLimiter({ metrics })` on an OpenTelemetry meter: the counters
+ * `sluice.decisions` (attributes `limiter`, `outcome`), `sluice.units`, `sluice.store.skipped`
+ * (`reason`), `sluice.deny_cache.hits` and `sluice.near_limit`, observed at collection time; the
+ * histogram `sluice.store.decision.duration` in seconds; the gauge `sluice.store.up`. Each
+ * store decision is one histogram recording on the meter; the counters cost nothing per decision.
+ *
+ * @example
+ * import { metrics } from '@opentelemetry/api';
+ * import { openTelemetryMetrics } from 'sluice/metrics';
+ * const recorder = openTelemetryMetrics({ meter: metrics.getMeter('checkout') });
+ * const limiter = createLimiter({ store, policy, name: 'api', metrics: recorder });
+ */
+export function openTelemetryMetrics(options: OpenTelemetryMetricsOptions): DecisionMetrics {
+  const { raw, hotIdentifiers } = resolveMetricsOptions('openTelemetryMetrics', options, ['meter'], true);
+  const meter = raw.meter as OpenTelemetryMeter | undefined;
+  if (
+    typeof meter !== 'object' ||
+    meter === null ||
+    typeof meter.createHistogram !== 'function' ||
+    typeof meter.addBatchObservableCallback !== 'function'
+  ) {
+    throw invalidOption(
+      'meter',
+      "an OpenTelemetry Meter (metrics.getMeter('name') from @opentelemetry/api)",
+      meter,
+    );
+  }
+  return new OpenTelemetryRecorder(hotIdentifiers, meter);
+}

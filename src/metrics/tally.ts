@@ -1,0 +1,266 @@
+// Counts decisions per limiter in plain numbers, which every exporter and the dashboard read.
+import type { HookContext, MetricsRecorder } from '../hooks.js';
+import { type Decision, isStoreFailure, type Policy, type Store } from '../types.js';
+import { type Outcome, type SkipReason, STORE_MS_BUCKETS, STORE_SECONDS_BUCKETS } from './definitions.js';
+import { resolveMetricsOptions } from './options.js';
+import { type HeavyHitter, SpaceSaving } from './space-saving.js';
+
+/** One limiter's counts. Plain fields: a decision costs a few additions, no lookup by label. */
+export class LimiterTally {
+  readonly name: string;
+  /** The policy's description, the store's kind and shadow mode, once the limiter registered. */
+  policy: string | undefined;
+  store: string | undefined;
+  enforced = true;
+  allowed = 0;
+  denied = 0;
+  shadowDenied = 0;
+  units = 0;
+  nearLimit = 0;
+  cacheHits = 0;
+  timeout = 0;
+  storeError = 0;
+  skipped = 0;
+  fallback = 0;
+  /** Store decisions per histogram bucket (not cumulative); the last one is above 1 s. */
+  readonly buckets = new Float64Array(STORE_MS_BUCKETS.length + 1);
+  storeMsSum = 0;
+  /** Shards whose failures send this limiter's decisions to its failure policy ('' for a single shard). */
+  readonly downShards = new Set<string>();
+  /** When the first shard of the current outage went down (ms since the epoch). */
+  downSince: number | undefined;
+  readonly hot: SpaceSaving | undefined;
+
+  constructor(name: string, hotCapacity: number) {
+    this.name = name;
+    this.hot = hotCapacity > 0 ? new SpaceSaving(hotCapacity) : undefined;
+  }
+
+  /** The bucket and time of the last timed decision, which stand for the untimed ones. */
+  #lastBucket = 0;
+  #lastMs = 0;
+
+  /**
+   * Counts one store decision's time. An in-process store times one decision in 16 (`NaN` for the
+   * others): those count as the last timed one did, so the count stays exact.
+   */
+  observe(storeMs: number): number {
+    let i = this.#lastBucket;
+    if (Number.isNaN(storeMs)) {
+      storeMs = this.#lastMs;
+    } else {
+      const bounds = STORE_MS_BUCKETS;
+      i = 0;
+      while (i < bounds.length && storeMs > (bounds[i] as number)) i++;
+      this.#lastBucket = i;
+      this.#lastMs = storeMs;
+    }
+    this.buckets[i] = (this.buckets[i] as number) + 1;
+    this.storeMsSum += storeMs;
+    return storeMs;
+  }
+}
+
+/** What a limiter's counters hold, as {@link DecisionMetrics.snapshot} reports them. */
+export interface LimiterMetrics {
+  readonly limiter: string;
+  /** The policy's description (`tokenBucket(capacity=100,refillPerSecond=10)`), once registered. */
+  readonly policy: string | undefined;
+  /** The store's kind (`redis`, `memory`), once registered. */
+  readonly store: string | undefined;
+  /** `false` in shadow mode. */
+  readonly enforced: boolean;
+  /** `limit` calls by outcome. */
+  readonly decisions: Readonly<Record<Outcome, number>>;
+  /** Units those calls asked for. */
+  readonly units: number;
+  /** Allowed calls that left at most 20% of the limit. */
+  readonly nearLimit: number;
+  /** Denials the deny cache answered. */
+  readonly denyCacheHits: number;
+  /** Calls the store did not decide, by reason. */
+  readonly storeSkipped: Readonly<Record<SkipReason, number>>;
+  /** The store's decision time: cumulative counts per upper bound in seconds (the last is `Infinity`). */
+  readonly storeDecisionSeconds: {
+    readonly buckets: ReadonlyArray<{ readonly le: number; readonly count: number }>;
+    readonly sum: number;
+    readonly count: number;
+  };
+  /** `false` while the failure policy decides (some shard is down). */
+  readonly storeUp: boolean;
+  /** The shards that are down; `''` stands for a store of one shard. */
+  readonly downShards: readonly string[];
+  /** When the current outage started (ms since the epoch), or `undefined` while the store is up. */
+  readonly downSinceMs: number | undefined;
+  /** The most-denied identifiers, most first. */
+  readonly topDenied: readonly HeavyHitter[];
+}
+
+/** Options every recorder takes. */
+export interface DecisionMetricsOptions {
+  /**
+   * How many of the most-denied identifiers to keep per limiter (a fixed-size sketch: memory does
+   * not grow with the number of identifiers). 0 keeps none. Identifiers never become metric labels.
+   * @default 20
+   */
+  readonly hotIdentifiers?: number;
+}
+
+/**
+ * Counts each limiter's decisions in process: pass it as `createLimiter({ metrics })`. Read the
+ * counts with `snapshot()` and the most-denied identifiers with `topDenied()`. The Prometheus and
+ * OpenTelemetry recorders are this with an exporter; use this one alone for a dashboard of your own.
+ *
+ * Only `limit` calls are decisions here; `peek` and `refund` count in the store time histogram only.
+ *
+ * @example
+ * const metrics = decisionMetrics();
+ * const limiter = createLimiter({ store, policy, name: 'api', metrics });
+ * metrics.topDenied('api'); // [{ identifier: '203.0.113.9', count: 1200, error: 0 }]
+ */
+export class DecisionMetrics implements MetricsRecorder {
+  readonly #tallies = new Map<string, LimiterTally>();
+  readonly #hotCapacity: number;
+  // Most processes have few limiters and a burst of calls comes from one: a string comparison
+  // (identical strings compare by pointer) saves the map lookup.
+  #lastName: string | undefined;
+  #last: LimiterTally | undefined;
+
+  constructor(hotIdentifiers: number) {
+    this.#hotCapacity = hotIdentifiers;
+  }
+
+  /** Makes the limiter's counters (all at 0) and remembers its policy, store and mode. */
+  register(limiter: {
+    readonly name: string;
+    readonly policy: Policy;
+    readonly store: Store;
+    readonly enforced: boolean;
+  }): void {
+    const tally = this.tally(limiter.name);
+    tally.policy = limiter.policy.description;
+    tally.store = limiter.store.kind;
+    tally.enforced = limiter.enforced;
+  }
+
+  /** Counts one decision (the verdict before shadow mode, as limiters report it). */
+  record(decision: Decision, context: HookContext): void {
+    const name = context.name;
+    const tally = name === this.#lastName ? (this.#last as LimiterTally) : this.tally(name);
+    const source = context.source;
+    if (source === 'store') this.observe(tally, context.storeMs);
+    if (context.operation !== 'limit') return;
+    tally.units += context.cost;
+    if (decision.allowed) {
+      tally.allowed++;
+      // At least 80% of the limit used: remaining <= limit / 5, without a division.
+      if (decision.remaining * 5 <= decision.limit) tally.nearLimit++;
+    } else {
+      if (context.enforced) tally.denied++;
+      else tally.shadowDenied++;
+      // A failure policy that denies everyone says nothing about who is hot.
+      if (tally.hot !== undefined && !isStoreFailure(decision.reason)) tally.hot.add(context.identifier);
+    }
+    if (source === 'store') return;
+    if (source === 'cache') tally.cacheHits++;
+    else if (decision.reason === 'fallback') tally.fallback++;
+    else if (source === 'timeout') tally.timeout++;
+    else if (source === 'store-error') tally.storeError++;
+    else tally.skipped++;
+  }
+
+  /** The store went down (`up` false) or came back for a limiter, on one shard or all. */
+  health(name: string, up: boolean, shard: string | undefined): void {
+    const tally = this.tally(name);
+    const down = tally.downShards;
+    if (up) {
+      // A store of one shard, or the whole store, is back.
+      if (shard === undefined) down.clear();
+      else down.delete(shard);
+    } else down.add(shard ?? '');
+    if (down.size === 0) tally.downSince = undefined;
+    else tally.downSince ??= Date.now();
+  }
+
+  /** The most-denied identifiers of a limiter, most first (none when it has not registered or denied). */
+  topDenied(limiter: string, limit?: number): HeavyHitter[] {
+    return this.#tallies.get(limiter)?.hot?.top(limit) ?? [];
+  }
+
+  /** Every limiter's counts, in the order they registered. */
+  snapshot(): LimiterMetrics[] {
+    return [...this.#tallies.values()].map(describe);
+  }
+
+  /** The limiters' tallies, for exporters. */
+  protected get tallies(): Iterable<LimiterTally> {
+    return this.#tallies.values();
+  }
+
+  /** Records a store decision time; exporters that need each observation extend it. */
+  /** Counts a store decision's time; returns the time counted (an untimed one counts as the last timed). */
+  protected observe(tally: LimiterTally, storeMs: number): number {
+    return tally.observe(storeMs);
+  }
+
+  protected tally(name: string): LimiterTally {
+    let tally = this.#tallies.get(name);
+    if (tally === undefined) {
+      tally = new LimiterTally(name, this.#hotCapacity);
+      this.#tallies.set(name, tally);
+    }
+    this.#lastName = name;
+    this.#last = tally;
+    return tally;
+  }
+}
+
+/** Cumulative histogram buckets in seconds, as Prometheus and the snapshot report them. */
+export function cumulativeBuckets(tally: LimiterTally): Array<{ le: number; count: number }> {
+  let count = 0;
+  return [...STORE_SECONDS_BUCKETS, Number.POSITIVE_INFINITY].map((le, i) => {
+    count += tally.buckets[i] as number;
+    return { le, count };
+  });
+}
+
+function describe(tally: LimiterTally): LimiterMetrics {
+  const buckets = cumulativeBuckets(tally);
+  return {
+    limiter: tally.name,
+    policy: tally.policy,
+    store: tally.store,
+    enforced: tally.enforced,
+    decisions: { allowed: tally.allowed, denied: tally.denied, shadow_denied: tally.shadowDenied },
+    units: tally.units,
+    nearLimit: tally.nearLimit,
+    denyCacheHits: tally.cacheHits,
+    storeSkipped: {
+      timeout: tally.timeout,
+      store_error: tally.storeError,
+      skipped: tally.skipped,
+      fallback: tally.fallback,
+    },
+    storeDecisionSeconds: {
+      buckets,
+      sum: tally.storeMsSum / 1000,
+      count: buckets[buckets.length - 1]?.count ?? 0,
+    },
+    storeUp: tally.downShards.size === 0,
+    downShards: [...tally.downShards],
+    downSinceMs: tally.downSince,
+    topDenied: tally.hot?.top() ?? [],
+  };
+}
+
+/**
+ * A recorder that counts in process only, read with `snapshot()` and `topDenied()`.
+ *
+ * @example
+ * const metrics = decisionMetrics({ hotIdentifiers: 10 });
+ * const limiter = createLimiter({ store, policy, name: 'login', metrics });
+ * setInterval(() => console.log(metrics.topDenied('login', 3)), 60_000).unref();
+ */
+export function decisionMetrics(options?: DecisionMetricsOptions): DecisionMetrics {
+  return new DecisionMetrics(resolveMetricsOptions('decisionMetrics', options, [], false).hotIdentifiers);
+}

@@ -1,0 +1,295 @@
+// The examples run against a real Redis as their users would run them, importing 'sluice' by name; the
+// README's and docs' TypeScript blocks and the examples compile under strict settings.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { allCodeBlocks, type CodeBlock, onPages } from '../helpers/code-blocks.js';
+import { runExample, startExample } from '../helpers/example-process.js';
+import { type RedisCluster, startCluster } from '../helpers/redis-cluster.js';
+import { freePort, type RedisServer, startRedis } from '../helpers/redis-server.js';
+import { redisCommand } from '../helpers/resp.js';
+import { buildSandbox, type Compiled, ROOT, type Sandbox } from '../helpers/sandbox.js';
+
+let sandbox: Sandbox;
+let redis: RedisServer;
+let blocks: CodeBlock[];
+/** The examples and blocks compiled once (tsc emits even when a block has errors, so the examples still run). */
+let compiled: Compiled;
+
+before(async () => {
+  redis = await startRedis();
+  sandbox = buildSandbox();
+  blocks = allCodeBlocks(ROOT);
+  compiled = sandbox.compile(blocks);
+});
+after(async () => {
+  await redis.stop();
+  sandbox.remove();
+});
+
+describe('documented code', () => {
+  test('every example and every TypeScript block of README.md and docs/*.md compiles with strict settings', () => {
+    assert.ok(blocks.length >= 20, `found ${blocks.length} blocks`);
+    assert.ok(compiled.ok, `tsc failed:\n${onPages(compiled.output, blocks).join('\n')}`);
+  });
+
+  test("the README's quick start is examples/express-redis.ts, the example run below", () => {
+    const quickStart = blocks.find(
+      (block) => block.page === 'README.md' && block.code.includes('sluice/express'),
+    );
+    const example = readFileSync(join(ROOT, 'examples', 'express-redis.ts'), 'utf8');
+    assert.equal(quickStart?.code.replace(/\nexport \{\};\n$/, '\n'), example);
+  });
+
+  test('the pictures of docs/algorithms.md are what scripts/draw-algorithms.mjs draws from the package today', async () => {
+    const out = mkdtempSync(join(sandbox.root, 'images-'));
+    mkdirSync(join(sandbox.root, 'scripts'), { recursive: true });
+    const script = join(sandbox.root, 'scripts', 'draw-algorithms.mjs');
+    copyFileSync(join(ROOT, 'scripts', 'draw-algorithms.mjs'), script);
+    const run = await runExample(process.execPath, [script, out], {});
+    assert.equal(run.code, 0, run.stderr);
+    const drawn = readdirSync(out).sort();
+    assert.deepEqual(drawn, [
+      'fixedWindow.svg',
+      'gcra.svg',
+      'slidingLog.svg',
+      'slidingWindow.svg',
+      'tokenBucket.svg',
+    ]);
+    for (const name of drawn) {
+      assert.equal(
+        readFileSync(join(out, name), 'utf8'),
+        readFileSync(join(ROOT, 'docs', 'images', name), 'utf8'),
+        `docs/images/${name} is stale: npm run build && node scripts/draw-algorithms.mjs`,
+      );
+    }
+  });
+
+  test('the package ships docs/, where every error message points', () => {
+    const packed = execFileSync('npm', ['pack', '--dry-run', '--json'], { cwd: ROOT, encoding: 'utf8' });
+    const files = (JSON.parse(packed) as Array<{ files: Array<{ path: string }> }>)[0]?.files.map(
+      (f) => f.path,
+    );
+    assert.ok(files?.includes('docs/errors.md'), 'docs/errors.md in the tarball');
+  });
+
+  test('a documented block that stops compiling fails the check, at its page and line', () => {
+    const original = blocks.find(
+      (block) => block.page === 'README.md' && block.code.includes('createLimiter('),
+    );
+    assert.ok(original, 'a README block calling createLimiter');
+    // As if the API were renamed under the documentation's feet.
+    const broken = { ...original, code: original.code.replace('createLimiter(', 'createRateLimiter(') };
+    const compiled = sandbox.compile([broken], 'broken');
+    assert.equal(compiled.ok, false);
+    const offset = original.code.split('\n').findIndex((line) => line.includes('createLimiter('));
+    const reported = onPages(compiled.output, [broken]);
+    assert.ok(
+      reported.some(
+        (line) => line.startsWith(`README.md:${original.line + offset}:`) && line.includes('TS2'),
+      ),
+      reported.join('\n'),
+    );
+  });
+});
+
+/** GETs `url` `times` times in a row; returns every response. */
+async function getMany(
+  url: string,
+  times: number,
+  headers: Record<string, string> = {},
+): Promise<Response[]> {
+  const responses: Response[] = [];
+  for (let i = 0; i < times; i++) {
+    const response = await fetch(url, { headers });
+    await response.arrayBuffer();
+    responses.push(response);
+  }
+  return responses;
+}
+
+/**
+ * The first `limit` requests of a fresh identifier are allowed; a refusal follows within a few more
+ * (each algorithm may refill a unit while a busy machine sends them, hence a few, not one).
+ */
+async function expectLimit(
+  url: string,
+  limit: number,
+  headers: Record<string, string> = {},
+): Promise<Response> {
+  const allowed = await getMany(url, limit, headers);
+  assert.deepEqual(
+    allowed.map((response) => response.status),
+    Array(limit).fill(200),
+  );
+  for (const response of await getMany(url, 10, headers)) {
+    if (response.status === 429) {
+      assert.ok(Number(response.headers.get('retry-after')) >= 1);
+      assert.match(response.headers.get('content-type') ?? '', /^application\/problem\+json/);
+      return response;
+    }
+  }
+  assert.fail('no 429 within 10 requests past the limit');
+}
+
+describe('examples against a real Redis', () => {
+  const env = (): Record<string, string> => ({ REDIS_URL: redis.url });
+  const serve = async (name: string) => {
+    await redisCommand(redis.port, ['FLUSHALL']);
+    return startExample(process.execPath, [sandbox.example(name)], {
+      ...env(),
+      PORT: String(await freePort()),
+    });
+  };
+
+  test('express-redis: 5 requests a minute per address, IETF headers, then 429 with Retry-After', async () => {
+    const app = await serve('express-redis');
+    try {
+      const [first] = await getMany(`${app.url}/`, 1);
+      assert.equal(first?.headers.get('ratelimit-policy'), '"api";q=5;w=60');
+      assert.match(first?.headers.get('ratelimit') ?? '', /^"api";r=4;t=\d+$/);
+      await expectLimit(`${app.url}/`, 4);
+    } finally {
+      await app.stop();
+    }
+  });
+
+  test('fastify-plugin: /api needs an x-api-key and allows a burst of 3 per key; /health is not limited', async () => {
+    const app = await serve('fastify-plugin');
+    try {
+      assert.deepEqual(
+        (await getMany(`${app.url}/health`, 6)).map((response) => response.status),
+        Array(6).fill(200),
+      );
+      assert.equal((await getMany(`${app.url}/api/items`, 1))[0]?.status, 400);
+      await expectLimit(`${app.url}/api/items`, 3, { 'x-api-key': 'k1' });
+      assert.equal((await getMany(`${app.url}/api/items`, 1, { 'x-api-key': 'k2' }))[0]?.status, 200);
+    } finally {
+      await app.stop();
+    }
+  });
+
+  test('hono-node: a bucket of 4 per address on /api/*, read from the Node socket', async () => {
+    const app = await serve('hono-node');
+    try {
+      const refused = await expectLimit(`${app.url}/api/hello`, 4);
+      assert.match(refused.headers.get('ratelimit') ?? '', /^"hono";r=0;t=\d+$/);
+    } finally {
+      await app.stop();
+    }
+  });
+
+  test('node-http: wrap() limits a plain listener to 3 a minute, with IETF and draft-6 headers', async () => {
+    const app = await serve('node-http');
+    try {
+      const [first] = await getMany(`${app.url}/`, 1);
+      assert.equal(first?.headers.get('ratelimit-limit'), '3');
+      assert.equal(first?.headers.get('ratelimit-policy'), '"node";q=3;w=60');
+      await expectLimit(`${app.url}/`, 2);
+    } finally {
+      await app.stop();
+    }
+  });
+
+  test('fetch-handler: keyed by x-api-key, 400 without one, 3 in 10 s per key', async () => {
+    const app = await serve('fetch-handler');
+    try {
+      assert.equal((await getMany(`${app.url}/x`, 1))[0]?.status, 400);
+      const response = await fetch(`${app.url}/items`, { headers: { 'x-api-key': 'k1' } });
+      assert.deepEqual(await response.json(), { path: '/items' });
+      await expectLimit(`${app.url}/items`, 2, { 'x-api-key': 'k1' });
+    } finally {
+      await app.stop();
+    }
+  });
+
+  test('login-guard: 204 for the right password, 401 with attempts left, then 429 for the username', async () => {
+    const app = await serve('login-guard');
+    const login = (username: string, password: string) =>
+      fetch(`${app.url}/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ username, password }),
+      });
+    try {
+      assert.equal((await login('alice', 'correct horse battery staple')).status, 204);
+      const left: unknown[] = [];
+      for (let i = 0; i < 5; i++) {
+        const response = await login('alice', 'guess');
+        assert.equal(response.status, 401);
+        left.push(((await response.json()) as { attemptsLeft: number }).attemptsLeft);
+      }
+      assert.deepEqual(left, [4, 3, 2, 1, 0]);
+      const blocked = await login('ALICE', 'correct horse battery staple');
+      assert.equal(blocked.status, 429, 'the same username, however spelled, even with the right password');
+      assert.ok(Number(blocked.headers.get('retry-after')) > 800);
+      assert.equal((await login('bob', 'guess')).status, 401, 'another username keeps its own budget');
+    } finally {
+      await app.stop();
+    }
+  });
+
+  test('all: per-user and per-tenant limits decided together; a refusal takes nothing from the other', async () => {
+    await redisCommand(redis.port, ['FLUSHALL']);
+    const run = await runExample(process.execPath, [sandbox.example('all')], env());
+    assert.equal(run.code, 0, run.stderr);
+    assert.deepEqual(run.stdout.trim().split('\n'), [
+      'u1@acme: allowed (user 1 left, tenant 2 left)',
+      'u1@acme: allowed (user 0 left, tenant 1 left)',
+      'u1@acme: denied by user (user 0 left, tenant 1 left)',
+      'u2@acme: allowed (user 1 left, tenant 0 left)',
+      'u2@acme: denied by tenant (user 1 left, tenant 0 left)',
+    ]);
+  });
+
+  test('service-curl.sh: the service answers 200, then 429 with headers and a problem body, and 400', async () => {
+    await redisCommand(redis.port, ['FLUSHALL']);
+    const config = join(ROOT, 'sluice.config.json');
+    const service = await startExample(
+      process.execPath,
+      [sandbox.cli, 'serve', '--port', '0', '--redis', redis.url, '--config', config],
+      {},
+    );
+    try {
+      const run = await runExample('bash', [join(ROOT, 'examples', 'service-curl.sh')], {
+        SLUICE_URL: service.url,
+      });
+      assert.equal(run.code, 0, run.stderr);
+      assert.match(run.stdout, /"allowed": true,\s+"limit": 5,\s+"remaining": 0/);
+      assert.match(run.stdout, /^HTTP\/1\.1 429 Too Many Requests\r?$/m);
+      assert.match(run.stdout, /^Retry-After: \d+\r?$/m);
+      assert.match(run.stdout, /"violated-policies": \[\s+"login"\s+\]/);
+      assert.match(run.stdout, /^400$/m);
+    } finally {
+      await service.stop();
+    }
+  });
+});
+
+describe('example against a real Redis Cluster', () => {
+  let cluster: RedisCluster;
+  before(async () => {
+    cluster = await startCluster();
+  });
+  after(async () => {
+    await cluster.stop();
+  });
+
+  test('cluster: the same limiter on a cluster client, each identifier in its own slot', async () => {
+    const nodes = cluster.rootNodes.map(({ host, port }) => `${host}:${port}`).join(',');
+    const run = await runExample(process.execPath, [sandbox.example('cluster')], {
+      REDIS_CLUSTER_NODES: nodes,
+    });
+    assert.equal(run.code, 0, run.stderr);
+    const lines = run.stdout.trim().split('\n');
+    assert.equal(lines.length, 3);
+    for (const [i, user] of ['alice', 'bob', 'carol'].entries()) {
+      assert.match(
+        lines[i] ?? '',
+        new RegExp(`^${user} \\(rl:api:\\{${user}\\}, slot \\d+\\): allowed, allowed, allowed, denied$`),
+      );
+    }
+  });
+});

@@ -1,0 +1,110 @@
+// Redis killed under the Envoy service: each rule's configured answer, health NOT_SERVING, and back.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { status } from '@grpc/grpc-js';
+import { type RedisServer, startRedis } from '../helpers/redis-server.js';
+import {
+  configDir,
+  type EnvoyServe,
+  eventually,
+  httpCall,
+  metric,
+  OK,
+  OVER_LIMIT,
+  startEnvoyServe,
+} from './support.js';
+
+const SERVING = 1;
+const NOT_SERVING = 2;
+
+const CONFIG = `domain: outage
+descriptors:
+  - key: strict
+    rate_limit:
+      unit: hour
+      requests_per_unit: 5
+      timeout: 300ms
+  - key: open
+    rate_limit:
+      unit: hour
+      requests_per_unit: 5
+      on_store_error: allow
+      timeout: 300ms
+  - key: closed
+    rate_limit:
+      unit: hour
+      requests_per_unit: 5
+      on_store_error: deny
+      timeout: 300ms
+  - key: local
+    rate_limit:
+      unit: hour
+      requests_per_unit: 1
+      on_store_error: fallback
+      timeout: 300ms
+`;
+
+const call = (serve: EnvoyServe, key: string, value = 'v') =>
+  serve.client.shouldRateLimit({ domain: 'outage', descriptors: [{ entries: [{ key, value }] }] }, 5000);
+
+describe('health on the memory store', () => {
+  test('SERVING once the config is loaded; an unknown service name is NOT_FOUND', async () => {
+    const serve = await startEnvoyServe(configDir({ 'outage.yaml': CONFIG }));
+    try {
+      assert.equal(await serve.client.health(''), SERVING);
+      assert.equal(await serve.client.health('ratelimit'), SERVING);
+      assert.equal(await serve.client.health('envoy.service.ratelimit.v3.RateLimitService'), SERVING);
+      await assert.rejects(serve.client.health('elsewhere'), { code: status.NOT_FOUND });
+    } finally {
+      await serve.stop();
+    }
+  });
+});
+
+describe('Redis killed', () => {
+  let redis: RedisServer;
+  let serve: EnvoyServe;
+  before(async () => {
+    redis = await startRedis();
+    serve = await startEnvoyServe(configDir({ 'outage.yaml': CONFIG }), ['--redis', redis.url]);
+  });
+  after(async () => {
+    await serve.stop();
+    await redis.stop();
+  });
+
+  test('each rule answers as configured, health goes NOT_SERVING, and both come back with Redis', async () => {
+    assert.equal(await serve.client.health(), SERVING);
+    assert.equal((await call(serve, 'strict')).overall_code, OK);
+    await redis.kill('SIGKILL');
+
+    // The default: UNAVAILABLE, so that Envoy's own failure_mode_deny decides.
+    await assert.rejects(call(serve, 'strict'), { code: status.UNAVAILABLE });
+    assert.equal((await call(serve, 'open')).overall_code, OK);
+    const closed = await call(serve, 'closed');
+    assert.equal(closed.overall_code, OVER_LIMIT);
+    assert.equal(closed.statuses[0]?.code, OVER_LIMIT);
+    // Fallback: an in-process limit of the same rule, one per hour.
+    assert.equal((await call(serve, 'local', 'l')).overall_code, OK);
+    assert.equal((await call(serve, 'local', 'l')).overall_code, OVER_LIMIT);
+    await eventually('NOT_SERVING', async () => (await serve.client.health()) === NOT_SERVING);
+    assert.ok(
+      (await metric(serve.http, 'ratelimit_service_should_rate_limit_error', { err_type: 'redis_error' })) >=
+        1,
+    );
+    assert.equal((await httpCall(`${serve.http}/healthcheck`)).status, 500);
+
+    await redis.restart();
+    await eventually('SERVING again', async () => (await serve.client.health()) === SERVING);
+    await eventually('the store decides again', async () => {
+      try {
+        return (await call(serve, 'strict', 'after')).overall_code === OK;
+      } catch {
+        return false;
+      }
+    });
+    const log = serve.running.output().stderr;
+    assert.equal(log.match(/store failure:/g)?.length, 1, log);
+    assert.match(log, /the store answers again/);
+  });
+});

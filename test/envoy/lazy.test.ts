@@ -1,0 +1,42 @@
+// gRPC, protobuf and YAML are loaded only by `serve --envoy`: importing sluice, or the CLI, never loads them.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+const LIBRARY = fileURLToPath(new URL('../../src/index.js', import.meta.url));
+const SERVE = fileURLToPath(new URL('../../src/cli/serve.js', import.meta.url));
+const ENVOY = fileURLToPath(new URL('../../src/envoy/index.js', import.meta.url));
+
+/** Imports `files` in a fresh process whose resolve hook lists every bare package asked for. */
+function packagesLoadedBy(files: readonly string[]): string[] {
+  const hooks = `export async function resolve(specifier, context, next) {
+    if (!specifier.startsWith('.') && !specifier.startsWith('node:') && !specifier.startsWith('file:') && !specifier.startsWith('/')) console.log('PACKAGE ' + specifier);
+    return next(specifier, context);
+  }`;
+  const script = `import { register } from 'node:module';
+    register('data:text/javascript,' + encodeURIComponent(${JSON.stringify(hooks)}));
+    for (const file of ${JSON.stringify(files)}) await import(file);`;
+  const result = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+  assert.equal(result.status, 0, result.stderr);
+  return result.stdout
+    .split('\n')
+    .filter((line) => line.startsWith('PACKAGE '))
+    .map((line) => line.slice('PACKAGE '.length));
+}
+
+const ENVOY_PACKAGES = /^(@grpc\/|protobufjs|yaml$|prom-client)/;
+
+test('importing sluice and the serve command loads no gRPC, protobuf, YAML or prom-client', () => {
+  const loaded = packagesLoadedBy([LIBRARY, SERVE]);
+  assert.deepEqual(
+    loaded.filter((name) => ENVOY_PACKAGES.test(name)),
+    [],
+  );
+});
+
+test('the Envoy module does load them (the check above can see them)', () => {
+  const loaded = packagesLoadedBy([ENVOY]);
+  assert.ok(loaded.includes('@grpc/grpc-js'), loaded.join(', '));
+  assert.ok(loaded.includes('yaml'), loaded.join(', '));
+});

@@ -1,0 +1,276 @@
+// Decisions through gRPC on the memory store and on Redis: exact counts under concurrency, descriptors
+// decided together, hits, overrides, refusals, the HTTP twins and the metrics they leave.
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { status } from '@grpc/grpc-js';
+import { Redis } from 'ioredis';
+import { type RedisServer, startRedis } from '../helpers/redis-server.js';
+import {
+  type Descriptor,
+  type EnvoyServe,
+  FIXTURES,
+  httpCall,
+  metric,
+  OK,
+  OVER_LIMIT,
+  type RateLimitRequest,
+  startEnvoyServe,
+  UNIT,
+} from './support.js';
+
+const CONFIG = join(FIXTURES, 'limits.yaml');
+
+function request(...descriptors: Descriptor[]): RateLimitRequest {
+  return { domain: 'limits', descriptors };
+}
+
+function one(key: string, value: string, extra: Partial<Descriptor> = {}): Descriptor {
+  return { entries: [{ key, value }], ...extra };
+}
+
+/** Waits out the last seconds of a minute, so that a minute's fixed window cannot roll over mid-test. */
+async function awayFromMinuteEnd(): Promise<void> {
+  const intoMinute = Date.now() % 60_000;
+  if (intoMinute > 50_000) await new Promise((resolve) => setTimeout(resolve, 60_500 - intoMinute));
+}
+
+function decisionSuite(name: string, args: () => readonly string[]): void {
+  describe(`decisions on ${name}`, () => {
+    let serve: EnvoyServe;
+    before(async () => {
+      serve = await startEnvoyServe(CONFIG, args());
+    });
+    after(async () => {
+      await serve.stop();
+    });
+
+    test('500 concurrent calls for one descriptor at 100 per minute: exactly 100 OK', async () => {
+      await awayFromMinuteEnd();
+      const value = `c-${Date.now()}`;
+      const responses = await Promise.all(
+        Array.from({ length: 500 }, () => serve.client.shouldRateLimit(request(one('burst100', value)))),
+      );
+      assert.equal(responses.filter((r) => r.overall_code === OK).length, 100);
+      assert.equal(responses.filter((r) => r.overall_code === OVER_LIMIT).length, 400);
+      const remaining = responses
+        .filter((r) => r.overall_code === OK)
+        .map((r) => r.statuses[0]?.limit_remaining);
+      assert.deepEqual(
+        [...remaining].sort((a, b) => (a as number) - (b as number)),
+        Array.from({ length: 100 }, (_, i) => i),
+      );
+    });
+
+    test('two descriptors, one over: nothing is taken from the other', async () => {
+      const both = request(one('user', 'u1'), one('tenant', 't1'));
+      for (let i = 0; i < 2; i++) assert.equal((await serve.client.shouldRateLimit(both)).overall_code, OK);
+      const over = await serve.client.shouldRateLimit(both);
+      assert.equal(over.overall_code, OVER_LIMIT);
+      assert.equal(over.statuses[0]?.code, OK);
+      assert.equal(over.statuses[0]?.limit_remaining, 3);
+      assert.equal(over.statuses[1]?.code, OVER_LIMIT);
+      const alone = await serve.client.shouldRateLimit(request(one('user', 'u1')));
+      assert.equal(alone.statuses[0]?.limit_remaining, 2);
+    });
+
+    test('different hits per descriptor, and one rule matched twice (side by side): nothing is kept when one is over', async () => {
+      const mixed = request(
+        one('user', 'u2', { hits_addend: { value: 3 } }),
+        one('tenant', 't2', { hits_addend: { value: 2 } }),
+      );
+      assert.equal((await serve.client.shouldRateLimit(mixed)).overall_code, OK);
+      const over = await serve.client.shouldRateLimit(mixed);
+      assert.equal(over.overall_code, OVER_LIMIT);
+      assert.equal(
+        (await serve.client.shouldRateLimit(request(one('user', 'u2')))).statuses[0]?.limit_remaining,
+        1,
+      );
+      const twice = request(one('user', 'u3'), one('user', 'u4'), one('blocked', 'x'));
+      assert.equal((await serve.client.shouldRateLimit(twice)).overall_code, OVER_LIMIT);
+      const sameRule = await serve.client.shouldRateLimit(request(one('user', 'u3'), one('user', 'u4')));
+      assert.deepEqual(
+        sameRule.statuses.map((s) => s.limit_remaining),
+        [4, 4],
+      );
+    });
+
+    test('hits: the descriptor’s own (0 looks without taking), else the request’s, else 1', async () => {
+      const three = await serve.client.shouldRateLimit({ ...request(one('user', 'h1')), hits_addend: 3 });
+      assert.equal(three.statuses[0]?.limit_remaining, 2);
+      const own = await serve.client.shouldRateLimit({
+        ...request(one('user', 'h1', { hits_addend: { value: 2 } })),
+        hits_addend: 4,
+      });
+      assert.equal(own.statuses[0]?.limit_remaining, 0);
+      const look = await serve.client.shouldRateLimit(
+        request(one('user', 'h1', { hits_addend: { value: 0 } })),
+      );
+      assert.equal(look.overall_code, OK);
+      assert.equal(look.statuses[0]?.code, OK);
+      assert.equal(look.statuses[0]?.limit_remaining, 0);
+      assert.equal((await serve.client.shouldRateLimit(request(one('user', 'h1')))).overall_code, OVER_LIMIT);
+      const tooMany = await serve.client.shouldRateLimit(
+        request(one('user', 'h2', { hits_addend: { value: 6 } }), one('tenant', 'h2')),
+      );
+      assert.equal(tooMany.statuses[0]?.code, OVER_LIMIT);
+      assert.equal(tooMany.statuses[1]?.limit_remaining, 2);
+    });
+
+    test('a limit override takes the rule’s place with its own unit; with no rule it is the limit alone', async () => {
+      const override = { requests_per_unit: 2, unit: 3 };
+      const first = await serve.client.shouldRateLimit(request(one('user', 'o1', { limit: override })));
+      assert.deepEqual(first.statuses[0]?.current_limit, { name: '', requests_per_unit: 2, unit: UNIT.HOUR });
+      assert.equal(first.statuses[0]?.limit_remaining, 1);
+      await serve.client.shouldRateLimit(request(one('user', 'o1', { limit: override })));
+      assert.equal(
+        (await serve.client.shouldRateLimit(request(one('user', 'o1', { limit: override })))).overall_code,
+        OVER_LIMIT,
+      );
+      const noRule = await serve.client.shouldRateLimit(
+        request(one('nothing', 'here', { limit: { requests_per_unit: 1, unit: 4 } })),
+      );
+      assert.deepEqual(noRule.statuses[0]?.current_limit, { name: '', requests_per_unit: 1, unit: UNIT.DAY });
+    });
+
+    test('a quota of 0 is over without taking from the others; other algorithms report exact remaining', async () => {
+      const blocked = await serve.client.shouldRateLimit(request(one('blocked', 'b'), one('tenant', 'b')));
+      assert.equal(blocked.overall_code, OVER_LIMIT);
+      assert.equal(blocked.statuses[1]?.limit_remaining, 2);
+      const sliding = await serve.client.shouldRateLimit(request(one('sliding', 's')));
+      assert.equal(sliding.statuses[0]?.limit_remaining, 2);
+      assert.equal(sliding.statuses[0]?.current_limit?.unit, UNIT.UNKNOWN);
+      const bucket = await serve.client.shouldRateLimit(request(one('bucket', 'b')));
+      assert.equal(bucket.statuses[0]?.limit_remaining, 1);
+      assert.ok((bucket.statuses[0]?.duration_until_reset?.seconds ?? 0) > 0);
+    });
+
+    test('an empty domain or no descriptors: INVALID_ARGUMENT', async () => {
+      await assert.rejects(serve.client.shouldRateLimit({ domain: '', descriptors: [one('user', 'x')] }), {
+        code: status.INVALID_ARGUMENT,
+        details: 'rate limit domain must not be empty',
+      });
+      await assert.rejects(serve.client.shouldRateLimit({ domain: 'limits', descriptors: [] }), {
+        code: status.INVALID_ARGUMENT,
+      });
+      assert.equal(
+        await metric(serve.http, 'ratelimit_service_should_rate_limit_error', { err_type: 'service_error' }),
+        2,
+      );
+    });
+
+    test('POST /json answers 200, 429 and 400; GET /healthcheck answers OK', async () => {
+      const body = JSON.stringify({
+        domain: 'limits',
+        descriptors: [{ entries: [{ key: 'tenant', value: 'j' }] }],
+      });
+      const first = await httpCall(`${serve.http}/json`, 'POST', body);
+      assert.equal(first.status, 200);
+      assert.deepEqual(JSON.parse(first.body).statuses[0].currentLimit, { requestsPerUnit: 2, unit: 'HOUR' });
+      assert.equal(JSON.parse(first.body).statuses[0].limitRemaining, 1);
+      await httpCall(`${serve.http}/json`, 'POST', body);
+      const over = await httpCall(`${serve.http}/json`, 'POST', body);
+      assert.equal(over.status, 429);
+      assert.equal(JSON.parse(over.body).overallCode, 'OVER_LIMIT');
+      assert.equal((await httpCall(`${serve.http}/json`, 'POST', '{"domain": 5}')).status, 400);
+      assert.deepEqual(await httpCall(`${serve.http}/healthcheck`), { status: 200, body: 'OK' });
+    });
+
+    test('metrics count hits within, near and over the limit, under the reference’s names', async () => {
+      const labels = { domain: 'limits', key1: 'tenant', key2: '' };
+      const before = {
+        hits: await metric(serve.http, 'ratelimit_service_rate_limit_total_hits', labels),
+        over: await metric(serve.http, 'ratelimit_service_rate_limit_over_limit', labels),
+        within: await metric(serve.http, 'ratelimit_service_rate_limit_within_limit', labels),
+      };
+      for (let i = 0; i < 3; i++) await serve.client.shouldRateLimit(request(one('tenant', 'm')));
+      assert.equal(
+        await metric(serve.http, 'ratelimit_service_rate_limit_total_hits', labels),
+        before.hits + 3,
+      );
+      assert.equal(
+        await metric(serve.http, 'ratelimit_service_rate_limit_within_limit', labels),
+        before.within + 2,
+      );
+      assert.equal(
+        await metric(serve.http, 'ratelimit_service_rate_limit_over_limit', labels),
+        before.over + 1,
+      );
+      assert.equal(await metric(serve.http, 'ratelimit_service_config_load_success'), 1);
+      assert.ok(
+        (await metric(serve.http, 'ratelimit_service_response_time_seconds_count', {
+          grpc_method: 'ShouldRateLimit',
+        })) > 0,
+      );
+    });
+  });
+}
+
+decisionSuite('the memory store', () => []);
+
+let redis: RedisServer | undefined;
+before(async () => {
+  redis = await startRedis();
+});
+after(async () => {
+  await redis?.stop();
+});
+decisionSuite('Redis', () => ['--redis', (redis as RedisServer).url]);
+
+describe('on one Redis, a request is one script', () => {
+  let serve: EnvoyServe;
+  let client: Redis;
+  before(async () => {
+    serve = await startEnvoyServe(CONFIG, ['--redis', (redis as RedisServer).url]);
+    client = new Redis({ port: (redis as RedisServer).port, lazyConnect: true });
+    await client.connect();
+  });
+  after(async () => {
+    client.disconnect();
+    await serve.stop();
+  });
+
+  const scriptCalls = async (): Promise<number> => {
+    const stats = String(await client.info('commandstats'));
+    return [...stats.matchAll(/cmdstat_(?:evalsha|eval):calls=(\d+)/g)].reduce(
+      (sum, m) => sum + Number(m[1]),
+      0,
+    );
+  };
+
+  test('two descriptors of a request: one atomic script, their keys sharing the domain’s hash tag', async () => {
+    await serve.client.shouldRateLimit(request(one('user', 'warm'), one('tenant', 'warm')));
+    const before = await scriptCalls();
+    await serve.client.shouldRateLimit(request(one('user', 'r1'), one('tenant', 'r1')));
+    assert.equal((await scriptCalls()) - before, 1);
+    assert.deepEqual((await client.keys('rl:limits.*r1')).sort(), [
+      'rl:limits.tenant|fixedWindow|3600000:{limits}:tenant=r1',
+      'rl:limits.user|fixedWindow|3600000:{limits}:user=r1',
+    ]);
+  });
+});
+
+describe('the global shadow mode and the RateLimit headers', () => {
+  let serve: EnvoyServe;
+  before(async () => {
+    serve = await startEnvoyServe(CONFIG, ['--shadow', '--envoy-headers']);
+  });
+  after(async () => {
+    await serve.stop();
+  });
+
+  test('--shadow answers OK over the limit, keeps each status, and counts it', async () => {
+    const over = request(one('blocked', 'g'));
+    const response = await serve.client.shouldRateLimit(over);
+    assert.equal(response.overall_code, OK);
+    assert.equal(response.statuses[0]?.code, OVER_LIMIT);
+    assert.equal(await metric(serve.http, 'ratelimit_service_global_shadow_mode'), 1);
+  });
+
+  test('--envoy-headers adds the most constraining descriptor’s RateLimit fields', async () => {
+    const response = await serve.client.shouldRateLimit(request(one('user', 'hd'), one('tenant', 'hd')));
+    const headers = Object.fromEntries(response.response_headers_to_add.map((h) => [h.key, h.value]));
+    assert.match(headers['RateLimit-Policy'] ?? '', /^"limits\.tenant";q=2;w=3600$/);
+    assert.match(headers.RateLimit ?? '', /^"limits\.tenant";r=1;t=\d+$/);
+  });
+});

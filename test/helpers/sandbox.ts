@@ -1,0 +1,73 @@
+// The package as npm would install it (package.json and dist/esm built from this checkout) in a folder of its own,
+// where the examples and the documented code are compiled with strict settings and run, importing 'sluice' by name.
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { CodeBlock } from './code-blocks.js';
+
+/** The repository root (build/test/helpers -> ../../..). */
+export const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+
+const TSC = join(ROOT, 'node_modules', '.bin', 'tsc');
+
+export interface Compiled {
+  readonly ok: boolean;
+  /** tsc's diagnostics, one per line, paths relative to the sandbox. */
+  readonly output: string;
+}
+
+export interface Sandbox {
+  readonly root: string;
+  /**
+   * Compiles the given blocks (as <folder>/<file>) into out/, with the examples (examples/*.ts)
+   * when the folder is the default one.
+   */
+  compile(blocks: readonly CodeBlock[], folder?: string): Compiled;
+  /** The compiled example, e.g. `out/examples/express-redis.js`. */
+  example(name: string): string;
+  /** The `sluice` CLI of the sandboxed package. */
+  readonly cli: string;
+  remove(): void;
+}
+
+function tsc(args: readonly string[], cwd: string): Compiled {
+  const result = spawnSync(TSC, ['--pretty', 'false', ...args], { cwd, encoding: 'utf8' });
+  return { ok: result.status === 0, output: `${result.stdout}${result.stderr}`.trim() };
+}
+
+/**
+ * Builds the sandbox: its own copy of package.json, whose `exports` then resolve 'sluice',
+ * 'sluice/express'... to its own dist/esm, for the compiler and for node alike (a package may
+ * import itself by name). Inside the repository, so that the peers (express, ioredis, @types/node)
+ * resolve from its node_modules, as they would from an application's.
+ */
+export function buildSandbox(): Sandbox {
+  mkdirSync(join(ROOT, 'build'), { recursive: true });
+  const root = mkdtempSync(join(ROOT, 'build', 'sandbox-'));
+  copyFileSync(join(ROOT, 'package.json'), join(root, 'package.json'));
+  const built = tsc(['-p', join(ROOT, 'tsconfig.esm.json'), '--outDir', join(root, 'dist', 'esm')], ROOT);
+  if (!built.ok) throw new Error(`Building the package failed:\n${built.output}`);
+  mkdirSync(join(root, 'examples'));
+  for (const name of readdirSync(join(ROOT, 'examples'))) {
+    if (name.endsWith('.ts')) copyFileSync(join(ROOT, 'examples', name), join(root, 'examples', name));
+  }
+  return {
+    root,
+    cli: join(root, 'dist', 'esm', 'cli', 'index.js'),
+    compile(blocks, folder = 'blocks') {
+      mkdirSync(join(root, folder), { recursive: true });
+      for (const block of blocks) writeFileSync(join(root, folder, block.file), block.code);
+      const config = {
+        extends: join(ROOT, 'tsconfig.base.json'),
+        compilerOptions: { module: 'NodeNext', moduleResolution: 'NodeNext', rootDir: '.', outDir: 'out' },
+        include: [...(folder === 'blocks' ? ['examples/*.ts'] : []), `${folder}/*.ts`],
+      };
+      const file = `tsconfig.${folder}.json`;
+      writeFileSync(join(root, file), JSON.stringify(config, null, 2));
+      return tsc(['-p', file], root);
+    },
+    example: (name) => join(root, 'out', 'examples', `${name}.js`),
+    remove: () => rmSync(root, { recursive: true, force: true }),
+  };
+}
