@@ -44,9 +44,10 @@ export async function connectCluster(
         lazyConnect: true,
         // Limiter state is written by every call: never route to replicas.
         scaleReads: 'master',
-        // `wait`: the retry budget (64 x 100 ms) must outlast a failover (about twice cluster-node-timeout).
+        // `wait`: the retry budget (128 x 100 ms) must outlast a failover (about twice cluster-node-timeout),
+        // and a slot left half migrated while a busy machine runs eight clients' checks on it.
         // `fail-fast`: 0 turns off resending after "Connection is closed" and CLUSTERDOWN.
-        maxRedirections: wait ? 64 : 16,
+        maxRedirections: wait ? 128 : 16,
         retryDelayOnFailover: wait ? 100 : 0,
         retryDelayOnClusterDown: wait ? 100 : 0,
         retryDelayOnTryAgain: 100,
