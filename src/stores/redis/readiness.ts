@@ -19,6 +19,8 @@ export class Readiness {
   constructor(commander: Commander, timeoutMs: number) {
     this.#commander = commander;
     this.#timeoutMs = timeoutMs;
+    // A client handed over connected has made its first connection: later outages are not waited for.
+    this.#connected = commander.isReady();
   }
 
   /**
