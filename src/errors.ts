@@ -26,6 +26,11 @@ export const ERROR_CODES = {
   TIMEOUT: 'ERR_SLUICE_TIMEOUT',
   /** The keys of an atomic multi-key check (`all()`) would land on different cluster slots. Nothing was written. */
   CROSS_SLOT: 'ERR_SLUICE_CROSS_SLOT',
+  /**
+   * The HTTP middleware keys by client address and the runtime gave none (fetch, Hono without
+   * `remoteAddress`): a configuration error, answered through the framework's error path.
+   */
+  NO_CLIENT_ADDRESS: 'ERR_SLUICE_NO_CLIENT_ADDRESS',
 } as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[keyof typeof ERROR_CODES];

@@ -68,7 +68,11 @@ export interface Policy<S = unknown> {
   readonly args: readonly string[];
   /** The `limit` reported in decisions: the most ever granted at once. */
   readonly limit: number;
-  /** The period the policy speaks of, for headers (`w`): window, period, or time to refill. */
+  /**
+   * The period in which the policy grants `limit` units, for headers (`q=limit;w=windowMs`): the
+   * window; for GCRA and the token bucket, the time `limit` units take to come back (a GCRA of 10
+   * per minute with a burst of 2 grants 2 per 12 s).
+   */
   readonly windowMs: number;
   /** The largest cost a single request may ask; larger ones could never be granted. */
   readonly maxCost: number;

@@ -106,7 +106,6 @@ export function gcra(options: GcraOptions): Policy<number> {
       `gcra(limit=${rate},periodMs=${periodMs},burst=${units}${describeShare(share)})`,
       periodMs / (rate * share),
       scaleBurst(units, share),
-      periodMs,
     );
   // A call's limit is its rate; the burst grows or shrinks with it (a plan twice as large bursts twice as far).
   return withLimits(limit, body(limit, burst), (rate) => body(rate, scaledAtLeastOne(burst, rate / limit)));
@@ -148,7 +147,6 @@ export function tokenBucket(options: TokenBucketOptions): Policy<number> {
       `tokenBucket(capacity=${size},refillPerSecond=${refill}${describeShare(share)})`,
       intervalMs,
       scaledCapacity,
-      Math.ceil(scaledCapacity * intervalMs),
     );
   };
   // A call's limit is the bucket's capacity; the refill rate scales with it, so the time to refill
@@ -158,12 +156,16 @@ export function tokenBucket(options: TokenBucketOptions): Policy<number> {
   );
 }
 
+/**
+ * Both policies grant `burst` units per `burst` emission intervals: that is the rate headers state
+ * (`q=burst;w=burst × interval`). The period the user wrote would claim `burst` per period, far
+ * too little whenever the burst is smaller than the limit (a client pacing itself by it slows down).
+ */
 function gcraPolicy(
   algorithm: string,
   description: string,
   intervalMs: number,
   burst: number,
-  windowMs: number,
 ): PolicyBody<number> {
   const toleranceMs = burst * intervalMs;
   return {
@@ -171,7 +173,8 @@ function gcraPolicy(
     script: 'gcra',
     args: [String(intervalMs), String(toleranceMs)],
     limit: burst,
-    windowMs,
+    // The slack absorbs float steps: 3 × (1000 / 3) must stay one second, not become 1001 ms.
+    windowMs: Math.ceil(toleranceMs - EPSILON_MS),
     maxCost: burst,
     description,
     decide: (state, now, operation, cost) => decideGcra(state, now, operation, cost, intervalMs, toleranceMs),

@@ -1,6 +1,7 @@
 // Argument parsing for every command: node:util parseArgs, value checks whose messages name the flag.
 import { parseArgs } from 'node:util';
 import { CliError } from './errors.js';
+import { closest } from './suggest.js';
 
 /** One flag: a string that takes a value, or a boolean switch. */
 export interface FlagSpec {
@@ -46,8 +47,9 @@ export const CONFIG_FLAGS = {
   prefix: { type: 'string' },
 } as const satisfies Record<string, FlagSpec>;
 
-export const CONNECTION_FLAGS_HELP = `  --redis <url>       redis://[user:password@]host:port[/db] or rediss://... (default: $SLUICE_REDIS_URL,
-                      then redis://127.0.0.1:6379). A cluster is detected and every primary is used.
+export const CONNECTION_FLAGS_HELP = `  --redis <url>       host:port, redis://[user:password@]host:port[/db] or rediss://... (default:
+                      $SLUICE_REDIS_URL, then 127.0.0.1:6379). A cluster is detected and every
+                      primary is used.
   --timeout <time>    how long to wait for the server to answer at connection (default 5s)`;
 
 export const CONFIG_FLAGS_HELP = `  --config <file>     the policies file (default: $SLUICE_CONFIG, then ./sluice.config.json if present)
@@ -70,7 +72,9 @@ export function parseCommand(spec: CommandSpec, argv: readonly string[]): Parsed
   } catch (error) {
     // parseArgs explains itself well, at length: keep its first sentence.
     const text = error instanceof Error ? (error.message.split(/\.\s/)[0] ?? error.message) : String(error);
-    throw new CliError(`${text.replace(/\.$/, '')} (see \`sluice ${spec.name} --help\`).`);
+    throw new CliError(
+      `${text.replace(/\.$/, '')}${didYouMean(spec, text)} (see \`sluice ${spec.name} --help\`).`,
+    );
   }
   const values = parsed.values as Values;
   if (values.help === true) return { values, positionals: parsed.positionals };
@@ -82,6 +86,14 @@ export function parseCommand(spec: CommandSpec, argv: readonly string[]): Parsed
     );
   }
   return { values, positionals: parsed.positionals };
+}
+
+/** `; did you mean --rate?` for an unknown option close to one of the command's, else nothing. */
+function didYouMean(spec: CommandSpec, message: string): string {
+  const unknown = /^Unknown option '--?([^'=]+)/.exec(message)?.[1];
+  if (unknown === undefined) return '';
+  const guess = closest(unknown, Object.keys(spec.flags));
+  return guess === undefined ? '' : `; did you mean --${guess}?`;
 }
 
 /** The string value of a flag, or undefined when absent. */
@@ -102,8 +114,12 @@ export function parseDuration(flag: string, text: string): number {
   const ms =
     match === null ? Number.NaN : Math.round(Number(match[1]) * (UNITS[match[2] as string] as number));
   if (!Number.isSafeInteger(ms) || ms < 1) {
+    const bare =
+      /^\d+(\.\d+)?$/.test(text.trim()) && Number(text) > 0
+        ? `: a number needs its unit, ${text.trim()}s for seconds or ${text.trim()}ms for milliseconds (Redis counts EXPIRE in seconds and PEXPIRE in milliseconds, so a guess would be wrong for someone)`
+        : '';
     throw new CliError(
-      `Expected \`--${flag}\` to be a duration such as 500ms, 30s, 5m, 1h or 2d, got ${JSON.stringify(text)}.`,
+      `Expected \`--${flag}\` to be a duration such as 500ms, 30s, 5m, 1h or 2d, got ${JSON.stringify(text)}${bare}.`,
     );
   }
   return ms;

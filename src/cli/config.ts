@@ -213,15 +213,13 @@ export function parseConfig(where: string, document: unknown, path: string | und
 }
 
 /**
- * Reads the config: the `--config` file, else `$SLUICE_CONFIG`, else ./sluice.config.json when
- * present, else the built-in defaults. A file that was asked for must exist.
+ * The user's config: the `--config` file, else `$SLUICE_CONFIG`, else ./sluice.config.json when
+ * present; undefined when there is none. A file that was asked for must exist.
  */
-export function loadConfig(flag: string | undefined): Config {
+export function findConfig(flag: string | undefined): Config | undefined {
   const asked = flag ?? process.env.SLUICE_CONFIG;
   const path = resolve(asked ?? DEFAULT_CONFIG_FILE);
-  if (asked === undefined && !existsSync(path)) {
-    return parseConfig('built-in config', DEFAULT_CONFIG, undefined);
-  }
+  if (asked === undefined && !existsSync(path)) return undefined;
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
@@ -241,6 +239,17 @@ export function loadConfig(flag: string | undefined): Config {
   }
   return parseConfig(asked ?? DEFAULT_CONFIG_FILE, document, path);
 }
+
+/**
+ * The user's config, or the built-in defaults when there is none: for `sluice serve`, whose demo
+ * policies guard its own keys. Tools that judge a user's keys use {@link findConfig} instead.
+ */
+export function loadConfig(flag: string | undefined): Config {
+  return findConfig(flag) ?? parseConfig('built-in config', DEFAULT_CONFIG, undefined);
+}
+
+/** Why a tool will not guess policies, for the messages of `audit` and `inspect`. */
+export const NO_CONFIG = `no config file was given (--config, $SLUICE_CONFIG) or found here (./${DEFAULT_CONFIG_FILE})`;
 
 /**
  * The longest TTL a policy's script ever sets: the window for the fixed window and the log, two

@@ -69,8 +69,25 @@ export type StateView =
 
 const round = (value: number, digits = 3): number => Number(value.toFixed(digits));
 
-/** Decodes what a policy's script stored, as of `nowMs` on the server's clock. */
-export function decodeState(policy: Policy, raw: RawState, nowMs: number): StateView | null {
+/** Clocks of app servers and Redis disagree a little; state a second ahead of its policy is not its own. */
+const CLOCK_SLACK_MS = 1000;
+
+/** A time for a message; Date cannot show one beyond ±8.64e15 ms, which odd state may hold. */
+export function when(ms: number): string {
+  return Math.abs(ms) <= 8.64e15 ? new Date(ms).toISOString() : `${ms} ms after 1970`;
+}
+
+function notThisPolicy(policy: Policy, found: string): { error: string } {
+  return {
+    error: `${found}, which ${policy.description} never writes: this is not its state (is the policy right?)`,
+  };
+}
+
+/**
+ * Decodes what a policy's script stored, as of `nowMs` on the server's clock. `ttlMs` (-1 for
+ * none) helps tell state this policy never writes: a TAT the key outlived, a window yet to come.
+ */
+export function decodeState(policy: Policy, raw: RawState, nowMs: number, ttlMs = -1): StateView | null {
   if (raw.type === 'none') return null;
   const first = Number(policy.args[0]);
   const second = Number(policy.args[1]);
@@ -104,6 +121,12 @@ export function decodeState(policy: Policy, raw: RawState, nowMs: number): State
     const windowMs = second;
     const windowIndex = decoded.index;
     const count = decoded.count;
+    if (windowIndex * windowMs > nowMs + CLOCK_SLACK_MS) {
+      return notThisPolicy(
+        policy,
+        `a count for window ${windowIndex}, starting ${when(windowIndex * windowMs)}`,
+      );
+    }
     const current = windowIndex === Math.floor(nowMs / windowMs);
     return {
       format: 'fixed window: index × 2^21 + count, or "<window index>:<count>"',
@@ -125,6 +148,12 @@ export function decodeState(policy: Policy, raw: RawState, nowMs: number): State
     const storedPrevious = Number(match[2]);
     const storedCurrent = Number(match[3]);
     const index = Math.floor(nowMs / windowMs);
+    if (windowIndex * windowMs > nowMs + CLOCK_SLACK_MS) {
+      return notThisPolicy(
+        policy,
+        `counts for window ${windowIndex}, starting ${when(windowIndex * windowMs)}`,
+      );
+    }
     const weight = (windowMs - (nowMs - index * windowMs)) / windowMs;
     let previous = 0;
     let current = 0;
@@ -151,6 +180,16 @@ export function decodeState(policy: Policy, raw: RawState, nowMs: number): State
   }
   const intervalMs = first;
   const toleranceMs = second;
+  // The scripts never set a TAT further ahead of now than the tolerance, and expire the key at the TAT.
+  if (tat - nowMs > toleranceMs + CLOCK_SLACK_MS) {
+    return notThisPolicy(policy, `a TAT of ${when(tat)}, ${Math.round(tat - nowMs)} ms ahead`);
+  }
+  if (ttlMs >= 0 && nowMs - tat > CLOCK_SLACK_MS) {
+    return notThisPolicy(
+      policy,
+      `a TAT of ${when(tat)}, in the past on a key that still expires in ${ttlMs} ms`,
+    );
+  }
   const aheadMs = Math.max(0, tat - nowMs);
   return {
     format: 'theoretical arrival time (TAT): minus whole µs, or ms',

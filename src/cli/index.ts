@@ -1,5 +1,7 @@
 #!/usr/bin/env node
 // The `sluice` command: picks the subcommand, parses its arguments, runs it, and maps failures to exit codes.
+import { existsSync, readFileSync, realpathSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { parseCommand } from './args.js';
 import { audit } from './audit.js';
 import { bench } from './bench.js';
@@ -8,6 +10,7 @@ import { CliError, EXIT, errorText } from './errors.js';
 import { inspect } from './inspect.js';
 import { reset } from './reset.js';
 import { serve } from './serve.js';
+import { closest } from './suggest.js';
 import { verify } from './verify.js';
 import { runVerifyWorker, VERIFY_WORKER } from './verify-worker.js';
 
@@ -21,10 +24,35 @@ Commands:
 ${COMMANDS.map((command) => `  ${command.name.padEnd(9)} ${command.summary}`).join('\n')}
 
 Run \`sluice <command> --help\` for a command's options. Every command takes --json for machine
-output and --verbose for stacks. Exit codes: 0 fine, 1 something found, 2 could not run, 130 interrupted.`;
+output and --verbose for stacks. Exit codes: 0 fine, 1 something found, 2 could not run, 130 interrupted.
+\`sluice --version\` prints the version.`;
 
 function write(stream: NodeJS.WriteStream, text: string): void {
   stream.write(text.endsWith('\n') ? text : `${text}\n`);
+}
+
+/**
+ * The package's version, from the package.json above this file (dist/esm/cli/ in the package,
+ * build/src/cli/ in the tests). Found from the entry point, which both module formats know.
+ */
+function version(): string {
+  let dir = dirname(realpathSync(process.argv[1] ?? '.'));
+  for (let depth = 0; depth < 5; depth++, dir = dirname(dir)) {
+    const path = join(dir, 'package.json');
+    if (!existsSync(path)) continue;
+    const { name, version } = JSON.parse(readFileSync(path, 'utf8')) as { name?: string; version?: string };
+    if (name === 'sluice' && version !== undefined) return version;
+  }
+  throw new CliError('Cannot find the package.json of sluice beside its command.');
+}
+
+function findCommand(name: string): Command {
+  const command = COMMANDS.find((candidate) => candidate.name === name);
+  if (command !== undefined) return command;
+  const names = COMMANDS.map((c) => c.name);
+  const guess = closest(name, names);
+  const list = `${guess === undefined ? '; expected one of' : `: did you mean ${guess}? The commands are`} ${names.join(', ')}`;
+  throw new CliError(`Unknown command ${JSON.stringify(name)}${list} (see \`sluice --help\`).`);
 }
 
 async function main(argv: readonly string[]): Promise<number> {
@@ -34,12 +62,11 @@ async function main(argv: readonly string[]): Promise<number> {
     write(process.stdout, USAGE);
     return name === undefined ? EXIT.ERROR : EXIT.OK;
   }
-  const command = COMMANDS.find((candidate) => candidate.name === name);
-  if (command === undefined) {
-    throw new CliError(
-      `Unknown command ${JSON.stringify(name)}; expected one of ${COMMANDS.map((c) => c.name).join(', ')} (see \`sluice --help\`).`,
-    );
+  if (name === '--version' || name === '-v' || name === 'version') {
+    write(process.stdout, version());
+    return EXIT.OK;
   }
+  const command = findCommand(name);
   const { values, positionals } = parseCommand(command, rest);
   if (values.help === true) {
     write(process.stdout, command.help);

@@ -15,10 +15,10 @@ import {
   type Values,
 } from './args.js';
 import type { Command, Context } from './command.js';
-import { ALGORITHMS, type Config, DEFAULT_CONFIG_FILE, loadConfig, policyFromSpec } from './config.js';
-import { decodeState, type RawState, type StateView } from './decode.js';
+import { ALGORITHMS, type Config, findConfig, NO_CONFIG, policyFromSpec } from './config.js';
+import { decodeState, type RawState } from './decode.js';
 import { CliError, EXIT } from './errors.js';
-import { formatDuration, formatNumber } from './output.js';
+import { type InspectReport, textReport } from './inspect-report.js';
 import { type Connection, connect, redisUrl } from './redis.js';
 
 /** Flags that describe a policy on the command line, instead of the config file. */
@@ -38,15 +38,22 @@ export const POLICY_FLAGS_HELP = `Policy (when the limiter is not in the config 
   --limit <n> --period <time> [--burst <n>]  gcra
   --capacity <n> --refill-per-second <x>     tokenBucket`;
 
-/** The policy of limiter `name`: from the policy flags when given, else from the config. */
-export function resolvePolicy(values: Values, config: Config, name: string): Policy {
+/**
+ * The policy of limiter `name`: from the policy flags when given, else from the user's config. With
+ * neither there is nothing to attribute the stored state to, and a guess would decode it wrongly.
+ */
+export function resolvePolicy(values: Values, config: Config | undefined, name: string): Policy {
   const algorithm = stringFlag(values, 'algorithm');
   if (algorithm === undefined) {
+    if (config === undefined) {
+      throw new CliError(
+        `The policy of limiter ${JSON.stringify(name)} is unknown: ${NO_CONFIG}. Its state cannot be decoded without it (a fixed window's counter would read as a token bucket's time). Pass --config <file> with your application's policies, or give the policy with --algorithm (see \`sluice inspect --help\`).`,
+      );
+    }
     const policy = config.policies.get(name);
     if (policy !== undefined) return policy;
-    const where = config.path ?? `the built-in config (no ${DEFAULT_CONFIG_FILE} here)`;
     throw new CliError(
-      `No policy for limiter ${JSON.stringify(name)} in ${where}: add it there, or give it with --algorithm (see --help).`,
+      `No policy for limiter ${JSON.stringify(name)} in ${config.path}: add it there, or give it with --algorithm (see --help).`,
     );
   }
   const spec: Record<string, unknown> = { algorithm };
@@ -120,114 +127,80 @@ export async function readState(
   return { raw, ttlMs, nowMs };
 }
 
-async function run(context: Context): Promise<number> {
-  const { values, positionals } = context;
+interface InspectOptions {
+  readonly name: string;
+  readonly identifier: string;
+  readonly policy: Policy;
+  readonly prefix: string;
+  readonly cost: number;
+  readonly redis: string;
+  readonly timeoutMs: number;
+}
+
+/** Reads the arguments and finds the policy; every refusal happens here, before connecting. */
+function parse(values: Values, positionals: readonly string[]): InspectOptions {
   const [name, identifier] = positionals as [string, string];
-  const config = loadConfig(stringFlag(values, 'config'));
-  const policy = resolvePolicy(values, config, name);
-  const prefix = stringFlag(values, 'prefix') ?? config.prefix;
-  const cost = optional(values, 'cost', parsePositiveInteger, 1);
-  const timeoutMs = optional(values, 'timeout', parseDuration, 5000);
-  const connection = await connect(redisUrl(stringFlag(values, 'redis')), timeoutMs);
+  const config = findConfig(stringFlag(values, 'config'));
+  return {
+    name,
+    identifier,
+    policy: resolvePolicy(values, config, name),
+    prefix: stringFlag(values, 'prefix') ?? config?.prefix ?? 'rl',
+    cost: optional(values, 'cost', parsePositiveInteger, 1),
+    redis: redisUrl(stringFlag(values, 'redis')),
+    timeoutMs: optional(values, 'timeout', parseDuration, 5000),
+  };
+}
+
+/** The state read and decoded, and what the next request would get, from limiter.peek(). */
+async function execute(connection: Connection, options: InspectOptions): Promise<InspectReport> {
+  const { name, identifier, policy, cost } = options;
+  const store = new RedisStore({ client: connection.client, prefix: options.prefix });
+  const limiter = createLimiter({ store, policy, name, timeoutMs: options.timeoutMs });
+  const key = store.keyFor(name, identifier);
+  const { raw, ttlMs, nowMs } = await readState(connection, key);
+  let next: Decision;
   try {
-    const store = new RedisStore({ client: connection.client, prefix });
-    const limiter = createLimiter({ store, policy, name, timeoutMs });
-    const key = store.keyFor(name, identifier);
-    const { raw, ttlMs, nowMs } = await readState(connection, key);
-    const state = decodeState(policy, raw, nowMs);
-    let next: Decision;
-    try {
-      next = await limiter.peek(identifier, { cost });
-      // inspect reports what Redis holds: a decision made without Redis would be a guess.
-      if (next.reason !== undefined) {
-        throw new CliError(`Redis did not answer the peek (${next.reason}); nothing to report.`);
-      }
-    } catch (error) {
-      if (error instanceof SluiceError && error.code !== 'ERR_SLUICE_STORE') {
-        throw new CliError(error.message, { cause: error });
-      }
-      throw error;
+    next = await limiter.peek(identifier, { cost });
+    // inspect reports what Redis holds: a decision made without Redis would be a guess.
+    if (next.reason !== undefined) {
+      throw new CliError(`Redis did not answer the peek (${next.reason}); nothing to report.`);
     }
-    const report = {
-      limiter: name,
-      policy: policy.description,
-      key,
-      type: raw.type,
-      raw: 'value' in raw ? raw.value : 'entries' in raw ? raw.entries : null,
-      state,
-      ttlMs: ttlMs >= 0 ? ttlMs : null,
-      serverTimeMs: nowMs,
-      next: { cost, ...next },
-    };
-    context.out(context.json ? JSON.stringify(report, null, 2) : text(report, policy));
-    return EXIT.OK;
+  } catch (error) {
+    if (error instanceof SluiceError && error.code !== 'ERR_SLUICE_STORE') {
+      throw new CliError(error.message, { cause: error });
+    }
+    throw error;
+  }
+  return {
+    limiter: name,
+    policy: policy.description,
+    key,
+    type: raw.type,
+    raw: 'value' in raw ? raw.value : 'entries' in raw ? raw.entries : null,
+    state: decodeState(policy, raw, nowMs, ttlMs),
+    ttlMs: ttlMs >= 0 ? ttlMs : null,
+    serverTimeMs: nowMs,
+    // peek() tells what is left now; the request, when allowed, takes its cost from that.
+    next: {
+      cost,
+      ...next,
+      remainingAfter: next.allowed ? Math.max(0, next.remaining - cost) : next.remaining,
+    },
+  };
+}
+
+async function run(context: Context): Promise<number> {
+  const options = parse(context.values, context.positionals);
+  const connection = await connect(options.redis, options.timeoutMs);
+  let report: InspectReport;
+  try {
+    report = await execute(connection, options);
   } finally {
     await connection.close();
   }
-}
-
-function time(ms: number): string {
-  return new Date(ms).toISOString();
-}
-
-function describe(state: StateView, policy: Policy): string {
-  if ('error' in state) return `unreadable: ${state.error}`;
-  if ('windowIndex' in state && 'count' in state) {
-    const window = `window ${state.windowIndex} (${time(state.windowStartMs)} to ${time(state.windowEndMs)})`;
-    return state.current
-      ? `${state.count} of ${policy.limit} used in ${window}`
-      : `${state.count} used in ${window}, which has ended: stale, the current window starts empty`;
-  }
-  if ('estimate' in state) {
-    return `window ${state.windowIndex}: previous ${state.storedPrevious}, current ${state.storedCurrent}; now previous ${state.previous} x ${state.weight} + current ${state.current} = ${state.estimate} of ${policy.limit}`;
-  }
-  if ('tatMs' in state) {
-    const unit = policy.algorithm === 'tokenBucket' ? 'tokens' : 'units';
-    const full = state.aheadMs > 0 ? `full again in ${formatDuration(state.aheadMs)}` : 'full';
-    return `TAT ${time(state.tatMs)} (${formatNumber(state.tatMs, 3)} ms): ${state.used} ${unit} in use, ${state.available} of ${policy.limit} available, ${full}`;
-  }
-  const range =
-    state.oldestMs === null || state.newestMs === null
-      ? ''
-      : `, oldest ${time(state.oldestMs)}, newest ${time(state.newestMs)}`;
-  return `${state.entries} entries, ${state.inWindow} inside the window${range}`;
-}
-
-function text(
-  report: {
-    limiter: string;
-    policy: string;
-    key: string;
-    type: string;
-    raw: unknown;
-    state: StateView | null;
-    ttlMs: number | null;
-    next: Decision & { cost: number };
-  },
-  policy: Policy,
-): string {
-  const { next } = report;
-  const verdict = next.allowed
-    ? `allowed, ${next.remaining} remaining after it`
-    : `denied, retry after ${formatDuration(next.retryAfterMs)} (${next.retryAfterMs} ms)`;
-  const lines = [`limiter  ${report.limiter}: ${report.policy}`, `key      ${report.key}`];
-  if (report.state === null) {
-    lines.push('state    none: a fresh identifier with a full allowance');
-  } else {
-    const raw =
-      typeof report.raw === 'string'
-        ? JSON.stringify(report.raw)
-        : `${(report.raw as unknown[] | null)?.length ?? 0} entries`;
-    lines.push(`stored   ${report.type} ${raw}`);
-    lines.push(`state    ${describe(report.state, policy)}`);
-    lines.push(
-      `TTL      ${report.ttlMs === null ? 'none (this key never expires: run sluice audit)' : `${formatDuration(report.ttlMs)} (${report.ttlMs} ms)`}`,
-    );
-  }
-  lines.push(
-    `next     cost ${next.cost}: ${verdict}; limit ${next.limit}, reset in ${formatDuration(next.resetMs)} (from limiter.peek: nothing consumed)`,
-  );
-  return lines.join('\n');
+  context.out(context.json ? JSON.stringify(report, null, 2) : textReport(report, options.policy));
+  return EXIT.OK;
 }
 
 /** `sluice inspect`. */

@@ -33,15 +33,18 @@ export function redisUrl(flag: string | undefined): string {
   return flag ?? process.env.SLUICE_REDIS_URL ?? DEFAULT_URL;
 }
 
-/** Checks a redis:// or rediss:// URL and turns it into ioredis options. */
+/** `host`, `host:port`, `[::1]:port`: what people type when they mean redis://host:port. */
+const HOST_AND_PORT = /^(\[[\da-fA-F:.]+\]|[\w.-]+)(:\d{1,5})?$/;
+
+/** Checks a host:port, redis:// or rediss:// URL and turns it into ioredis options. */
 export function parseRedisUrl(text: string): Target {
   const bad = (why: string): CliError =>
     new CliError(
-      `Invalid --redis URL ${JSON.stringify(redact(text))}: ${why}; expected redis://[user:password@]host:port[/db] or rediss://...`,
+      `Invalid --redis URL ${JSON.stringify(redact(text))}: ${why}; expected host:port, redis://[user:password@]host:port[/db] or rediss://...`,
     );
   let url: URL;
   try {
-    url = new URL(text);
+    url = new URL(HOST_AND_PORT.test(text) ? `redis://${text}` : text);
   } catch {
     throw bad('not a URL');
   }
@@ -59,7 +62,7 @@ export function parseRedisUrl(text: string): Target {
   if (url.username !== '') options.username = decodeURIComponent(url.username);
   if (url.password !== '') options.password = decodeURIComponent(url.password);
   if (url.protocol === 'rediss:') options.tls = { servername: host };
-  return { options, label: redact(text), host, port };
+  return { options, label: redact(url.toString()).replace(/\/$/, ''), host, port };
 }
 
 /** The URL with its password replaced, so that messages and output never show it. */

@@ -12,7 +12,7 @@ import {
   stringFlag,
 } from './args.js';
 import type { Command, Context } from './command.js';
-import { loadConfig } from './config.js';
+import { findConfig } from './config.js';
 import { CliError, EXIT } from './errors.js';
 import { connect, redisUrl } from './redis.js';
 
@@ -37,14 +37,14 @@ Exit codes: 0 done (also when there was nothing to delete), 2 could not run.`,
 async function run(context: Context): Promise<number> {
   const { values, positionals } = context;
   const [name, identifier] = positionals as [string, string];
-  const config = loadConfig(stringFlag(values, 'config'));
-  const prefix = stringFlag(values, 'prefix') ?? config.prefix;
+  const config = findConfig(stringFlag(values, 'config'));
+  const prefix = stringFlag(values, 'prefix') ?? config?.prefix ?? 'rl';
   const timeoutMs = optional(values, 'timeout', parseDuration, 5000);
   const connection = await connect(redisUrl(stringFlag(values, 'redis')), timeoutMs);
   try {
     const store = new RedisStore({ client: connection.client, prefix });
     // reset() deletes whatever the algorithm kept, so any policy will do when the config has none.
-    const policy = config.policies.get(name) ?? fixedWindow({ limit: 1, windowMs: 1000 });
+    const policy = config?.policies.get(name) ?? fixedWindow({ limit: 1, windowMs: 1000 });
     let limiter: ReturnType<typeof createLimiter>;
     try {
       limiter = createLimiter({ store, policy, name, timeoutMs });

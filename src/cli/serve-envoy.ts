@@ -4,6 +4,7 @@ import type { Store } from '../index.js';
 import { optional, parsePositiveInteger, stringFlag, type Values } from './args.js';
 import { CliError } from './errors.js';
 import type { Connection } from './redis.js';
+import type { Route } from './service.js';
 
 /** Flags `serve` takes for the Envoy service. */
 export const ENVOY_FLAGS = {
@@ -25,10 +26,8 @@ export const ENVOY_FLAGS_HELP = `  --envoy <path>      also serve Envoy's rate l
 
 /** What `serve` needs of a started Envoy service. */
 export interface EnvoyPart {
-  readonly http: (
-    request: import('node:http').IncomingMessage,
-    response: import('node:http').ServerResponse,
-  ) => boolean;
+  /** Its HTTP twins, POST /json and GET /healthcheck, for the service's route table. */
+  readonly routes: readonly Route[];
   /** The banner's line, and the JSON banner's field. */
   readonly banner: string;
   readonly json: Record<string, unknown>;
@@ -103,8 +102,15 @@ export async function startEnvoyPart(
     throw error;
   }
   const where = `${host.includes(':') ? `[${host}]` : host}:${running.port}`;
+  // running.http answers its own two paths: each route hands the request to it.
+  const answer: Route['handle'] = (request, response) => {
+    running.http(request, response);
+  };
   return {
-    http: running.http,
+    routes: [
+      { method: 'POST', path: '/json', summary: "Envoy's ShouldRateLimit, as JSON", handle: answer },
+      { method: 'GET', path: '/healthcheck', summary: "the Envoy service's health", handle: answer },
+    ],
     banner: `  envoy ShouldRateLimit on grpc://${where}, domains ${running.domains.join(', ')} from ${running.files.length} file(s)${registry === undefined ? ' (npm install prom-client for GET /metrics)' : ''}`,
     json: { grpc: where, domains: running.domains, files: running.files },
     close: (graceMs) => running.close(graceMs),

@@ -1,6 +1,13 @@
 // `sluice serve`: the rate-limit service on the memory store (or Redis), until SIGTERM or Ctrl-C.
 import { createServer, type Server } from 'node:http';
-import { createLimiter, type Limiter, MemoryStore, RedisStore, type Store } from '../index.js';
+import {
+  createLimiter,
+  type Limiter,
+  type LimiterOptions,
+  MemoryStore,
+  RedisStore,
+  type Store,
+} from '../index.js';
 import {
   COMMON_FLAGS,
   COMMON_FLAGS_HELP,
@@ -10,18 +17,28 @@ import {
   parseDuration,
   parsePositiveInteger,
   stringFlag,
+  type Values,
 } from './args.js';
 import type { Command, Context } from './command.js';
-import { loadConfig } from './config.js';
+import { type Config, loadConfig } from './config.js';
 import { checkAdminToken } from './dashboard/access.js';
-import { startMonitor } from './dashboard/monitor.js';
+import { type Monitor, startMonitor } from './dashboard/monitor.js';
+import { adminRouteList } from './dashboard/routes.js';
 import { CliError, EXIT, errorText } from './errors.js';
 import { type Connection, connect, DEFAULT_URL } from './redis.js';
-import { ENVOY_FLAGS, ENVOY_FLAGS_HELP, startEnvoyPart } from './serve-envoy.js';
-import { createService } from './service.js';
+import { RequestLog } from './request-log.js';
+import { ENVOY_FLAGS, ENVOY_FLAGS_HELP, type EnvoyPart, startEnvoyPart } from './serve-envoy.js';
+import { createService, type Route } from './service.js';
 
 /** How long in-flight requests get to finish at shutdown before their connections are cut. */
 const DRAIN_MS = 5000;
+
+/**
+ * A client has this long to send a request's headers, and its whole request: a connection that
+ * dawdles (by accident, or to hold the server's sockets) is closed, the others are not slowed.
+ */
+const HEADERS_TIMEOUT_MS = 10_000;
+const REQUEST_TIMEOUT_MS = 30_000;
 
 const spec = {
   name: 'serve',
@@ -50,15 +67,16 @@ A rate-limit service any language can call, with the policies of the config file
                      most-denied identifiers (GET /dashboard/data is its JSON)
   GET  /metrics      Prometheus metrics (needs prom-client installed)
 
-Malformed requests get 400 application/problem+json. SIGTERM (or Ctrl-C) stops accepting,
-lets requests in flight finish, and exits 0 (130 after Ctrl-C).
+Malformed requests get 400 application/problem+json; the log counts them in one line every 10 s
+at most. SIGTERM (or Ctrl-C) stops accepting, lets requests in flight finish, and exits 0 (130
+after Ctrl-C).
 
 Options:
   --port <n>          port to listen on (default: the config's serve.port, then 8080; 0 picks a free one)
   --host <address>    address to listen on (default: the config's serve.host, then 127.0.0.1)
-  --redis <url>       keep state in Redis (redis://[user:password@]host:port[/db]) instead of this
-                      process's memory; several instances then share limits. Without the flag,
-                      ${DEFAULT_URL} is not used: the memory store is.
+  --redis <url>       keep state in Redis (host:port, redis://[user:password@]host:port[/db]) instead
+                      of this process's memory; several instances then share limits. Without the
+                      flag, ${DEFAULT_URL} is not used: the memory store is.
   --timeout <time>    how long to wait for Redis at start (default 5s)
   --admin-token <t>   the token the dashboard and /metrics ask for (default: $SLUICE_ADMIN_TOKEN), sent as
                       "Authorization: Bearer <t>" or as a Basic password. On loopback they are open
@@ -68,6 +86,43 @@ ${ENVOY_FLAGS_HELP}
 ${CONFIG_FLAGS_HELP}
 ${COMMON_FLAGS_HELP}`,
 } as const;
+
+interface ServeOptions {
+  readonly config: Config;
+  readonly prefix: string;
+  readonly port: number;
+  readonly host: string;
+  readonly timeoutMs: number;
+  readonly redis: string | undefined;
+  readonly adminToken: string | undefined;
+}
+
+function parse(values: Values): ServeOptions {
+  const config = loadConfig(stringFlag(values, 'config'));
+  if (config.policies.size === 0)
+    throw new CliError(`${config.path ?? 'The config'} defines no policies to serve.`);
+  const tokenFlag = stringFlag(values, 'admin-token');
+  const envToken = process.env.SLUICE_ADMIN_TOKEN;
+  return {
+    config,
+    prefix: stringFlag(values, 'prefix') ?? config.prefix,
+    port: optional(
+      values,
+      'port',
+      (flag, text) => (text === '0' ? 0 : parsePositiveInteger(flag, text, 65_535)),
+      config.serve.port,
+    ),
+    host: stringFlag(values, 'host') ?? config.serve.host,
+    timeoutMs: optional(values, 'timeout', parseDuration, 5000),
+    redis: stringFlag(values, 'redis'),
+    adminToken:
+      tokenFlag !== undefined
+        ? checkAdminToken(tokenFlag, '--admin-token')
+        : envToken === undefined
+          ? undefined
+          : checkAdminToken(envToken, '$SLUICE_ADMIN_TOKEN'),
+  };
+}
 
 function listen(server: Server, port: number, host: string): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -88,126 +143,118 @@ function listen(server: Server, port: number, host: string): Promise<void> {
   });
 }
 
-async function run(context: Context): Promise<number> {
-  const { values, signal } = context;
-  const config = loadConfig(stringFlag(values, 'config'));
-  if (config.policies.size === 0)
-    throw new CliError(`${config.path ?? 'The config'} defines no policies to serve.`);
-  const prefix = stringFlag(values, 'prefix') ?? config.prefix;
-  const port = optional(
-    values,
-    'port',
-    (flag, text) => (text === '0' ? 0 : parsePositiveInteger(flag, text, 65_535)),
-    config.serve.port,
-  );
-  const host = stringFlag(values, 'host') ?? config.serve.host;
-  const timeoutMs = optional(values, 'timeout', parseDuration, 5000);
-  const redisFlag = stringFlag(values, 'redis');
-  const tokenFlag = stringFlag(values, 'admin-token');
-  const envToken = process.env.SLUICE_ADMIN_TOKEN;
-  const token =
-    tokenFlag !== undefined
-      ? checkAdminToken(tokenFlag, '--admin-token')
-      : envToken === undefined
-        ? undefined
-        : checkAdminToken(envToken, '$SLUICE_ADMIN_TOKEN');
-
-  let connection: Connection | undefined;
-  let store: Store;
-  if (redisFlag === undefined) store = new MemoryStore({ prefix });
-  else {
-    connection = await connect(redisFlag, timeoutMs, { persistent: true });
-    store = new RedisStore({ client: connection.client, prefix });
-  }
-  const storeText =
-    connection === undefined ? 'the memory store' : `${connection.server} at ${connection.label}`;
-  const monitor = await startMonitor({ config, store: storeText, token });
+/**
+ * One limiter per policy, with `extra` options (the dashboard's metrics recorder). Store failures
+ * are decided by each policy's onStoreError; the log gets one line per policy and outage.
+ */
+function buildLimiters(
+  config: Config,
+  store: Store,
+  extra: Partial<LimiterOptions>,
+  log: (line: string) => void,
+): Map<string, Limiter> {
   const limiters = new Map<string, Limiter>();
-  // Store failures are decided by each policy's onStoreError; the log gets one line per policy and
-  // outage, not one per request.
-  const reported = new Set<string>();
+  const failing = new Set<string>();
   for (const [name, policy] of config.policies) {
     const limiter = createLimiter({
+      ...extra,
       store,
       policy,
       name,
       ...config.failure.get(name),
-      metrics: monitor.metrics,
       onError: (error) => {
-        if (reported.has(name)) return;
-        reported.add(name);
-        context.err(
+        if (failing.has(name)) return;
+        failing.add(name);
+        log(
           `sluice serve: policy ${name}: ${errorText(error)}; deciding by onStoreError until Redis answers`,
         );
       },
       onDecision: (decision) => {
-        if (decision.reason === undefined && reported.delete(name))
-          context.err(`sluice serve: policy ${name}: Redis answers again`);
+        if (decision.reason === undefined && failing.delete(name))
+          log(`sluice serve: policy ${name}: Redis answers again`);
       },
     });
     limiters.set(name, limiter);
   }
-  const demo = config.serve.demoPolicy === undefined ? undefined : limiters.get(config.serve.demoPolicy);
+  return limiters;
+}
 
-  const service = createService({
+/** What runs beside the HTTP service, started before it listens and stopped after it drained. */
+interface Parts {
+  readonly monitor: Monitor;
+  readonly envoy: EnvoyPart | undefined;
+  /** The routes they add to the service. */
+  readonly routes: readonly Route[];
+  close(): Promise<void>;
+}
+
+/**
+ * The dashboard and /metrics (whose recorder every limiter reports to), and Envoy's gRPC service
+ * with `--envoy`. A new part starts here, adds its routes to `routes`, and stops in `close`.
+ */
+async function startParts(
+  context: Context,
+  options: ServeOptions,
+  store: Store,
+  connection: Connection | undefined,
+  storeText: string,
+): Promise<Parts & { readonly limiters: Map<string, Limiter> }> {
+  const monitor = await startMonitor({ config: options.config, store: storeText, token: options.adminToken });
+  const limiters = buildLimiters(options.config, store, { metrics: monitor.metrics }, context.err);
+  let envoy: EnvoyPart | undefined;
+  try {
+    envoy = await startEnvoyPart(context.values, store, connection, context.err, monitor.registry);
+  } catch (error) {
+    monitor.close();
+    throw error;
+  }
+  return {
     limiters,
-    demo,
-    headers: config.serve.headers,
-    admin: monitor.routes,
-    onError: (error) => context.err(`sluice serve: ${errorText(error)}`),
-  });
-  let envoy: Awaited<ReturnType<typeof startEnvoyPart>>;
-  try {
-    envoy = await startEnvoyPart(values, store, connection, context.err, monitor.registry);
-  } catch (error) {
-    monitor.close();
-    await connection?.close();
-    throw error;
-  }
-  const server = createServer((request, response) => {
-    if (envoy?.http(request, response) !== true) service(request, response);
-  });
-  try {
-    await listen(server, port, host);
-  } catch (error) {
-    monitor.close();
-    await envoy?.close(0);
-    await connection?.close();
-    throw error;
-  }
-  const address = server.address();
-  const bound = typeof address === 'object' && address !== null ? address.port : port;
-  const where = `http://${host.includes(':') ? `[${host}]` : host}:${bound}`;
-  const admin = monitor.listening(
-    typeof address === 'object' && address !== null ? address.address : host,
-    where,
-  );
-  if (context.json) {
-    context.out(
-      JSON.stringify({
-        listening: where,
-        store: connection === undefined ? 'memory' : connection.label,
-        policies: [...limiters.keys()],
-        config: config.path ?? null,
-        dashboard: admin.dashboard,
-        ...(envoy === undefined ? {} : { envoy: envoy.json }),
-      }),
-    );
-  } else {
-    // One write, so whoever waits for "listening" sees the whole banner.
-    context.out(
-      [
-        `sluice serve: listening on ${where} with ${storeText}`,
-        `  policies ${[...limiters.keys()].join(', ')} from ${config.path ?? 'the built-in config'}`,
-        ...admin.lines,
-        `  try: curl -i ${where}/demo   or   curl -i -d '{"policy":"${[...limiters.keys()][0]}","key":"client-42"}' ${where}/v1/limit`,
-        ...(envoy === undefined ? [] : [envoy.banner]),
-      ].join('\n'),
-    );
-  }
+    monitor,
+    envoy,
+    routes: [...adminRouteList(monitor.routes), ...(envoy?.routes ?? [])],
+    async close() {
+      await envoy?.close(DRAIN_MS);
+      monitor.close();
+    },
+  };
+}
 
-  // Runs until SIGTERM here, or Ctrl-C (which aborts `signal`).
-  const stopping = new Promise<string>((resolve) => {
+function banner(
+  context: Context,
+  where: string,
+  options: ServeOptions,
+  storeText: string,
+  connection: Connection | undefined,
+  parts: Parts,
+  limiters: ReadonlyMap<string, Limiter>,
+  address: string,
+): string {
+  const names = [...limiters.keys()];
+  const admin = parts.monitor.listening(address, where);
+  if (context.json) {
+    return JSON.stringify({
+      listening: where,
+      store: connection === undefined ? 'memory' : connection.label,
+      policies: names,
+      config: options.config.path ?? null,
+      dashboard: admin.dashboard,
+      ...(parts.envoy === undefined ? {} : { envoy: parts.envoy.json }),
+    });
+  }
+  // One write, so whoever waits for "listening" sees the whole banner.
+  return [
+    `sluice serve: listening on ${where} with ${storeText}`,
+    `  policies ${names.join(', ')} from ${options.config.path ?? 'the built-in config'}`,
+    ...admin.lines,
+    `  try: curl -i ${where}/demo   or   curl -i -d '{"policy":"${names[0]}","key":"client-42"}' ${where}/v1/limit`,
+    ...(parts.envoy === undefined ? [] : [parts.envoy.banner]),
+  ].join('\n');
+}
+
+/** Resolves with the signal's name at SIGTERM, or at Ctrl-C (which aborts `signal`). */
+function stopSignal(signal: AbortSignal): Promise<string> {
+  return new Promise((resolve) => {
     const onTerm = (): void => resolve('SIGTERM');
     process.once('SIGTERM', onTerm);
     signal.addEventListener(
@@ -219,10 +266,11 @@ async function run(context: Context): Promise<number> {
       { once: true },
     );
   });
-  const reason = await stopping;
-  context.err(`sluice serve: ${reason}: finishing requests in flight, then stopping`);
-  const envoyClosed = envoy?.close(DRAIN_MS);
-  await new Promise<void>((resolve) => {
+}
+
+/** Stops accepting, lets requests in flight finish (DRAIN_MS at most), then cuts what is left. */
+function drain(server: Server): Promise<void> {
+  return new Promise((resolve) => {
     const cut = setTimeout(() => server.closeAllConnections(), DRAIN_MS);
     server.close(() => {
       clearTimeout(cut);
@@ -231,8 +279,61 @@ async function run(context: Context): Promise<number> {
     // Keep-alive connections with no request would hold close() open.
     server.closeIdleConnections();
   });
-  await envoyClosed;
-  monitor.close();
+}
+
+async function run(context: Context): Promise<number> {
+  const options = parse(context.values);
+  const connection =
+    options.redis === undefined
+      ? undefined
+      : await connect(options.redis, options.timeoutMs, { persistent: true });
+  const store: Store =
+    connection === undefined
+      ? new MemoryStore({ prefix: options.prefix })
+      : new RedisStore({ client: connection.client, prefix: options.prefix });
+  const storeText =
+    connection === undefined ? 'the memory store' : `${connection.server} at ${connection.label}`;
+  let parts: Awaited<ReturnType<typeof startParts>>;
+  try {
+    parts = await startParts(context, options, store, connection, storeText);
+  } catch (error) {
+    await connection?.close();
+    throw error;
+  }
+  const { limiters } = parts;
+  const demoName = options.config.serve.demoPolicy;
+  const log = new RequestLog(context.err);
+  const service = createService({
+    limiters,
+    demo: demoName === undefined ? undefined : limiters.get(demoName),
+    headers: options.config.serve.headers,
+    log,
+    routes: parts.routes,
+  });
+  const server = createServer(
+    { headersTimeout: HEADERS_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS },
+    service.listener,
+  );
+  server.on('clientError', service.clientError);
+  try {
+    await listen(server, options.port, options.host);
+  } catch (error) {
+    await parts.close();
+    await connection?.close();
+    throw error;
+  }
+  const address = server.address();
+  const bound = typeof address === 'object' && address !== null ? address.port : options.port;
+  const where = `http://${options.host.includes(':') ? `[${options.host}]` : options.host}:${bound}`;
+  const boundAddress = typeof address === 'object' && address !== null ? address.address : options.host;
+  context.out(banner(context, where, options, storeText, connection, parts, limiters, boundAddress));
+
+  const reason = await stopSignal(context.signal);
+  context.err(`sluice serve: ${reason}: finishing requests in flight, then stopping`);
+  const partsClosed = parts.close();
+  await drain(server);
+  await partsClosed;
+  log.flush();
   if (store instanceof MemoryStore) store.close();
   await connection?.close();
   context.out('sluice serve: stopped');

@@ -1,20 +1,28 @@
-// The HTTP service behind `sluice serve`: POST /v1/limit for any language, and a demo route behind the limiter.
+// The HTTP service behind `sluice serve`: a route table (POST /v1/limit, policies, health, demo), problem+json refusals.
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
-import {
-  type HeaderStyle,
-  type PolicyDecision,
-  PROBLEM_CONTENT_TYPE,
-  problemDetails,
-  rateLimitHeaders,
-} from '../http/index.js';
+import type { Duplex } from 'node:stream';
+import { type HeaderStyle, PROBLEM_CONTENT_TYPE } from '../http/index.js';
 import { rateLimit } from '../http/node.js';
-import { type Decision, type Limiter, SluiceError } from '../index.js';
-import type { AdminRoutes } from './dashboard/routes.js';
+import type { Limiter } from '../index.js';
+import { errorText } from './errors.js';
+import type { RequestLog } from './request-log.js';
+import { limitRoute, quote, Rejection } from './service-limit.js';
 
-/** The largest request body read; limit requests are a few dozen bytes. */
-export const MAX_BODY_BYTES = 16 * 1024;
+export { type LimitAnswer, MAX_BODY_BYTES } from './service-limit.js';
 
-const LIMIT_FIELDS = ['policy', 'key', 'cost'];
+/** One route: a method and an exact path, and what answers it. */
+export interface Route {
+  readonly method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  readonly path: string;
+  /** One line for the index page (`GET /`); none keeps the route off it. */
+  readonly summary?: string;
+  /**
+   * Answers the request. Throwing (or rejecting with) a {@link Rejection} answers its status with
+   * a problem+json body; anything else answers 500 and is counted in the service's log. Returning
+   * (or resolving to) `false` declines: the route this one replaced answers instead, or a 404.
+   */
+  readonly handle: (request: IncomingMessage, response: ServerResponse) => unknown;
+}
 
 export interface ServiceOptions {
   /** Policy name -> limiter; the name is what callers send as `policy`. */
@@ -23,299 +31,221 @@ export interface ServiceOptions {
   readonly demo: Limiter | undefined;
   /** Header styles in answers and on the demo route. */
   readonly headers: readonly HeaderStyle[];
-  /** Receives errors that are the service's, not the caller's (a failing store). */
-  readonly onError: (error: unknown) => void;
-  /** The dashboard, its data and /metrics, asked first (they answer `false` for other paths). */
-  readonly admin?: AdminRoutes;
+  /** Counts refused and failed requests, and writes a summary now and then rather than a line each. */
+  readonly log: RequestLog;
+  /**
+   * More routes, from the parts of `sluice serve` that add them (metrics, a dashboard). One with
+   * the method and path of a built-in route replaces it.
+   * @default []
+   */
+  readonly routes?: readonly Route[];
 }
 
-/**
- * What `POST /v1/limit` answers, as JSON, with HTTP status 200 (allowed), 429 (denied) or 503 (denied
- * because the store failed and the policy fails closed). `reason` says when the store did not decide.
- */
-export interface LimitAnswer extends Decision {
-  readonly policy: string;
-  readonly key: string;
-  readonly cost: number;
-  /** The headers to forward to your client, the same ones this response carries. */
-  readonly headers: Record<string, string>;
-  /** When denied: the RFC 9457 body to send with your 429. */
-  readonly problem?: object;
+/** The service: its request listener, and the server's handler for requests too broken to parse. */
+export interface Service {
+  readonly listener: RequestListener;
+  /** For the server's 'clientError' event: a problem+json 400 (or 408, 431), counted, never logged one by one. */
+  clientError(error: NodeJS.ErrnoException, socket: Duplex): void;
 }
 
-/** A problem+json answer for a request the service cannot take. */
-class BadRequest extends Error {
-  constructor(
-    readonly status: number,
-    readonly title: string,
-    message: string,
-    readonly extraHeaders: Record<string, string> = {},
-  ) {
-    super(message);
-  }
-}
+export { Rejection };
 
-function sendJson(
-  response: ServerResponse,
-  status: number,
-  body: unknown,
-  headers: Record<string, string> = {},
-  contentType = 'application/json',
-): void {
-  const text = `${JSON.stringify(body, null, 2)}\n`;
-  response.statusCode = status;
-  for (const [name, value] of Object.entries(headers)) response.setHeader(name, value);
-  response.setHeader('Content-Type', contentType);
-  response.setHeader('Content-Length', Buffer.byteLength(text));
+function sendProblem(response: ServerResponse, problem: Rejection): void {
+  const text = `${JSON.stringify({ type: 'about:blank', title: problem.title, status: problem.status, detail: problem.message })}\n`;
+  response.writeHead(problem.status, {
+    ...problem.extraHeaders,
+    'Content-Type': PROBLEM_CONTENT_TYPE,
+    'Content-Length': Buffer.byteLength(text),
+  });
   response.end(text);
 }
 
-function sendProblem(response: ServerResponse, problem: BadRequest): void {
-  sendJson(
-    response,
-    problem.status,
-    { type: 'about:blank', title: problem.title, status: problem.status, detail: problem.message },
-    problem.extraHeaders,
-    PROBLEM_CONTENT_TYPE,
-  );
+function sendText(response: ServerResponse, text: string): void {
+  response.writeHead(200, {
+    'Content-Type': 'text/plain; charset=utf-8',
+    'Content-Length': Buffer.byteLength(text),
+  });
+  response.end(text);
 }
 
-function readBody(request: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const declared = Number(request.headers['content-length']);
-    if (Number.isFinite(declared) && declared > MAX_BODY_BYTES) {
-      reject(
-        new BadRequest(
-          413,
-          'Content Too Large',
-          `The body is ${declared} bytes; at most ${MAX_BODY_BYTES} are read.`,
-        ),
-      );
+/** The routes every service has. */
+function builtInRoutes(options: ServiceOptions): Route[] {
+  const { limiters, demo } = options;
+  const policiesText = `${JSON.stringify(
+    Object.fromEntries(
+      [...limiters].map(([name, limiter]) => [
+        name,
+        {
+          description: limiter.policy.description,
+          limit: limiter.policy.limit,
+          windowMs: limiter.policy.windowMs,
+        },
+      ]),
+    ),
+  )}\n`;
+  const routes: Route[] = [
+    {
+      method: 'POST',
+      path: '/v1/limit',
+      summary:
+        '{"policy": "<name>", "key": "<whose quota>", "cost": 1} -> the decision and headers (200 allowed, 429 denied)',
+      handle: limitRoute(limiters, options.headers, (error) => options.log.failed(errorText(error))),
+    },
+    {
+      method: 'GET',
+      path: '/v1/policies',
+      summary: `the policies: ${[...limiters.keys()].join(', ')}`,
+      handle: (_, response) => {
+        response.writeHead(200, {
+          'Content-Type': 'application/json',
+          'Content-Length': Buffer.byteLength(policiesText),
+        });
+        response.end(policiesText);
+      },
+    },
+    { method: 'GET', path: '/healthz', summary: 'ok', handle: (_, response) => sendText(response, 'ok\n') },
+  ];
+  if (demo !== undefined) {
+    const guard = rateLimit({
+      limiter: demo,
+      headers: options.headers.length === 0 ? false : options.headers,
+    });
+    const page = `Allowed by policy "${demo.name}" (${demo.policy.description}). Try again quickly.\n`;
+    routes.push({
+      method: 'GET',
+      path: '/demo',
+      summary: `a page behind policy "${demo.name}", keyed by your address`,
+      handle: async (request, response) => {
+        if (await guard(request, response)) sendText(response, page);
+      },
+    });
+  }
+  return routes;
+}
+
+/** The index page: one line per route that has a summary. */
+function indexRoute(routes: readonly Route[]): Route {
+  const lines = routes
+    .filter((route) => route.summary !== undefined)
+    .map((route) => `  ${route.method.padEnd(4)} ${route.path.padEnd(13)} ${route.summary}`);
+  const text = ['sluice rate-limit service', ...lines, ''].join('\n');
+  return { method: 'GET', path: '/', handle: (_, response) => sendText(response, text) };
+}
+
+type Handler = Route['handle'];
+
+/** `handle`, falling back to `replaced` when it declines (returns or resolves to `false`). */
+function withFallback(handle: Handler, replaced: Handler): Handler {
+  return (request, response) => {
+    const result = handle(request, response);
+    if (result === false) return replaced(request, response);
+    if (result instanceof Promise) {
+      return result.then((value) => (value === false ? replaced(request, response) : value));
+    }
+    return result;
+  };
+}
+
+/** Path -> method -> handler; HEAD is answered by GET's handler (node leaves the body out). */
+function routeTable(routes: readonly Route[]): Map<string, Map<string, Handler>> {
+  const table = new Map<string, Map<string, Handler>>();
+  for (const route of routes) {
+    const methods = table.get(route.path) ?? new Map<string, Handler>();
+    table.set(route.path, methods);
+    const replaced = methods.get(route.method);
+    // Only a route that replaces another pays for the fallback; the decision route is never wrapped.
+    const handle = replaced === undefined ? route.handle : withFallback(route.handle, replaced);
+    methods.set(route.method, handle);
+    if (route.method === 'GET') methods.set('HEAD', handle);
+  }
+  return table;
+}
+
+/** The service's request listener and client-error handler. */
+export function createService(options: ServiceOptions): Service {
+  const { log } = options;
+  const routes = [...builtInRoutes(options), ...(options.routes ?? [])];
+  // The index lists what is there, added routes included; an added `GET /` replaces it.
+  const table = routeTable([indexRoute(routes), ...routes]);
+  // The routes the index lists, for a 404 to point to.
+  const paths = [
+    ...new Set(
+      routes.filter((route) => route.summary !== undefined && route.path !== '/').map((route) => route.path),
+    ),
+  ].join(', ');
+
+  function refuse(request: IncomingMessage, response: ServerResponse, rejection: Rejection): void {
+    if (rejection.status < 500) log.refused(rejection.status);
+    // A body left unread would hold the connection: the answer closes it instead.
+    if (!request.complete) response.setHeader('Connection', 'close');
+    sendProblem(response, rejection);
+  }
+
+  function fail(request: IncomingMessage, response: ServerResponse, error: unknown): void {
+    if (error instanceof Rejection) {
+      refuse(request, response, error);
       return;
     }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    request.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > MAX_BODY_BYTES) {
-        reject(new BadRequest(413, 'Content Too Large', `The body is over ${MAX_BODY_BYTES} bytes.`));
-        request.pause();
-        return;
-      }
-      chunks.push(chunk);
-    });
-    request.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    request.on('error', reject);
-  });
-}
-
-function parseLimitRequest(
-  text: string,
-  limiters: ReadonlyMap<string, Limiter>,
-): { limiter: Limiter; policy: string; key: string; cost: number } {
-  const example = '{"policy": "api", "key": "client-42", "cost": 1}';
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch (error) {
-    throw new BadRequest(
-      400,
-      'Bad Request',
-      `The body is not JSON (${(error as Error).message}); expected ${example}.`,
-    );
-  }
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw new BadRequest(
-      400,
-      'Bad Request',
-      `Expected a JSON object such as ${example}, got ${Array.isArray(body) ? 'an array' : JSON.stringify(body)}.`,
-    );
-  }
-  const fields = body as Record<string, unknown>;
-  for (const name of Object.keys(fields)) {
-    if (!LIMIT_FIELDS.includes(name)) {
-      throw new BadRequest(
-        400,
-        'Bad Request',
-        `Unknown field ${JSON.stringify(name)}; expected "policy", "key" and optionally "cost".`,
-      );
-    }
-  }
-  const known = [...limiters.keys()].map((name) => JSON.stringify(name)).join(', ');
-  const limiter = typeof fields.policy === 'string' ? limiters.get(fields.policy) : undefined;
-  if (limiter === undefined) {
-    throw new BadRequest(
-      400,
-      'Bad Request',
-      `Expected "policy" to be one of ${known}, got ${JSON.stringify(fields.policy) ?? 'nothing'}.`,
-    );
-  }
-  if (typeof fields.key !== 'string') {
-    throw new BadRequest(
-      400,
-      'Bad Request',
-      `Expected "key" to be a non-empty string (whose quota: an API key, a user id, an address), got ${JSON.stringify(fields.key) ?? 'nothing'}.`,
-    );
-  }
-  const cost = fields.cost ?? 1;
-  if (typeof cost !== 'number') {
-    throw new BadRequest(
-      400,
-      'Bad Request',
-      `Expected "cost" to be a positive integer, got ${JSON.stringify(cost)}.`,
-    );
-  }
-  return { limiter, policy: fields.policy as string, key: fields.key, cost };
-}
-
-/** The request listener of the service. */
-export function createService(options: ServiceOptions): RequestListener {
-  const { limiters, headers: style } = options;
-  const demo =
-    options.demo === undefined
-      ? undefined
-      : rateLimit({ limiter: options.demo, headers: style.length === 0 ? false : style });
-
-  async function limit(request: IncomingMessage, response: ServerResponse): Promise<void> {
-    const { limiter, policy, key, cost } = parseLimitRequest(await readBody(request), limiters);
-    let decision: Decision;
-    try {
-      decision = await limiter.limit(key, { cost });
-    } catch (error) {
-      if (
-        error instanceof SluiceError &&
-        error.code !== 'ERR_SLUICE_STORE' &&
-        error.code !== 'ERR_SLUICE_BAD_REPLY'
-      ) {
-        // The caller's mistake: an empty key, a cost of 0, a cost above what the policy grants.
-        throw new BadRequest(
-          400,
-          'Bad Request',
-          error.message.replace('`identifier`', '"key"').replace('`cost`', '"cost"'),
-        );
-      }
-      options.onError(error);
-      throw new BadRequest(
-        503,
-        'Service Unavailable',
-        'The rate limiter could not decide: its store failed. Retry shortly.',
-        { 'Retry-After': '1' },
-      );
-    }
-    const entries: PolicyDecision[] = [{ name: policy, windowMs: limiter.policy.windowMs, decision }];
-    const headers = rateLimitHeaders(entries, { style });
-    const problem = decision.allowed ? undefined : problemDetails(entries);
-    const answer: LimitAnswer = {
-      policy,
-      key,
-      cost,
-      ...decision,
-      headers,
-      ...(problem === undefined ? {} : { problem }),
-    };
-    // A refusal the store did not make (a policy that fails closed while Redis is down) is the
-    // service's trouble, not the client's overuse: 503, as the HTTP middleware answers.
-    const failed = decision.reason === 'store-error' || decision.reason === 'timeout';
-    sendJson(response, decision.allowed ? 200 : failed ? 503 : 429, answer, headers);
-  }
-
-  function policies(response: ServerResponse): void {
-    sendJson(
-      response,
-      200,
-      Object.fromEntries(
-        [...limiters].map(([name, limiter]) => [
-          name,
-          {
-            description: limiter.policy.description,
-            limit: limiter.policy.limit,
-            windowMs: limiter.policy.windowMs,
-          },
-        ]),
-      ),
-    );
-  }
-
-  async function route(request: IncomingMessage, response: ServerResponse): Promise<void> {
-    const path = (request.url ?? '/').split('?')[0] ?? '/';
-    const method = request.method ?? 'GET';
-    const only = (allowed: string): void => {
-      if (method !== allowed && !(allowed === 'GET' && method === 'HEAD')) {
-        throw new BadRequest(405, 'Method Not Allowed', `${path} answers ${allowed} only.`, {
-          Allow: allowed,
-        });
-      }
-    };
-    if (options.admin !== undefined && (await options.admin(request, response, path))) return;
-    switch (path) {
-      case '/v1/limit':
-        only('POST');
-        return limit(request, response);
-      case '/v1/policies':
-        only('GET');
-        return policies(response);
-      case '/healthz':
-        only('GET');
-        response.setHeader('Content-Type', 'text/plain; charset=utf-8');
-        response.end('ok\n');
-        return;
-      case '/demo':
-        only('GET');
-        if (demo === undefined) throw new BadRequest(404, 'Not Found', 'No demo policy is configured.');
-        if (await demo(request, response)) {
-          response.setHeader('Content-Type', 'text/plain; charset=utf-8');
-          response.end(
-            `Allowed by policy "${options.demo?.name}" (${options.demo?.policy.description}). Try again quickly.\n`,
-          );
-        }
-        return;
-      case '/':
-        only('GET');
-        response.setHeader('Content-Type', 'text/plain; charset=utf-8');
-        response.end(
-          [
-            'sluice rate-limit service',
-            '  POST /v1/limit     {"policy": "<name>", "key": "<whose quota>", "cost": 1} -> the decision and headers (200 allowed, 429 denied)',
-            `  GET  /v1/policies  the policies: ${[...limiters.keys()].join(', ')}`,
-            options.demo === undefined
-              ? ''
-              : `  GET  /demo         a page behind policy "${options.demo.name}", keyed by your address`,
-            '  GET  /healthz      ok',
-            options.admin === undefined
-              ? ''
-              : '  GET  /            in a browser: the live dashboard; GET /metrics: Prometheus metrics',
-            '',
-          ]
-            .filter((line, i, all) => line !== '' || i === all.length - 1)
-            .join('\n'),
-        );
-        return;
-      default:
-        throw new BadRequest(
-          404,
-          'Not Found',
-          `No route ${path}; try POST /v1/limit, GET /v1/policies or GET /demo.`,
-        );
-    }
-  }
-
-  return (request, response) => {
-    route(request, response).catch((error: unknown) => {
-      if (response.headersSent) {
-        response.end();
-        return;
-      }
-      if (error instanceof BadRequest) {
-        // A body left unread would hold the connection: the answer closes it instead.
-        if (!request.complete) response.setHeader('Connection', 'close');
-        sendProblem(response, error);
-        return;
-      }
-      options.onError(error);
+    log.failed(errorText(error));
+    if (response.headersSent) response.end();
+    else
       sendProblem(
         response,
-        new BadRequest(500, 'Internal Server Error', 'The service failed on this request.'),
+        new Rejection(500, 'Internal Server Error', 'The service failed on this request.'),
       );
-    });
+  }
+
+  const listener: RequestListener = (request, response) => {
+    const url = request.url ?? '/';
+    const query = url.indexOf('?');
+    const path = query === -1 ? url : url.slice(0, query);
+    const methods = table.get(path);
+    const handle = methods?.get(request.method ?? 'GET');
+    if (handle === undefined) {
+      refuse(request, response, missing(path, methods));
+      return;
+    }
+    try {
+      const pending = handle(request, response);
+      if (pending === false) refuse(request, response, missing(path, undefined));
+      else if (pending instanceof Promise) {
+        pending.then(
+          (value) => {
+            if (value === false) refuse(request, response, missing(path, undefined));
+          },
+          (error: unknown) => fail(request, response, error),
+        );
+      }
+    } catch (error) {
+      fail(request, response, error);
+    }
   };
+
+  function missing(path: string, methods: Map<string, Handler> | undefined): Rejection {
+    if (methods === undefined) {
+      return new Rejection(404, 'Not Found', `No route ${quote(path)}; the routes are ${paths}.`);
+    }
+    const allowed = [...methods.keys()].join(', ');
+    return new Rejection(405, 'Method Not Allowed', `${path} answers ${allowed} only.`, { Allow: allowed });
+  }
+
+  const clientError: Service['clientError'] = (error, socket) => {
+    const [status, title] =
+      error.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'Request Header Fields Too Large']
+        : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? [408, 'Request Timeout']
+          : [400, 'Bad Request'];
+    log.refused(status);
+    if (!socket.writable || (socket as Duplex & { _httpMessage?: unknown })._httpMessage) {
+      socket.destroy();
+      return;
+    }
+    const body = `${JSON.stringify({ type: 'about:blank', title, status, detail: 'The request could not be parsed as HTTP/1.1.' })}\n`;
+    socket.end(
+      `HTTP/1.1 ${status} ${title}\r\nContent-Type: ${PROBLEM_CONTENT_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  };
+
+  return { listener, clientError };
 }

@@ -1,16 +1,10 @@
 // Client keys: the client's IP (through trusted proxies only), a header, or the caller's function.
 import { invalidOption } from '../errors.js';
 import { knownKeys, optionsObject } from '../validate.js';
-import {
-  type Address,
-  addressKey,
-  type Cidr,
-  cidrContains,
-  NAMED_RANGES,
-  parseAddress,
-  parseCidr,
-} from './ip.js';
+import { addressKey } from './ip.js';
+import { clientAddress, proxyWarning, resolveTrust } from './proxy.js';
 import type { RequestView } from './view.js';
+import type { SluiceWarning } from './warnings.js';
 
 /** Options of {@link clientIp}. */
 export interface ClientIpOptions {
@@ -49,13 +43,14 @@ export interface KeyExtractor {
   /** What it keys by, for messages: `client IP`, `header x-api-key`. */
   readonly description: string;
   extract(view: RequestView): string | undefined;
+  /**
+   * Whether it keys by the peer's address, so that a request without one (a fetch runtime that
+   * was not asked for it) is a configuration error rather than one bucket shared by everyone.
+   */
+  readonly needsAddress?: boolean;
+  /** What looks misconfigured in this request, if anything (see the middleware's `warnings`). */
+  diagnose?(view: RequestView): SluiceWarning | undefined;
 }
-
-/** The resolved trust rule. */
-type Trust =
-  | { readonly mode: 'none' }
-  | { readonly mode: 'hops'; readonly hops: number }
-  | { readonly mode: 'list'; readonly ranges: readonly Cidr[] };
 
 const CLIENT_IP_KEYS = ['trustProxy', 'proxyHeader', 'ipv6Prefix', 'ipv4Prefix'] as const;
 
@@ -65,133 +60,6 @@ function prefixOption(option: string, value: unknown, fallback: number, max: num
     throw invalidOption(option, `an integer from 1 to ${max}`, value);
   }
   return value;
-}
-
-function resolveTrust(value: unknown): Trust {
-  if (value === undefined || value === false || value === 0) return { mode: 'none' };
-  if (typeof value === 'number') {
-    if (!Number.isInteger(value) || value < 0 || value > 100) {
-      throw invalidOption(
-        'trustProxy',
-        'false, a number of hops from 0 to 100, or a list of addresses',
-        value,
-      );
-    }
-    return { mode: 'hops', hops: value };
-  }
-  if (!Array.isArray(value)) {
-    throw invalidOption(
-      'trustProxy',
-      'false, a number of hops, or a list of addresses and CIDR ranges',
-      value,
-    );
-  }
-  const ranges: Cidr[] = [];
-  for (const [index, entry] of value.entries()) {
-    const texts = typeof entry === 'string' ? (NAMED_RANGES[entry] ?? [entry]) : [];
-    const parsed = texts.map((text) => parseCidr(text));
-    if (texts.length === 0 || parsed.some((range) => range === undefined)) {
-      throw invalidOption(
-        `trustProxy[${index}]`,
-        'an IP address, a CIDR range such as 10.0.0.0/8, or loopback, linklocal, uniquelocal',
-        entry,
-      );
-    }
-    ranges.push(...(parsed as Cidr[]));
-  }
-  return ranges.length === 0 ? { mode: 'none' } : { mode: 'list', ranges };
-}
-
-/** Splits on commas outside double quotes (Forwarded values may quote `[v6]:port`). */
-function splitOutsideQuotes(text: string, separator: string): string[] {
-  const parts: string[] = [];
-  let current = '';
-  let quoted = false;
-  for (let i = 0; i < text.length; i++) {
-    const char = text[i] as string;
-    if (char === '"') quoted = !quoted;
-    if (char === '\\' && quoted) {
-      current += char + (text[i + 1] ?? '');
-      i++;
-      continue;
-    }
-    if (char === separator && !quoted) {
-      parts.push(current);
-      current = '';
-    } else {
-      current += char;
-    }
-  }
-  parts.push(current);
-  return parts;
-}
-
-/** An address as proxies write it: bare, `[v6]`, `[v6]:port` or `v4:port`. */
-function parseNode(text: string): Address | undefined {
-  const node = text.trim();
-  if (node.startsWith('[')) {
-    const close = node.indexOf(']');
-    const rest = node.slice(close + 1);
-    if (close === -1 || (rest !== '' && !/^:\d{1,5}$/.test(rest))) return undefined;
-    return parseAddress(node.slice(1, close));
-  }
-  const portAt = node.lastIndexOf(':');
-  if (portAt !== -1 && node.indexOf(':') === portAt && /^\d{1,5}$/.test(node.slice(portAt + 1))) {
-    return parseAddress(node.slice(0, portAt));
-  }
-  return parseAddress(node);
-}
-
-/** The `for=` node of each element of a Forwarded header (RFC 7239), left to right. */
-function forwardedFor(value: string): Array<Address | undefined> {
-  return splitOutsideQuotes(value, ',').map((element) => {
-    for (const pair of splitOutsideQuotes(element, ';')) {
-      const equals = pair.indexOf('=');
-      if (equals === -1 || pair.slice(0, equals).trim().toLowerCase() !== 'for') continue;
-      let node = pair.slice(equals + 1).trim();
-      if (node.startsWith('"') && node.endsWith('"') && node.length >= 2) {
-        node = node.slice(1, -1).replace(/\\(.)/g, '$1');
-      }
-      return parseNode(node);
-    }
-    return undefined;
-  });
-}
-
-/** The proxies' list of addresses, left (furthest) to right (nearest); unparsable entries are `undefined`. */
-function proxyChain(view: RequestView, header: 'x-forwarded-for' | 'forwarded'): Array<Address | undefined> {
-  const value = view.header(header);
-  if (value === undefined || value.trim() === '') return [];
-  if (header === 'forwarded') return forwardedFor(value);
-  return value.split(',').map(parseNode);
-}
-
-/**
- * The client's address as the trust rule allows: the socket's peer unless it is a trusted proxy,
- * then each trusted hop's claim in turn. A claim that does not parse where the client should be
- * gives `undefined` (no usable key), never a fallback to some other address.
- */
-function clientAddress(
-  view: RequestView,
-  trust: Trust,
-  header: 'x-forwarded-for' | 'forwarded',
-): Address | undefined {
-  const peer = view.remoteAddress === undefined ? undefined : parseAddress(view.remoteAddress);
-  if (peer === undefined || trust.mode === 'none') return peer;
-  const chain = proxyChain(view, header);
-  if (trust.mode === 'hops') {
-    // The peer is hop 1; entry `length - hops` was written by the last trusted hop. With fewer
-    // entries than hops the request came through fewer proxies: the furthest claim is the client.
-    if (chain.length === 0) return peer;
-    return chain[Math.max(0, chain.length - trust.hops)];
-  }
-  let current: Address | undefined = peer;
-  for (let index = chain.length - 1; index >= 0; index--) {
-    if (!trust.ranges.some((range) => cidrContains(range, current as Address))) return current;
-    current = chain[index];
-    if (current === undefined) return undefined;
-  }
-  return current;
 }
 
 /**
@@ -217,10 +85,12 @@ export function clientIp(options?: ClientIpOptions): KeyExtractor {
   return Object.freeze({
     kind: 'sluice-key-extractor' as const,
     description: 'client IP',
+    needsAddress: true,
     extract(view: RequestView): string | undefined {
       const address = clientAddress(view, trust, header);
       return address === undefined ? undefined : addressKey(address, ipv4Prefix, ipv6Prefix);
     },
+    diagnose: (view: RequestView) => proxyWarning(view, trust, header),
   });
 }
 

@@ -1,12 +1,29 @@
 // Adapter for Express 4 and 5: a RequestHandler. Imports Express's types only, never its runtime.
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import { type DenialInfo, evaluate } from './handle.js';
-import { applyToNodeResponse } from './node.js';
+import { invalidOption } from '../errors.js';
+import { type KeyControls, keyControls } from './controls.js';
+import { type DenialInfo, evaluate, infoOn } from './handle.js';
+import type { RateLimitInfo } from './info.js';
+import { applyToNodeResponse } from './node-response.js';
 import { adapterFunction, type RateLimitOptions, resolveRateLimitOptions } from './options.js';
-import { nodeRequestView } from './view.js';
+import { nodeRequestView, type RequestView } from './view.js';
 
 export { type ClientIpOptions, clientIp, headerKey } from './client-key.js';
 export type { DenialInfo } from './handle.js';
+export type { RateLimitInfo } from './info.js';
+
+declare global {
+  // Express's own way to extend its Request: importing sluice/express types `req.rateLimit`.
+  namespace Express {
+    interface Request {
+      /**
+       * What sluice decided for this request, set by `rateLimit()` from `sluice/express` under the
+       * default `requestPropertyName`; `undefined` when no limiter decided it.
+       */
+      rateLimit?: RateLimitInfo | undefined;
+    }
+  }
+}
 
 /** Options of the Express middleware. */
 export interface ExpressRateLimitOptions extends RateLimitOptions<Request> {
@@ -20,39 +37,69 @@ export interface ExpressRateLimitOptions extends RateLimitOptions<Request> {
     next: NextFunction,
     info: DenialInfo,
   ) => void | Promise<void>;
+  /**
+   * Where the handler finds the decision: `req[name]` and `res.locals[name]`; `false` sets
+   * neither (`limiter.info(req)` still answers). Only the default name is typed on `req`.
+   * @default 'rateLimit'
+   */
+  readonly requestPropertyName?: string | false;
+}
+
+/** The Express middleware, with the decision and the client's key at hand. */
+export interface ExpressRateLimiter extends RequestHandler, KeyControls<[req: Request]> {
+  /** The decision taken on `req` so far by every sluice middleware; `undefined` before any. */
+  info(req: Request): RateLimitInfo | undefined;
+}
+
+function viewOf(req: Request): RequestView {
+  // originalUrl: inside a mounted router `req.url` is relative to the mount point.
+  return nodeRequestView({
+    method: req.method,
+    url: req.originalUrl,
+    headers: req.headers,
+    socket: req.socket,
+  });
 }
 
 /**
  * Rate limits an Express app, router or route. Errors (a store failure the limiter does not
- * absorb, a throwing `key` or `cost` function) go to `next(error)`.
+ * absorb, a throwing `key` or `cost` function) go to `next(error)`. The handler finds the decision
+ * on `req.rateLimit` (and `res.locals.rateLimit`).
  *
  * Keys come from `req.socket.remoteAddress` and the proxy rules of `clientIp()`: Express's own
- * `trust proxy` setting is not consulted, so there is one set of rules to review.
+ * `trust proxy` setting is not consulted, so there is one set of rules to review. No proxy is
+ * trusted by default; behind one, pass `key: clientIp({ trustProxy: 1 })`.
  *
  * @example
  * import express from 'express';
  * import { rateLimit } from 'sluice/express';
  * const app = express();
- * app.use(rateLimit({ limiter, key: clientIp({ trustProxy: 1 }) }));
- * app.post('/login', rateLimit({ limiter: loginLimiter, count: 'failed' }), login);
+ * app.use(rateLimit({ limiter }));
+ * app.get('/quota', (req, res) => res.json({ remaining: req.rateLimit?.remaining }));
  */
-export function rateLimit(options: ExpressRateLimitOptions): RequestHandler {
-  const config = resolveRateLimitOptions<Request>('rateLimit (express)', options, ['onDenied']);
+export function rateLimit(options: ExpressRateLimitOptions): ExpressRateLimiter {
+  const config = resolveRateLimitOptions<Request>('rateLimit (express)', options, [
+    'onDenied',
+    'requestPropertyName',
+  ]);
   const onDenied = adapterFunction('onDenied', options.onDenied);
-  return (req, res, next) => {
-    // originalUrl: inside a mounted router `req.url` is relative to the mount point.
-    const view = nodeRequestView({
-      method: req.method,
-      url: req.originalUrl,
-      headers: req.headers,
-      socket: req.socket,
-    });
+  const property = options.requestPropertyName ?? 'rateLimit';
+  if (property !== false && (typeof property !== 'string' || property === '')) {
+    throw invalidOption('requestPropertyName', 'a property name, or false', property);
+  }
+  const middleware: RequestHandler = (req, res, next) => {
     const handler =
       onDenied === undefined
         ? undefined
         : (request: Request, response: Response, info: DenialInfo) => onDenied(request, response, next, info);
-    evaluate(config, req, view, req)
-      .then((evaluation) => applyToNodeResponse(evaluation, req, res, handler))
+    evaluate(config, req, viewOf(req), req)
+      .then((evaluation) => {
+        if (evaluation.kind === 'allow' && property !== false) {
+          Reflect.set(req, property, evaluation.info);
+          res.locals[property] = evaluation.info;
+        }
+        return applyToNodeResponse(evaluation, req, res, handler);
+      })
       .then(
         (proceed) => {
           if (proceed) next();
@@ -60,4 +107,6 @@ export function rateLimit(options: ExpressRateLimitOptions): RequestHandler {
         (error: unknown) => next(error),
       );
   };
+  const controls = keyControls(config, (req: Request) => ({ request: req, view: viewOf(req) }));
+  return Object.assign(middleware, controls, { info: (req: Request) => infoOn(req) });
 }

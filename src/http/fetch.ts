@@ -1,11 +1,16 @@
 // Adapter for web-standard runtimes: (Request) => Response | undefined, and a wrapper for a whole fetch handler.
-import { type DenialInfo, decisionsOn, denialInfo, evaluate } from './handle.js';
+import { invalidOption } from '../errors.js';
+import { isKeyExtractor } from './client-key.js';
+import { type KeyControls, keyControls } from './controls.js';
+import { type DenialInfo, decisionsOn, denialInfo, evaluate, infoOn } from './handle.js';
 import { rateLimitHeaders } from './headers.js';
+import type { RateLimitInfo } from './info.js';
 import { adapterFunction, type RateLimitOptions, resolveRateLimitOptions } from './options.js';
 import { fetchRequestView } from './view.js';
 
 export { type ClientIpOptions, clientIp, headerKey } from './client-key.js';
 export type { DenialInfo } from './handle.js';
+export type { RateLimitInfo } from './info.js';
 
 /** Options of the fetch adapter. */
 export interface FetchRateLimitOptions extends RateLimitOptions<Request> {
@@ -13,8 +18,10 @@ export interface FetchRateLimitOptions extends RateLimitOptions<Request> {
   readonly onDenied?: (request: Request, info: DenialInfo) => Response | Promise<Response>;
   /**
    * The peer's address, which a `Request` does not carry; receives whatever the runtime passes
-   * after the request (Deno's `info`, Bun's `server`). Without it, `clientIp()` finds no address
-   * and `missingKey` applies: use `headerKey` or a key function instead.
+   * after the request (Deno's `info`, Bun's `server`). Required when keying by address (the
+   * default `key`, `clientIp()`): without it every client would share one bucket, so the
+   * middleware refuses to be created. A request it gives no address for is an error
+   * (ERR_SLUICE_NO_CLIENT_ADDRESS), unless `missingKey: 'deny'` answers it with 400.
    * @example (request, info) => info.remoteAddr.hostname // Deno.serve
    */
   readonly remoteAddress?: (request: Request, ...context: never[]) => string | undefined;
@@ -27,7 +34,7 @@ export type FetchHandler = (request: Request, ...context: never[]) => Response |
 export type WrappedFetchHandler = (request: Request, ...context: unknown[]) => Promise<Response>;
 
 /** The fetch-style limiter. */
-export interface FetchRateLimiter {
+export interface FetchRateLimiter extends KeyControls<[request: Request, ...context: unknown[]]> {
   /** A 429 (or configured) Response for a refused request, `undefined` when it may go on. */
   (request: Request, ...context: unknown[]): Promise<Response | undefined>;
   /** The rate-limit headers to add to your response for an allowed request. */
@@ -36,6 +43,8 @@ export interface FetchRateLimiter {
   complete(request: Request, status: number): void;
   /** A whole fetch handler: the guard, your handler, headers on its response, and the count settled. */
   wrap(handler: FetchHandler): WrappedFetchHandler;
+  /** The decision taken on `request` so far (in your handler, for "97 calls left"); `undefined` before any. */
+  info(request: Request): RateLimitInfo | undefined;
 }
 
 /** Copies headers onto a response, recreating it when its headers are immutable (a fetched Response). */
@@ -63,22 +72,42 @@ function withHeaders(
  * import { headerKey } from 'sluice/http';
  * import { rateLimit } from 'sluice/fetch';
  * const limit = rateLimit({ limiter, key: headerKey('x-api-key') });
- * export default { fetch: limit.wrap((request) => new Response('ok')) };
+ * export default {
+ *   fetch: limit.wrap((request) => new Response(`${limit.info(request)?.remaining} calls left`)),
+ * };
  * // or: const refused = await limit(request); if (refused) return refused;
  */
 export function rateLimit(options: FetchRateLimitOptions): FetchRateLimiter {
-  const config = resolveRateLimitOptions<Request>('rateLimit (fetch)', options, [
-    'onDenied',
-    'remoteAddress',
-  ]);
+  const config = resolveRateLimitOptions<Request>(
+    'rateLimit (fetch)',
+    options,
+    ['onDenied', 'remoteAddress'],
+    { addressRequired: true },
+  );
   const onDenied = adapterFunction('onDenied', options.onDenied);
   const remoteAddress = adapterFunction('remoteAddress', options.remoteAddress);
+  if (
+    remoteAddress === undefined &&
+    isKeyExtractor(config.key) &&
+    config.key.needsAddress === true &&
+    config.missingKey === 'shared'
+  ) {
+    throw invalidOption(
+      'remoteAddress',
+      "a function returning the client's address (a Request carries none; keyed by address without it, every client would share one bucket), or give a `key` such as headerKey('x-api-key')",
+      remoteAddress,
+    );
+  }
   const settlers = new WeakMap<Request, (status: number, finished: boolean) => void>();
+  // The caller's functions declare what their runtime passes; we forward it untouched.
+  const viewOf = (request: Request, context: readonly unknown[]) =>
+    fetchRequestView(
+      request,
+      remoteAddress === undefined ? undefined : remoteAddress(request, ...(context as never[])),
+    );
 
   const guard = async (request: Request, ...context: unknown[]): Promise<Response | undefined> => {
-    // The caller's functions declare what their runtime passes; we forward it untouched.
-    const address = remoteAddress === undefined ? undefined : remoteAddress(request, ...(context as never[]));
-    const evaluation = await evaluate(config, request, fetchRequestView(request, address), request);
+    const evaluation = await evaluate(config, request, viewOf(request, context), request);
     if (evaluation.kind === 'skip') return undefined;
     if (evaluation.kind === 'allow') {
       if (evaluation.settle !== undefined) settlers.set(request, evaluation.settle);
@@ -112,9 +141,14 @@ export function rateLimit(options: FetchRateLimitOptions): FetchRateLimiter {
       return withHeaders(response, headersFor(request), false);
     };
   };
-  return Object.assign(guard, {
+  const controls = keyControls(config, (request: Request, ...context: unknown[]) => ({
+    request,
+    view: viewOf(request, context),
+  }));
+  return Object.assign(guard, controls, {
     headers: (request: Request) => new Headers(headersFor(request)),
     complete: (request: Request, status: number) => complete(request, status),
     wrap,
+    info: (request: Request) => infoOn(request),
   });
 }

@@ -1,17 +1,24 @@
-// The one request path every adapter calls: skip, choose limiters, key, cost, decide, headers, refusal, refunds.
+// The one request path every adapter calls: skip, choose limiters, key, penalties, decide, headers, refusal, refunds.
 import { decideGroup } from '../combine.js';
+import { policyFor } from '../core/call.js';
 import type { Grant } from '../core/group.js';
-import type { Decision } from '../types.js';
-import { isKeyExtractor } from './client-key.js';
-import { type PolicyDecision, rateLimitHeaders } from './headers.js';
-import type { ResolvedOptions } from './options.js';
-import { PROBLEM_CONTENT_TYPE, type ProblemDetails, type Refusal, refusalFor } from './problem.js';
+import type { Member } from '../core/member.js';
+import { type Decision, isStoreFailure } from '../types.js';
+import { isEnforcedDenial, type PolicyDecision, rateLimitHeaders } from './headers.js';
+import { type RateLimitInfo, rateLimitInfo } from './info.js';
+import type { RequestLimit, ResolvedOptions } from './options.js';
+import type { Held } from './penalties.js';
+import {
+  PROBLEM_CONTENT_TYPE,
+  type ProblemDetails,
+  penaltyRefusal,
+  type Refusal,
+  refusalFor,
+} from './problem.js';
+import { requestKey } from './request-key.js';
 import type { RequestView } from './view.js';
 
-/** The identifier shared by every request that carries no usable key (with `missingKey: 'shared'`). */
-export const UNKNOWN_KEY = '(unknown)';
-
-const MAX_KEY_BYTES = 1024;
+export { UNKNOWN_KEY } from './request-key.js';
 
 /** What the adapter should do with a request. */
 export type Evaluation =
@@ -24,6 +31,8 @@ export type Evaluation =
       readonly settle: ((status: number, finished: boolean) => void) | undefined;
       readonly key: string;
       readonly entries: readonly PolicyDecision[];
+      /** The decision for the handler. */
+      readonly info: RateLimitInfo;
     }
   | {
       readonly kind: 'deny';
@@ -35,7 +44,10 @@ export type Evaluation =
 
 /** What a custom denial handler learns about the refusal it is to answer. */
 export interface DenialInfo {
-  /** 429 for quota, 503 when a limiter failed closed, 400 for a request without a key (`missingKey: 'deny'`). */
+  /**
+   * 429 for quota (or a block), 403 for a ban, 503 when a limiter failed closed, 400 for a
+   * request without a key (`missingKey: 'deny'`).
+   */
   readonly status: number;
   /** Headers already computed: rate-limit fields, `Retry-After`, `Content-Type`. */
   readonly headers: Record<string, string>;
@@ -52,10 +64,11 @@ interface Taken {
   readonly decisions: readonly Decision[];
 }
 
-/** Per request: the decisions of every middleware (so each adds its items) and what each took. */
+/** Per request: the decisions of every middleware (so each adds its items), what each took, the decision for the handler. */
 interface RequestState {
   readonly entries: PolicyDecision[];
   readonly taken: Taken[];
+  info: RateLimitInfo | undefined;
 }
 
 const requests = new WeakMap<object, RequestState>();
@@ -63,7 +76,7 @@ const requests = new WeakMap<object, RequestState>();
 function stateOf(request: object): RequestState {
   let state = requests.get(request);
   if (state === undefined) {
-    state = { entries: [], taken: [] };
+    state = { entries: [], taken: [], info: undefined };
     requests.set(request, state);
   }
   return state;
@@ -74,18 +87,9 @@ export function decisionsOn(request: object): readonly PolicyDecision[] {
   return requests.get(request)?.entries ?? [];
 }
 
-function usableKey(value: unknown): string | undefined {
-  if (typeof value !== 'string' || value === '') return undefined;
-  if (value.length * 3 > MAX_KEY_BYTES && Buffer.byteLength(value) > MAX_KEY_BYTES) return undefined;
-  return value;
-}
-
-/** One usable identifier for every limiter, one per limiter, or undefined when any is missing. */
-function usableKeys(value: unknown, count: number): string | readonly string[] | undefined {
-  if (!Array.isArray(value)) return usableKey(value);
-  if (value.length !== count) return undefined;
-  const keys = value.map(usableKey);
-  return keys.includes(undefined) ? undefined : (keys as string[]);
+/** The decision for the handler, from every middleware that allowed the request so far. */
+export function infoOn(request: object): RateLimitInfo | undefined {
+  return requests.get(request)?.info;
 }
 
 function missingKeyRefusal(description: string): Refusal {
@@ -118,12 +122,36 @@ async function giveBack(state: RequestState, taken: readonly Taken[]): Promise<v
   }
 }
 
+/** The period a member's headers state: its policy's, or that of the variant for this request's limit. */
+function windowOf(member: Member, limit: RequestLimit, index: number): number {
+  const own = Array.isArray(limit) ? limit[index] : limit;
+  const policy = own === undefined ? member.policy : policyFor(member.policy, own);
+  return 'windowMs' in policy ? policy.windowMs : member.policy.windowMs;
+}
+
+/** A refused request takes nothing, here or in the middlewares that ran before on it. */
+async function refuse<Req>(
+  config: ResolvedOptions<Req>,
+  state: RequestState,
+  key: string,
+  held: Held | undefined,
+): Promise<Evaluation> {
+  await giveBack(state, state.taken.splice(0));
+  const options = { ...config.problem, style: config.styles };
+  const refusal =
+    held === undefined
+      ? (refusalFor(state.entries, options) as Refusal)
+      : penaltyRefusal(state.entries, held.status, options);
+  return { kind: 'deny', refusal, key, entries: state.entries };
+}
+
 /**
  * Runs the limiters for one request. `state` is an object that lives as long as the request (the
  * Node request, the fetch Request), where decisions of several middlewares are gathered. Rejects
- * only with errors of the caller's own functions or of bad calls (an identifier the limiters
- * refuse): the adapter hands them to the framework's error path. A request refused here, or by a
- * later middleware, takes nothing from any limiter.
+ * only with errors of the caller's own functions or of bad calls (an identifier or limit the
+ * limiters refuse, a runtime without the client's address): the adapter hands them to the
+ * framework's error path. A request refused here, or by a later middleware, takes nothing from
+ * any limiter.
  */
 export async function evaluate<Req>(
   config: ResolvedOptions<Req>,
@@ -138,20 +166,26 @@ export async function evaluate<Req>(
   if (cost === 0) return { kind: 'skip' };
 
   const members = group.members;
-  const extracted = isKeyExtractor(config.key) ? config.key.extract(view) : await config.key(request);
-  let keys = usableKeys(extracted, members.length);
-  if (keys === undefined) {
-    if (config.missingKey === 'deny') {
-      const description = isKeyExtractor(config.key) ? config.key.description : 'key function';
-      return { kind: 'deny', refusal: missingKeyRefusal(description), key: undefined, entries: [] };
-    }
-    keys = UNKNOWN_KEY;
+  const keyed = await requestKey(config, request, view, members.length);
+  if ('missing' in keyed) {
+    return { kind: 'deny', refusal: missingKeyRefusal(keyed.missing), key: undefined, entries: [] };
   }
-  const tag = typeof config.tag === 'function' ? await config.tag(request) : config.tag;
-  const outcome = await decideGroup(group, 'limit', keys, tag === undefined ? { cost } : { cost, tag });
-  const key = typeof keys === 'string' ? keys : keys.join(' ');
-
+  const { key, tag } = keyed;
+  const limit = typeof config.limit === 'function' ? await config.limit(request) : config.limit;
   const requestState = stateOf(state);
+  const partitionKey = config.partitionKey?.(key);
+  const penalties = config.penalties?.(group);
+  const imposed = await penalties?.check(key);
+  if (imposed !== undefined) {
+    requestState.entries.push({ ...imposed.entry, partitionKey });
+    return refuse(config, requestState, key, imposed);
+  }
+
+  const outcome = await decideGroup(group, 'limit', keyed.identifiers, {
+    cost,
+    ...(tag === undefined ? {} : { tag }),
+    ...(limit === undefined ? {} : { limit }),
+  });
   const taken: Taken = {
     grant: outcome.grant,
     first: requestState.entries.length,
@@ -160,18 +194,21 @@ export async function evaluate<Req>(
   requestState.entries.push(
     ...members.map((member, index) => ({
       name: member.name,
-      windowMs: member.policy.windowMs,
+      windowMs: windowOf(member, limit, index),
       decision: outcome.decisions[index] as Decision,
+      partitionKey,
     })),
   );
   const entries = requestState.entries;
 
   if (!outcome.allowed) {
-    // A refused request takes nothing: neither here (the group gave back its own) nor in the
-    // middlewares that ran before on it.
-    await giveBack(requestState, requestState.taken.splice(0));
-    const refusal = refusalFor(entries, { ...config.problem, style: config.styles }) as Refusal;
-    return { kind: 'deny', refusal, key, entries };
+    // A limiter failing closed refuses without the client's doing: that earns no penalty.
+    const overQuota = outcome.decisions.some(
+      (decision) => isEnforcedDenial(decision) && !isStoreFailure(decision.reason),
+    );
+    const held = overQuota ? await penalties?.refused(key) : undefined;
+    if (held !== undefined) entries.push({ ...held.entry, partitionKey });
+    return refuse(config, requestState, key, held);
   }
   requestState.taken.push(taken);
 
@@ -187,12 +224,15 @@ export async function evaluate<Req>(
       }
     };
   }
+  const info = rateLimitInfo(entries, key) as RateLimitInfo;
+  requestState.info = info;
   return {
     kind: 'allow',
     headers: rateLimitHeaders(entries, { style: config.styles }),
     settle,
     key,
     entries,
+    info,
   };
 }
 

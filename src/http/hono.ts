@@ -1,15 +1,19 @@
-// Adapter for Hono 4: a MiddlewareHandler. Imports Hono's types only, never its runtime.
+// Adapter for Hono 4: a MiddlewareHandler with typed Variables. Imports Hono's types only, never its runtime.
 import type { Context, MiddlewareHandler } from 'hono';
-import { type DenialInfo, decisionsOn, denialInfo, evaluate } from './handle.js';
+import { invalidOption } from '../errors.js';
+import { type KeyControls, keyControls } from './controls.js';
+import { type DenialInfo, decisionsOn, denialInfo, evaluate, infoOn } from './handle.js';
 import { rateLimitHeaders } from './headers.js';
+import type { RateLimitInfo } from './info.js';
 import { adapterFunction, type RateLimitOptions, resolveRateLimitOptions } from './options.js';
-import { fetchRequestView } from './view.js';
+import { fetchRequestView, type RequestView } from './view.js';
 
 export { type ClientIpOptions, clientIp, headerKey } from './client-key.js';
 export type { DenialInfo } from './handle.js';
+export type { RateLimitInfo } from './info.js';
 
 /** Options of the Hono middleware. */
-export interface HonoRateLimitOptions extends RateLimitOptions<Context> {
+export interface HonoRateLimitOptions<Name extends string = 'rateLimit'> extends RateLimitOptions<Context> {
   /**
    * Answers a refused request instead of the default problem+json response. The refusal's
    * headers (Retry-After, RateLimit...) are added to the Response it returns.
@@ -18,9 +22,29 @@ export interface HonoRateLimitOptions extends RateLimitOptions<Context> {
   /**
    * The peer's address, which web-standard requests do not carry. The default reads the socket
    * that @hono/node-server passes as `c.env.incoming`; on other runtimes pass their connection
-   * info (e.g. `getConnInfo(c).remote.address` from the runtime's Hono adapter).
+   * info (e.g. `getConnInfo(c).remote.address` from the runtime's Hono adapter). Keyed by address
+   * without one, a request is a configuration error (ERR_SLUICE_NO_CLIENT_ADDRESS), never one
+   * bucket shared by every client.
    */
   readonly remoteAddress?: (c: Context) => string | undefined;
+  /**
+   * The context variable that holds the decision: `c.get('rateLimit')`, typed by the middleware.
+   * @default 'rateLimit'
+   */
+  readonly variable?: Name;
+}
+
+/** The variables the middleware sets, for `new Hono<{ Variables: RateLimitVariables }>()`. */
+export type RateLimitVariables<Name extends string = 'rateLimit'> = {
+  [Key in Name]: RateLimitInfo | undefined;
+};
+
+/** The Hono middleware, with the decision and the client's key at hand. */
+export interface HonoRateLimiter<Name extends string = 'rateLimit'>
+  extends MiddlewareHandler<{ Variables: RateLimitVariables<Name> }>,
+    KeyControls<[c: Context]> {
+  /** The decision taken on this request so far; `undefined` before any. */
+  info(c: Context): RateLimitInfo | undefined;
 }
 
 /** The socket address @hono/node-server exposes in `c.env.incoming`, when present. */
@@ -33,23 +57,40 @@ function nodeServerAddress(c: Context): string | undefined {
 }
 
 /**
- * Rate limits a Hono app or route. Errors (a store failure the limiter does not absorb, a
- * throwing `key` or `cost`) propagate to Hono's `onError`.
+ * Rate limits a Hono app or route. The handler finds the decision with `c.get('rateLimit')`,
+ * typed when the middleware is in the route's chain (or declared in the app's Variables). Errors
+ * (a store failure the limiter does not absorb, a throwing `key` or `cost`, a runtime without the
+ * client's address) propagate to Hono's `onError`.
  *
  * @example
  * import { Hono } from 'hono';
  * import { headerKey } from 'sluice/http';
  * import { rateLimit } from 'sluice/hono';
  * const app = new Hono();
- * app.use('/api/*', rateLimit({ limiter, key: headerKey('x-api-key') }));
+ * app.get('/api/items', rateLimit({ limiter, key: headerKey('x-api-key') }), (c) =>
+ *   c.json({ remaining: c.get('rateLimit')?.remaining }),
+ * );
  */
-export function rateLimit(options: HonoRateLimitOptions): MiddlewareHandler {
-  const config = resolveRateLimitOptions<Context>('rateLimit (hono)', options, ['onDenied', 'remoteAddress']);
+export function rateLimit<Name extends string = 'rateLimit'>(
+  options: HonoRateLimitOptions<Name>,
+): HonoRateLimiter<Name> {
+  const config = resolveRateLimitOptions<Context>(
+    'rateLimit (hono)',
+    options,
+    ['onDenied', 'remoteAddress', 'variable'],
+    { addressRequired: true },
+  );
   const onDenied = adapterFunction('onDenied', options.onDenied);
   const remoteAddress = adapterFunction('remoteAddress', options.remoteAddress) ?? nodeServerAddress;
-  return async (c, next) => {
+  // The default applies only when Name is its default, 'rateLimit'.
+  const variable = (options.variable ?? 'rateLimit') as Name;
+  if (typeof variable !== 'string' || variable === '') {
+    throw invalidOption('variable', 'a variable name', variable);
+  }
+  const viewOf = (c: Context): RequestView => fetchRequestView(c.req.raw, remoteAddress(c));
+  const middleware: MiddlewareHandler<{ Variables: RateLimitVariables<Name> }> = async (c, next) => {
     const raw = c.req.raw;
-    const evaluation = await evaluate(config, c, fetchRequestView(raw, remoteAddress(c)), raw);
+    const evaluation = await evaluate(config, c, viewOf(c), raw);
     if (evaluation.kind === 'skip') {
       await next();
       return undefined;
@@ -65,6 +106,7 @@ export function rateLimit(options: HonoRateLimitOptions): MiddlewareHandler {
       }
       return c.res;
     }
+    c.set(variable, evaluation.info);
     await next();
     // Rendered after the handler: limiters further in may have added their own items.
     for (const [name, value] of Object.entries(
@@ -75,4 +117,6 @@ export function rateLimit(options: HonoRateLimitOptions): MiddlewareHandler {
     evaluation.settle?.(c.res.status, true);
     return undefined;
   };
+  const controls = keyControls(config, (c: Context) => ({ request: c, view: viewOf(c) }));
+  return Object.assign(middleware, controls, { info: (c: Context) => infoOn(c.req.raw) });
 }

@@ -6,6 +6,7 @@ export {
   isKeyExtractor,
   type KeyExtractor,
 } from './client-key.js';
+export type { KeyControls } from './controls.js';
 export { type DenialInfo, type Evaluation, evaluate, UNKNOWN_KEY } from './handle.js';
 export {
   HEADER_STYLES,
@@ -16,6 +17,7 @@ export {
   rateLimitHeaders,
   retryAfterSeconds,
 } from './headers.js';
+export type { RateLimitInfo } from './info.js';
 export {
   type Address,
   addressKey,
@@ -29,17 +31,22 @@ export {
   type KeySource,
   type LimiterSet,
   type RateLimitOptions,
+  type RequestLimit,
   type ResolvedOptions,
   type RouteRule,
   resolveRateLimitOptions,
 } from './options.js';
+export type { PartitionKeyOption } from './partition-key.js';
+export type { BanOptions, BlockOptions } from './penalties.js';
 export {
   PROBLEM_CONTENT_TYPE,
   PROBLEM_TYPES,
   type ProblemDetails,
   type ProblemOptions,
+  penaltyRefusal,
   problemDetails,
   type Refusal,
   refusalFor,
 } from './problem.js';
 export { fetchRequestView, nodeRequestView, type RequestView } from './view.js';
+export { type SluiceWarning, WARNING_CODES, type WarningCode, type WarningOptions } from './warnings.js';

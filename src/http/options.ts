@@ -1,39 +1,37 @@
 // Middleware options shared by every adapter: their types, defaults, and the one path that validates them.
-import { type CombinedLimiter, combinedGroup, groupFor } from '../combine.js';
 import type { Group } from '../core/group.js';
 import { invalidOption } from '../errors.js';
-import type { Limiter } from '../limiter.js';
+import type { MetricsRecorder } from '../hooks.js';
+import { resolveRecorder } from '../options.js';
 import { knownKeys, optionsObject } from '../validate.js';
 import { clientIp, isKeyExtractor, type KeyExtractor } from './client-key.js';
-import { HEADER_STYLES, type HeaderStyle } from './headers.js';
+import { HEADER_STYLES, type HeaderStyle, RATELIMIT_FIELD_STYLES } from './header-styles.js';
+import { type PartitionKeyOption, partitionKeyHasher } from './partition-key.js';
+import {
+  type BanOptions,
+  type BlockOptions,
+  type Penalties,
+  penaltiesPerGroup,
+  resolvePenalties,
+} from './penalties.js';
 import type { ProblemOptions } from './problem.js';
-import type { RequestView } from './view.js';
+import { type GroupSelector, groupSelector, type LimiterSet, type RouteRule } from './routes.js';
+import { resolveWarnings, type SluiceWarning, type WarningOptions, type Warnings } from './warnings.js';
 
-/**
- * One limiter, or several that must all allow (each adds its own header item): an array is
- * combined as `all(array)` combines it (one atomic script when every limiter shares a store), and
- * `all(limiters, options)` may be given as it is.
- */
-export type LimiterSet = Limiter | readonly Limiter[] | CombinedLimiter;
-
-/** Limiters for requests whose path (and method) match. The first matching rule wins. */
-export interface RouteRule {
-  /** `/login` matches that path only; `/api/*` matches `/api` and everything below; or a RegExp. */
-  readonly path: string | RegExp;
-  /** One method or several (case-insensitive); every method when absent. */
-  readonly method?: string | readonly string[];
-  readonly limiter: LimiterSet;
-}
+export type { LimiterSet, RouteRule } from './routes.js';
 
 /**
  * A built-in extractor, or a function of the framework's request returning one identifier for
- * every limiter, or one per limiter in order (e.g. `[userId, tenantId]`, with a `tag`).
+ * every limiter, or one per limiter in order (e.g. `[userId, tenantId]`, with a `tag`), sync or async.
  */
 export type KeySource<Req> =
   | KeyExtractor
   | ((
       request: Req,
     ) => string | readonly string[] | undefined | Promise<string | readonly string[] | undefined>);
+
+/** A request's quota: one for every limiter, one per limiter (`undefined`: the policy's own), or none. */
+export type RequestLimit = number | readonly (number | undefined)[] | undefined;
 
 /** Options every adapter accepts. `Req` is the framework's request (or context, for Hono). */
 export interface RateLimitOptions<Req> {
@@ -44,6 +42,12 @@ export interface RateLimitOptions<Req> {
   readonly limiter?: LimiterSet | ((request: Req) => LimiterSet | undefined);
   /** Per-route limiters, tried in order before `limiter`. */
   readonly routes?: readonly RouteRule[];
+  /**
+   * Counts the decisions of every limiter this middleware uses (see `sluice/metrics`), as each
+   * limiter's own `metrics` option would.
+   * @default undefined (each limiter's own recorder, if any)
+   */
+  readonly metrics?: MetricsRecorder;
   /**
    * Whose quota a request uses: `clientIp()`, `headerKey('x-api-key')`, or a function.
    * @default clientIp() (the socket's peer; no proxy trusted)
@@ -61,6 +65,15 @@ export interface RateLimitOptions<Req> {
    * @default 'shared'
    */
   readonly missingKey?: 'shared' | 'deny';
+  /**
+   * This request's quota instead of the policies' own (plans, API keys): a number for every
+   * limiter, one per limiter in order (`undefined` keeps a policy's own), or a function of the
+   * request returning either, sync or async. Decided by the limiters as `limiter.limit(id, { limit })`
+   * decides; headers and the decision in the handler report it.
+   * @default each policy's own
+   * @example (req) => (req.user?.plan === 'pro' ? 1000 : 100)
+   */
+  readonly limit?: RequestLimit | ((request: Req) => RequestLimit | Promise<RequestLimit>);
   /**
    * Units a request takes: a number, or a function of the request. 0 lets the request through
    * without counting it.
@@ -89,15 +102,48 @@ export interface RateLimitOptions<Req> {
   readonly problem?: ProblemOptions;
   /** Receives errors of refunds made after the response (count modes, refused combinations). */
   readonly onRefundError?: (error: unknown) => void;
+  /**
+   * Bans clients that keep being refused: after `after` refusals within `windowMs`, the next
+   * refused request starts a ban of `durationMs` during which every request gets 403. Kept in the
+   * limiters' store (one more look per request, one or two more calls per refusal).
+   * @default undefined (no ban)
+   * @example { after: 5, windowMs: 60_000, durationMs: 15 * 60_000 }
+   */
+  readonly ban?: BanOptions;
+  /**
+   * Keeps refusing a refused client for `durationMs` (429, `Retry-After` the block's length),
+   * whatever its limiters would say by then. Kept in the limiters' store.
+   * @default undefined (no block)
+   */
+  readonly block?: BlockOptions;
+  /**
+   * Adds the IETF `pk` parameter to the `ietf` and `draft-8` items: a keyed hash of the client's
+   * key (never the key: an address cannot be read back). `true` makes a secret per process; give
+   * `{ secret }` so that every process of a fleet sends the same `pk`.
+   * @default false
+   */
+  readonly partitionKey?: PartitionKeyOption;
+  /**
+   * Warnings about configurations that fail silently, each given once per middleware (see
+   * WARNING_CODES): `false` for none, or `{ CODE: false }` to turn one off.
+   * @default true
+   */
+  readonly warnings?: WarningOptions;
+  /**
+   * Receives each warning.
+   * @default process.emitWarning (type `SluiceWarning`, with the code), or console.warn
+   */
+  readonly onWarning?: (warning: SluiceWarning) => void;
 }
 
 /** The resolved, validated configuration the core runs on. */
 export interface ResolvedOptions<Req> {
   /** The limiters for a request, as one group; `undefined` when it is not limited. */
-  selectGroup(request: Req, view: RequestView): Group | undefined;
+  readonly selectGroup: GroupSelector<Req>;
   readonly key: KeySource<Req>;
   readonly tag: string | ((request: Req) => string | undefined | Promise<string | undefined>) | undefined;
   readonly missingKey: 'shared' | 'deny';
+  readonly limit: RequestLimit | ((request: Req) => RequestLimit | Promise<RequestLimit>);
   readonly cost: number | ((request: Req) => number | Promise<number>);
   readonly skip: ((request: Req) => boolean | Promise<boolean>) | undefined;
   readonly count: 'all' | 'failed' | 'successful';
@@ -105,15 +151,33 @@ export interface ResolvedOptions<Req> {
   readonly styles: readonly HeaderStyle[];
   readonly problem: ProblemOptions;
   readonly onRefundError: (error: unknown) => void;
+  /** The penalties following a group; `undefined` without `ban` and `block`. */
+  readonly penalties: ((group: Group) => Penalties) | undefined;
+  readonly partitionKey: ((key: string) => Uint8Array) | undefined;
+  readonly warnings: Warnings;
+  /**
+   * Whether a request without a peer address is a configuration error when keyed by address: set
+   * by adapters whose runtime must be asked for the address (fetch, Hono). Node's sockets always
+   * have one unless the client has already gone.
+   */
+  readonly addressRequired: boolean;
+}
+
+/** What an adapter tells the options path about itself. */
+export interface AdapterTraits {
+  /** See {@link ResolvedOptions.addressRequired}. */
+  readonly addressRequired?: boolean;
 }
 
 /** The option names of {@link RateLimitOptions}; adapters add their own. */
 export const CORE_OPTION_KEYS = [
   'limiter',
   'routes',
+  'metrics',
   'key',
   'tag',
   'missingKey',
+  'limit',
   'cost',
   'skip',
   'count',
@@ -121,38 +185,12 @@ export const CORE_OPTION_KEYS = [
   'headers',
   'problem',
   'onRefundError',
+  'ban',
+  'block',
+  'partitionKey',
+  'warnings',
+  'onWarning',
 ] as const;
-
-const EXPECTED_LIMITERS = 'a limiter from createLimiter(), a non-empty array of them, or all([...])';
-
-/** The group for a limiter, an array of them, or an all(): validated as all() validates. */
-function limiterSet(option: string, value: unknown): Group {
-  const combined = combinedGroup(value);
-  if (combined !== undefined) return combined;
-  const list = Array.isArray(value) ? value : [value];
-  if (list.length === 0) throw invalidOption(option, EXPECTED_LIMITERS, value);
-  try {
-    return groupFor(list, undefined, option);
-  } catch (error) {
-    if (list.length === 1) throw invalidOption(option, EXPECTED_LIMITERS, value);
-    throw error;
-  }
-}
-
-/** Groups for what a `limiter` function returns, made once per limiter, array or all(). */
-function chosenGroups(): (value: unknown) => Group {
-  const made = new WeakMap<object, Group>();
-  return (value) => {
-    if (typeof value === 'object' && value !== null) {
-      const known = made.get(value);
-      if (known !== undefined) return known;
-      const group = limiterSet('limiter (returned by the function)', value);
-      made.set(value, group);
-      return group;
-    }
-    return limiterSet('limiter (returned by the function)', value);
-  };
-}
 
 function optionalFunction(option: string, value: unknown): void {
   if (value !== undefined && typeof value !== 'function') throw invalidOption(option, 'a function', value);
@@ -164,54 +202,42 @@ export function adapterFunction<F>(option: string, value: F | undefined): F | un
   return value;
 }
 
-interface CompiledRoute {
-  readonly matches: (view: RequestView) => boolean;
-  readonly group: Group;
-}
-
-function compileRoute(index: number, rule: unknown): CompiledRoute {
-  const raw = optionsObject(`routes[${index}]`, rule, true);
-  knownKeys(`routes[${index}]`, raw, ['path', 'method', 'limiter']);
-  const { path, method } = raw;
-  let matchesPath: (requestPath: string) => boolean;
-  if (path instanceof RegExp) {
-    matchesPath = (requestPath) => {
-      path.lastIndex = 0;
-      return path.test(requestPath);
-    };
-  } else if (typeof path === 'string' && path.startsWith('/')) {
-    const prefix = path.endsWith('/*') ? path.slice(0, -2) : undefined;
-    matchesPath =
-      prefix === undefined
-        ? (requestPath) => requestPath === path
-        : (requestPath) => requestPath === prefix || requestPath.startsWith(`${prefix}/`);
-  } else {
-    throw invalidOption(
-      `routes[${index}].path`,
-      "a path starting with '/' (ending in '/*' for a prefix) or a RegExp",
-      path,
-    );
-  }
-  const methods = method === undefined ? undefined : Array.isArray(method) ? method : [method];
-  if (methods !== undefined && !methods.every((m) => typeof m === 'string' && m !== '')) {
-    throw invalidOption(`routes[${index}].method`, 'a method name or an array of them', method);
-  }
-  const upper = methods?.map((m: string) => m.toUpperCase());
-  const group = limiterSet(`routes[${index}].limiter`, raw.limiter);
-  return {
-    matches: (view) => (upper === undefined || upper.includes(view.method)) && matchesPath(view.path),
-    group,
-  };
-}
-
 function headerStyles(value: unknown): readonly HeaderStyle[] {
   if (value === false) return [];
   if (value === undefined) return ['ietf'];
   const list = Array.isArray(value) ? value : [value];
   if (!list.every((style) => HEADER_STYLES.includes(style as HeaderStyle))) {
-    throw invalidOption('headers', "false, 'ietf', 'draft-6', 'legacy', or an array of them", value);
+    throw invalidOption(
+      'headers',
+      `false, ${HEADER_STYLES.map((style) => `'${style}'`).join(', ')}, or an array of them`,
+      value,
+    );
+  }
+  const fieldStyles = list.filter((style) => RATELIMIT_FIELD_STYLES.includes(style as HeaderStyle));
+  if (new Set(fieldStyles).size > 1) {
+    throw invalidOption(
+      'headers',
+      "at most one of 'ietf', 'draft-8' and 'draft-7' (each writes the RateLimit field)",
+      value,
+    );
   }
   return Object.freeze([...(list as HeaderStyle[])]);
+}
+
+function isLimitValue(value: unknown): boolean {
+  const one = (item: unknown) => typeof item === 'number' && Number.isSafeInteger(item) && item >= 1;
+  return one(value) || (Array.isArray(value) && value.every((item) => item === undefined || one(item)));
+}
+
+function limitOption(value: unknown): ResolvedOptions<unknown>['limit'] {
+  if (value === undefined || typeof value === 'function' || isLimitValue(value)) {
+    return value as ResolvedOptions<unknown>['limit'];
+  }
+  throw invalidOption(
+    'limit',
+    'a positive integer, an array of them (one per limiter), or a function of the request',
+    value,
+  );
 }
 
 /**
@@ -222,28 +248,15 @@ export function resolveRateLimitOptions<Req>(
   adapter: string,
   options: RateLimitOptions<Req>,
   adapterKeys: readonly string[] = [],
+  traits: AdapterTraits = {},
 ): ResolvedOptions<Req> {
   const raw = optionsObject(`${adapter} options`, options, true);
   knownKeys(adapter, raw, [...CORE_OPTION_KEYS, ...adapterKeys]);
-  const routes = raw.routes === undefined ? [] : raw.routes;
-  if (!Array.isArray(routes)) throw invalidOption('routes', 'an array of { path, method?, limiter }', routes);
-  const compiled = routes.map((rule, index) => compileRoute(index, rule));
-  const limiterOption = raw.limiter;
-  if (limiterOption === undefined && compiled.length === 0) {
-    throw invalidOption('limiter', 'a limiter from createLimiter() (or `routes`)', limiterOption);
-  }
-  const fallback =
-    limiterOption === undefined || typeof limiterOption === 'function'
-      ? undefined
-      : limiterSet('limiter', limiterOption);
-  const chooser =
-    typeof limiterOption === 'function' ? (limiterOption as (request: Req) => unknown) : undefined;
-  const chosen = chosenGroups();
+  const selectGroup = groupSelector<Req>(raw.limiter, raw.routes, resolveRecorder('metrics', raw.metrics));
   const tag = raw.tag;
   if (tag !== undefined && typeof tag !== 'function' && typeof tag !== 'string') {
     throw invalidOption('tag', 'a string or a function of the request', tag);
   }
-
   const key = raw.key ?? clientIp();
   if (typeof key !== 'function' && !isKeyExtractor(key)) {
     throw invalidOption('key', 'clientIp(), headerKey(name), or a function of the request', key);
@@ -267,17 +280,14 @@ export function resolveRateLimitOptions<Req>(
       throw invalidOption(`problem.${name}`, 'a string', problem[name]);
     }
   }
+  const penalties = resolvePenalties(raw.ban, raw.block);
 
   return Object.freeze({
-    selectGroup(request: Req, view: RequestView): Group | undefined {
-      for (const route of compiled) if (route.matches(view)) return route.group;
-      if (chooser === undefined) return fallback;
-      const value = chooser(request);
-      return value === undefined ? undefined : chosen(value);
-    },
+    selectGroup,
     key: key as KeySource<Req>,
     tag: tag as ResolvedOptions<Req>['tag'],
     missingKey,
+    limit: limitOption(raw.limit) as ResolvedOptions<Req>['limit'],
     cost: cost as ResolvedOptions<Req>['cost'],
     skip: raw.skip as ResolvedOptions<Req>['skip'],
     count,
@@ -286,5 +296,9 @@ export function resolveRateLimitOptions<Req>(
     styles: headerStyles(raw.headers),
     problem: problem as ProblemOptions,
     onRefundError: (raw.onRefundError as ((error: unknown) => void) | undefined) ?? (() => {}),
+    penalties: penalties === undefined ? undefined : penaltiesPerGroup(penalties),
+    partitionKey: partitionKeyHasher(raw.partitionKey),
+    warnings: resolveWarnings(raw.warnings, raw.onWarning),
+    addressRequired: traits.addressRequired === true,
   });
 }

@@ -118,3 +118,40 @@ export function refusalFor(
   headers['Content-Type'] = PROBLEM_CONTENT_TYPE;
   return { status: problem.status, headers, problem, body: JSON.stringify(problem) };
 }
+
+/**
+ * The refusal of a penalty (the middleware's `ban` or `block`): 403 for a ban, 429 for a block,
+ * with the rate-limit fields of every decision so far and `Retry-After` the penalty's length.
+ *
+ * @example
+ * const refusal = penaltyRefusal([{ name: 'api:ban', windowMs: 600_000, decision }], 403);
+ * // { status: 403, headers: { 'Retry-After': '600', ... }, problem: { title: 'Forbidden', ... }, body }
+ */
+export function penaltyRefusal(
+  entries: readonly PolicyDecision[],
+  status: 403 | 429,
+  options: HeaderOptions & ProblemOptions = {},
+): Refusal {
+  const refusing = entries.filter((entry) => isEnforcedDenial(entry.decision));
+  const names = [...new Set(refusing.map((entry) => entry.name))];
+  const retry = retryAfterSeconds(refusing) ?? 1;
+  const problem: ProblemDetails =
+    status === 403
+      ? {
+          type: 'about:blank',
+          title: 'Forbidden',
+          status,
+          detail: `Too many requests of this client were refused: it is banned for ${retry} s.`,
+          'violated-policies': names,
+        }
+      : {
+          type: options.type ?? PROBLEM_TYPES.quotaExceeded,
+          title: options.title ?? 'Too Many Requests',
+          status,
+          detail: `Quota exceeded: this client is blocked for ${retry} s.`,
+          'violated-policies': names,
+        };
+  const headers = rateLimitHeaders(entries, options);
+  headers['Content-Type'] = PROBLEM_CONTENT_TYPE;
+  return { status, headers, problem, body: JSON.stringify(problem) };
+}

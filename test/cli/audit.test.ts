@@ -58,6 +58,10 @@ describe('sluice audit', () => {
     await redis.flushall();
   });
 
+  /** `sluice audit` on this suite's server with its config, and `args`. */
+  const audit = (...args: string[]) =>
+    runCli(['audit', '--redis', server.url, '--config', config.path, ...args]);
+
   /** Writes `count` healthy fixed-window counters, 10 000 per pipeline. */
   async function plantHealthy(count: number): Promise<void> {
     const index = Math.floor(Date.now() / 600_000);
@@ -96,7 +100,7 @@ describe('sluice audit', () => {
     const total = HEALTHY + 1 + lost.length + 1;
     assert.equal(await redis.dbsize(), total);
 
-    const first = await runCli(['audit', '--redis', server.url, '--config', config.path, '--json']);
+    const first = await audit('--json');
     assert.equal(first.code, 1, first.stderr);
     const report = parseJson<AuditReport>(first);
     assert.equal(report.complete, true);
@@ -117,17 +121,7 @@ describe('sluice audit', () => {
     // Reporting changes nothing.
     for (const key of lost) assert.equal(await redis.pttl(key), -1);
 
-    const fix = await runCli([
-      'audit',
-      '--redis',
-      server.url,
-      '--config',
-      config.path,
-      '--fix',
-      '--ttl',
-      '1h',
-      '--json',
-    ]);
+    const fix = await audit('--fix', '--ttl', '1h', '--json');
     assert.equal(fix.code, 1, 'a run that found keys exits 1, also when it fixed them');
     const fixed = parseJson<AuditReport>(fix);
     assert.equal(fixed.found, lost.length);
@@ -145,7 +139,7 @@ describe('sluice audit', () => {
     const healthyTtl = await redis.pttl('rl:api:{user-42}');
     assert.ok(healthyTtl > 0 && healthyTtl <= 500_000, `healthy key now has ${healthyTtl} ms`);
 
-    const second = await runCli(['audit', '--redis', server.url, '--config', config.path]);
+    const second = await audit();
     assert.equal(second.code, 0, second.stdout + second.stderr);
     assert.match(second.stdout, /Nothing found/);
     assert.match(second.stdout, new RegExp(`Scanned ${total.toLocaleString('en-US')} keys matching rl:\\*`));
@@ -161,7 +155,7 @@ describe('sluice audit', () => {
     await redis.pexpire('rl:unknown:{a-list}', 600_000);
     await redis.set('cache:unrelated', 'x'); // outside the pattern
 
-    const result = await runCli(['audit', '--redis', server.url, '--config', config.path, '--json']);
+    const result = await audit('--json');
     assert.equal(result.code, 1, result.stderr);
     const report = parseJson<AuditReport>(result);
     const problems = Object.fromEntries(report.findings.map((f) => [f.key, f.problems]));
@@ -179,7 +173,7 @@ describe('sluice audit', () => {
     assert.equal(byName.get('unknown')?.policy, null);
     assert.equal(report.scanned, 1000 + 4, 'cache:unrelated is outside rl:*');
 
-    const text = await runCli(['audit', '--redis', server.url, '--config', config.path]);
+    const text = await audit();
     assert.equal(text.code, 1);
     assert.match(
       text.stdout,
@@ -190,44 +184,21 @@ describe('sluice audit', () => {
     assert.match(text.stderr, /audit: [\d,]+ keys scanned \([\d,]+ keys\/s\), \d+ found\n/);
     assert.doesNotMatch(text.stderr, /\r/);
 
-    const fix = await runCli([
-      'audit',
-      '--redis',
-      server.url,
-      '--config',
-      config.path,
-      '--fix',
-      '--ttl',
-      '1h',
-      '--json',
-    ]);
+    const fix = await audit('--fix', '--ttl', '1h', '--json');
     assert.equal(fix.code, 1);
     assert.equal(parseJson<AuditReport>(fix).fixed, 1);
     const cut = await redis.pttl('rl:api:{forever-ish}');
     assert.ok(cut > 0 && cut <= 600_000, `the TTL was cut to the policy's longest, got ${cut}`);
     assert.equal(await redis.type('rl:api:{a-hash}'), 'hash', 'types are reported, never changed');
 
-    const again = parseJson<AuditReport>(
-      await runCli(['audit', '--redis', server.url, '--config', config.path, '--json']),
-    );
+    const again = parseJson<AuditReport>(await audit('--json'));
     assert.deepEqual(again.findings.map((f) => f.key).sort(), [
       'rl:api:{a-hash}',
       'rl:login:{a-string}',
       'rl:unknown:{a-list}',
     ]);
 
-    const matched = parseJson<AuditReport>(
-      await runCli([
-        'audit',
-        '--redis',
-        server.url,
-        '--config',
-        config.path,
-        '--match',
-        'rl:login:*',
-        '--json',
-      ]),
-    );
+    const matched = parseJson<AuditReport>(await audit('--match', 'rl:login:*', '--json'));
     assert.equal(matched.scanned, 1);
     assert.deepEqual(
       matched.findings.map((f) => f.key),
@@ -258,17 +229,143 @@ describe('sluice audit', () => {
   });
 
   test('--fix without --ttl, and a bare number for --ttl, are refused before connecting', async () => {
-    const noTtl = await runCli(['audit', '--redis', server.url, '--fix']);
+    const noTtl = await audit('--fix');
     assert.equal(noTtl.code, 2);
     assert.equal(
       noTtl.stderr,
       'sluice audit: `--fix` needs `--ttl`, the expiry to give keys that have none (for example --ttl 1h).\n',
     );
-    const bare = await runCli(['audit', '--redis', server.url, '--fix', '--ttl', '3600']);
+    const bare = await audit('--fix', '--ttl', '3600');
     assert.equal(bare.code, 2);
-    assert.match(
+    assert.equal(
       bare.stderr,
-      /Expected `--ttl` to be a duration such as 500ms, 30s, 5m, 1h or 2d, got "3600"/,
+      'sluice audit: Expected `--ttl` to be a duration such as 500ms, 30s, 5m, 1h or 2d, got "3600": a number needs its unit, 3600s for seconds or 3600ms for milliseconds (Redis counts EXPIRE in seconds and PEXPIRE in milliseconds, so a guess would be wrong for someone).\n',
     );
+  });
+
+  /** A paying customer's fixed-window counter, 46 minutes into an hour-long window, and a counter that lost its TTL. */
+  async function plantCustomers(): Promise<void> {
+    await redis.set(
+      'rl:api:{paying-customer}',
+      String(Math.floor(Date.now() / 3_600_000) * 2 ** 21 + 812),
+      'PX',
+      2_760_000,
+    );
+    await redis.set('rl:api:{lost}', '5');
+    await redis.zadd('rl:login:{alice}', Date.now(), 'a1');
+    await redis.pexpire('rl:login:{alice}', 600_000);
+  }
+
+  /** Every key's value and TTL, to prove a refused run wrote nothing. */
+  async function snapshot(): Promise<Record<string, [unknown, number]>> {
+    const keys = (await redis.keys('*')).sort();
+    const entries: Array<[string, [unknown, number]]> = [];
+    for (const key of keys) {
+      const value =
+        (await redis.type(key)) === 'zset'
+          ? await redis.zrange(key, '0', '-1', 'WITHSCORES')
+          : await redis.get(key);
+      entries.push([key, [value, await redis.pttl(key)]]);
+    }
+    return Object.fromEntries(entries);
+  }
+
+  test('without a config: keys without an expiry are reported, TTLs are not judged, and --fix is refused with nothing written', async () => {
+    await plantCustomers();
+    // No --config, no $SLUICE_CONFIG, and no sluice.config.json in the directory it runs in.
+    const result = await runCli(['audit', '--redis', server.url, '--json']);
+    assert.equal(result.code, 1, result.stderr);
+    const report = parseJson<AuditReport & { ttlsJudged: boolean; config: string | null; note: string }>(
+      result,
+    );
+    assert.deepEqual(
+      report.findings.map((f) => [f.key, f.problems]),
+      [['rl:api:{lost}', ['no-expiry']]],
+      'the 46-minute TTL is not judged against a policy sluice would have to guess',
+    );
+    assert.deepEqual([report.ttlsJudged, report.config], [false, null]);
+    assert.match(report.note, /^TTLs were not judged against policies: no config file was given/);
+    for (const group of report.limiters) assert.equal(group.policy, null);
+
+    const text = await runCli(['audit', '--redis', server.url]);
+    assert.equal(text.code, 1);
+    assert.match(text.stdout, /\napi\s+\(no config\)\s+2\s+1\s+-\s+0\s+0\n/);
+    assert.match(
+      text.stdout,
+      /\nTTLs were not judged against policies: no config file was given \(--config, \$SLUICE_CONFIG\) or found here \(\.\/sluice\.config\.json\)/,
+    );
+    assert.match(text.stdout, /Run again with --config <file> --fix --ttl <time>/);
+
+    const before = await snapshot();
+    const fix = await runCli(['audit', '--redis', server.url, '--fix', '--ttl', '1h']);
+    assert.equal(fix.code, 2);
+    assert.equal(fix.stdout, '');
+    assert.match(
+      fix.stderr,
+      /^sluice audit: `--fix` needs your policies, and no config file was given .*Nothing was changed\. Pass --config <file> with your application's policies/,
+    );
+    const after = await snapshot();
+    assert.deepEqual(Object.keys(after), Object.keys(before));
+    for (const [key, [value, ttl]] of Object.entries(before)) {
+      const [valueAfter, ttlAfter] = after[key] as [unknown, number];
+      assert.deepEqual(valueAfter, value, `${key} unchanged`);
+      // Time passes between the two reads; a TTL cut by a fix would have dropped to seconds.
+      assert.ok(
+        ttl === -1 ? ttlAfter === -1 : ttlAfter <= ttl && ttlAfter > ttl - 60_000,
+        `${key}: ${ttl} -> ${ttlAfter}`,
+      );
+    }
+  });
+
+  test('a config found in the current directory is used as --config is: the same findings, and --fix cuts only by its policies', async () => {
+    await plantCustomers();
+    // This config's api is an hour-long fixed window: 46 minutes is within it.
+    const own = writeConfig({
+      policies: { api: { algorithm: 'fixedWindow', limit: 1000, windowMs: 3_600_000 } },
+    });
+    try {
+      const found = await runCli(['audit', '--redis', server.url, '--json'], { cwd: own.dir });
+      const given = await runCli(['audit', '--redis', server.url, '--json', '--config', own.path]);
+      assert.equal(found.code, 1, found.stderr);
+      const report = parseJson<AuditReport & { ttlsJudged: boolean; config: string }>(found);
+      assert.deepEqual([report.ttlsJudged, report.config], [true, own.path]);
+      assert.deepEqual(report.findings, parseJson<AuditReport>(given).findings);
+      assert.deepEqual(
+        report.findings.map((f) => [f.key, f.problems]),
+        [['rl:api:{lost}', ['no-expiry']]],
+      );
+      const ttl = await redis.pttl('rl:api:{paying-customer}');
+      const fix = await runCli(['audit', '--redis', server.url, '--fix', '--ttl', '1h', '--json'], {
+        cwd: own.dir,
+      });
+      assert.equal(fix.code, 1, fix.stderr);
+      assert.equal(parseJson<AuditReport>(fix).fixed, 1);
+      const kept = await redis.pttl('rl:api:{paying-customer}');
+      assert.ok(kept <= ttl && kept > ttl - 60_000, `the customer's TTL is kept: ${ttl} -> ${kept}`);
+      const given1h = await redis.pttl('rl:api:{lost}');
+      assert.ok(given1h > 3_000_000 && given1h <= 3_600_000, `the lost counter got --ttl 1h: ${given1h}`);
+      // login is not in this config: its sorted set keeps its TTL, unjudged.
+      assert.ok((await redis.pttl('rl:login:{alice}')) > 500_000);
+    } finally {
+      own.remove();
+    }
+  });
+
+  test('--rate paces by keys returned and does not wait after the last batch; --max-keys stops the walk', async () => {
+    await redis.set('rl:api:{only-key}', '1');
+    // One key at 1 key per second: a wait after the last batch (or one per SCAN COUNT) would last
+    // 1 to 1000 seconds, past the suite's timeout; paced by keys returned, there is nothing to wait for.
+    const paced = await audit('--rate', '1', '--json');
+    assert.equal(paced.code, 1, paced.stderr);
+    assert.equal(parseJson<AuditReport>(paced).scanned, 1);
+
+    await redis.del('rl:api:{only-key}');
+    await plantHealthy(500);
+    const limited = await audit('--count', '100', '--max-keys', '250', '--json');
+    const report = parseJson<AuditReport & { ended: string }>(limited);
+    assert.equal(limited.code, 0, limited.stderr + limited.stdout);
+    assert.deepEqual([report.scanned, report.complete, report.ended], [250, false, 'max-keys']);
+    const text = await audit('--max-keys', '10');
+    assert.match(text.stdout, /^Stopped at --max-keys 10 after 10 keys matching rl:\*/);
   });
 });

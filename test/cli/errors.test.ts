@@ -1,8 +1,10 @@
 // Bad input to the CLI: one clear line each, exit code 2, no stack unless --verbose.
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { createServer as createHttpServer, type Server } from 'node:http';
 import { createServer as createTcpServer, type Socket, type Server as TcpServer } from 'node:net';
 import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { type CliResult, runCli } from '../helpers/cli.js';
 import { freePort, type RedisServer, startRedis } from '../helpers/redis-server.js';
@@ -11,7 +13,7 @@ import { freePort, type RedisServer, startRedis } from '../helpers/redis-server.
 const COMMANDS: ReadonlyArray<readonly string[]> = [
   ['audit'],
   ['verify'],
-  ['inspect', 'api', 'client-1'],
+  ['inspect', 'api', 'client-1', '--algorithm', 'gcra', '--limit', '1', '--period', '1s'],
   ['reset', 'api', 'client-1'],
   ['bench'],
 ];
@@ -69,19 +71,7 @@ describe('sluice bad input', () => {
   test('a refused connection, for every command', async () => {
     const port = await freePort();
     for (const args of COMMANDS) {
-      const result = await runCli(
-        [
-          ...args,
-          '--redis',
-          `redis://127.0.0.1:${port}`,
-          '--algorithm',
-          'gcra',
-          '--limit',
-          '1',
-          '--period',
-          '1s',
-        ].slice(0, args[0] === 'inspect' ? undefined : args.length + 2),
-      );
+      const result = await runCli([...args, '--redis', `redis://127.0.0.1:${port}`]);
       assertOneLine(
         result,
         new RegExp(
@@ -94,11 +84,17 @@ describe('sluice bad input', () => {
   test('wrong URLs', async () => {
     assertOneLine(
       await runCli(['audit', '--redis', 'http://127.0.0.1:6379']),
-      /^sluice audit: Invalid --redis URL "http:\/\/127\.0\.0\.1:6379": the scheme is "http"; expected redis:\/\/\[user:password@\]host:port\[\/db\] or rediss:\/\/\.\.\.\n$/,
+      /^sluice audit: Invalid --redis URL "http:\/\/127\.0\.0\.1:6379": the scheme is "http"; expected host:port, redis:\/\/\[user:password@\]host:port\[\/db\] or rediss:\/\/\.\.\.\n$/,
     );
     assertOneLine(
-      await runCli(['verify', '--redis', 'localhost:6379']),
-      /^sluice verify: Invalid --redis URL "localhost:6379": the scheme is "localhost"/,
+      await runCli(['verify', '--redis', 'ftp://localhost:6379']),
+      /^sluice verify: Invalid --redis URL "ftp:\/\/localhost:6379": the scheme is "ftp"; expected host:port, redis:\/\/\[user:password@\]host:port\[\/db\] or rediss:\/\/\.\.\.\n$/,
+    );
+    // host:port means redis://host:port: the connection is tried, not the text refused.
+    const port = await freePort();
+    assertOneLine(
+      await runCli(['reset', 'a', 'b', '--redis', `127.0.0.1:${port}`]),
+      new RegExp(`^sluice reset: Cannot connect to 127\\.0\\.0\\.1:${port}: connection refused`),
     );
     assertOneLine(
       await runCli(['bench', '--redis', 'not a url']),
@@ -167,11 +163,27 @@ describe('sluice bad input', () => {
   test('usage errors: unknown command, unknown flag, missing value, bad numbers', async () => {
     assertOneLine(
       await runCli(['audti']),
-      /^sluice: Unknown command "audti"; expected one of audit, verify, inspect, reset, bench, serve \(see `sluice --help`\)\.\n$/,
+      /^sluice: Unknown command "audti": did you mean audit\? The commands are audit, verify, inspect, reset, bench, serve \(see `sluice --help`\)\.\n$/,
+    );
+    assertOneLine(
+      await runCli(['upload']),
+      /^sluice: Unknown command "upload"; expected one of audit, verify, inspect, reset, bench, serve \(see `sluice --help`\)\.\n$/,
     );
     assertOneLine(
       await runCli(['audit', '--colour']),
       /^sluice audit: Unknown option '--colour' \(see `sluice audit --help`\)\.\n$/,
+    );
+    assertOneLine(
+      await runCli(['audit', '--rat', '5']),
+      /^sluice audit: Unknown option '--rat'; did you mean --rate\? \(see `sluice audit --help`\)\.\n$/,
+    );
+    assertOneLine(
+      await runCli(['inspect', 'api', 'k', '--confg=x.json']),
+      /^sluice inspect: Unknown option '--confg'; did you mean --config\? \(see `sluice inspect --help`\)\.\n$/,
+    );
+    assertOneLine(
+      await runCli(['bench', '--timeout', '5']),
+      /^sluice bench: Expected `--timeout` to be a duration such as 500ms, 30s, 5m, 1h or 2d, got "5": a number needs its unit, 5s for seconds or 5ms for milliseconds/,
     );
     assertOneLine(
       await runCli(['audit', '--redis']),
@@ -196,6 +208,16 @@ describe('sluice bad input', () => {
     const none = await runCli([]);
     assert.equal(none.code, 2);
     assert.match(none.stdout, /^Usage: sluice <command> \[options\]/);
+  });
+
+  test('--version prints the version of the package', async () => {
+    const { version } = JSON.parse(
+      readFileSync(fileURLToPath(new URL('../../../package.json', import.meta.url)), 'utf8'),
+    );
+    for (const flag of ['--version', '-v']) {
+      const result = await runCli([flag]);
+      assert.deepEqual([result.code, result.stdout, result.stderr], [0, `${version}\n`, '']);
+    }
   });
 
   test('config files: missing, not JSON, a bad policy', async () => {

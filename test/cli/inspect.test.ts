@@ -21,6 +21,7 @@ interface InspectReport {
     allowed: boolean;
     limit: number;
     remaining: number;
+    remainingAfter: number;
     resetMs: number;
     retryAfterMs: number;
   };
@@ -59,18 +60,12 @@ describe('sluice inspect and reset', () => {
     config.remove();
   });
 
+  /** `sluice inspect` as text, on this suite's server with its config. */
+  const inspectText = (name: string, identifier: string, ...extra: string[]) =>
+    runCli(['inspect', name, identifier, '--redis', server.url, '--config', config.path, ...extra]);
+
   const inspect = async (name: string, identifier: string, ...extra: string[]): Promise<InspectReport> => {
-    const result = await runCli([
-      'inspect',
-      name,
-      identifier,
-      '--redis',
-      server.url,
-      '--config',
-      config.path,
-      '--json',
-      ...extra,
-    ]);
+    const result = await inspectText(name, identifier, '--json', ...extra);
     assert.equal(result.code, 0, result.stderr);
     return parseJson<InspectReport>(result);
   };
@@ -91,9 +86,18 @@ describe('sluice inspect and reset', () => {
         `ttl ${report.ttlMs} of ${longest}`,
       );
       assert.deepEqual(
-        { allowed: report.next.allowed, remaining: report.next.remaining, limit: report.next.limit },
-        { allowed: expected.allowed, remaining: 6, limit: 10 },
+        {
+          allowed: report.next.allowed,
+          remaining: report.next.remaining,
+          remainingAfter: report.next.remainingAfter,
+          limit: report.next.limit,
+        },
+        { allowed: expected.allowed, remaining: 6, remainingAfter: 5, limit: 10 },
       );
+      // What the request would leave is what the library's own next decision says.
+      const text = await inspectText(name, identifier);
+      assert.match(text.stdout, /\nnext {5}cost 1: allowed, 5 remaining after it; limit 10,/);
+      assert.equal((await limiter.limit(identifier)).remaining, 5);
       assert.equal(expected.remaining, 6);
       const state = report.state as Record<string, unknown>;
       switch (limiter.policy.algorithm) {
@@ -151,15 +155,7 @@ describe('sluice inspect and reset', () => {
   test('a denied identifier: the text report shows the state and the wait; policy flags replace the config', async () => {
     const limiter = limiters.get('fixed') as Limiter;
     await limiter.limit('heavy', { cost: 10 });
-    const result = await runCli([
-      'inspect',
-      'fixed',
-      'heavy',
-      '--redis',
-      server.url,
-      '--config',
-      config.path,
-    ]);
+    const result = await inspectText('fixed', 'heavy');
     assert.equal(result.code, 0, result.stderr);
     assert.match(result.stdout, /^limiter {2}fixed: fixedWindow\(limit=10,windowMs=604800000\)\n/);
     assert.match(result.stdout, /\nkey {6}app:fixed:\{heavy\}\n/);
@@ -187,11 +183,50 @@ describe('sluice inspect and reset', () => {
     assert.equal(flags.code, 0, flags.stderr);
     const report = parseJson<InspectReport>(flags);
     assert.equal(report.policy, 'fixedWindow(limit=20,windowMs=604800000)');
-    assert.deepEqual([report.next.allowed, report.next.cost, report.next.remaining], [true, 10, 10]);
+    assert.deepEqual(
+      [report.next.allowed, report.next.cost, report.next.remaining, report.next.remainingAfter],
+      [true, 10, 10, 0],
+    );
+  });
+
+  test('without a config the policy is unknown: inspect refuses to decode, exit 2, and the key is untouched', async () => {
+    const limiter = limiters.get('fixed') as Limiter;
+    await limiter.limit('paying-customer', { cost: 3 });
+    const key = 'app:fixed:{paying-customer}';
+    const [value, ttl] = [await redis.get(key), await redis.pttl(key)];
+    // No --config, no $SLUICE_CONFIG, no sluice.config.json where it runs, and no --algorithm.
+    const withoutConfig = (...extra: string[]) =>
+      runCli(['inspect', 'fixed', 'paying-customer', '--redis', server.url, '--prefix', 'app', ...extra]);
+    const result = await withoutConfig();
+    assert.equal(result.code, 2);
+    assert.equal(result.stdout, '');
+    assert.equal(
+      result.stderr,
+      "sluice inspect: The policy of limiter \"fixed\" is unknown: no config file was given (--config, $SLUICE_CONFIG) or found here (./sluice.config.json). Its state cannot be decoded without it (a fixed window's counter would read as a token bucket's time). Pass --config <file> with your application's policies, or give the policy with --algorithm (see `sluice inspect --help`).\n",
+    );
+    assert.equal(await redis.get(key), value);
+    const after = await redis.pttl(key);
+    assert.ok(after <= ttl && after > ttl - 60_000);
+
+    // The wrong policy given by hand: the counter is not read as a token bucket's time.
+    const wrong = await withoutConfig(
+      '--algorithm',
+      'tokenBucket',
+      '--capacity',
+      '10',
+      '--refill-per-second',
+      '1',
+      '--json',
+    );
+    assert.equal(wrong.code, 0, wrong.stderr);
+    assert.match(
+      String(parseJson<InspectReport>(wrong).state?.error),
+      /^a TAT of .*, which tokenBucket\(capacity=10,refillPerSecond=1\) never writes: this is not its state \(is the policy right\?\)$/,
+    );
   });
 
   test('a limiter with no known policy, and a policy flag with a bad value, are refused', async () => {
-    const unknown = await runCli(['inspect', 'nope', 'x', '--redis', server.url, '--config', config.path]);
+    const unknown = await inspectText('nope', 'x');
     assert.equal(unknown.code, 2);
     assert.match(
       unknown.stderr,

@@ -161,19 +161,24 @@ describe('sluice serve', () => {
         [
           limit(base, '{"policy": "api",'),
           400,
-          /^The body is not JSON \(.*\); expected \{"policy": "api", "key": "client-42", "cost": 1\}\.$/,
+          /^The body is not JSON: it starts "\{\\"policy\\": \\"api\\","; expected \{"policy": "api", "key": "client-42", "cost": 1\}\.$/,
         ],
         [limit(base, '[1, 2]'), 400, /^Expected a JSON object such as .*, got an array\.$/],
+        [limit(base, ''), 400, /^The body is empty; expected /],
         [
           limit(base, { policy: 'nope', key: 'k' }),
           400,
           /^Expected "policy" to be one of "api", "search", "login", "uploads", "demo", got "nope"\.$/,
         ],
-        [limit(base, { policy: 'api' }), 400, /^Expected "key" to be a non-empty string .*, got nothing\.$/],
+        [
+          limit(base, { policy: 'api' }),
+          400,
+          /^Expected "key" to be a non-empty string .*, got nothing\. See sluice\/docs\/errors\.md#err_sluice_invalid_identifier$/,
+        ],
         [
           limit(base, { policy: 'api', key: '' }),
           400,
-          /^Expected "key" to be a non-empty string, got "" \(string, length 0\)\. See sluice\/docs\/errors\.md#err_sluice_invalid_identifier$/,
+          /^Expected "key" to be a non-empty string \(whose quota: .*\), got ""\. See sluice\/docs\/errors\.md#err_sluice_invalid_identifier$/,
         ],
         [
           limit(base, { policy: 'api', key: 'k', cost: 0 }),
@@ -183,7 +188,7 @@ describe('sluice serve', () => {
         [
           limit(base, { policy: 'api', key: 'k', cost: '2' }),
           400,
-          /^Expected "cost" to be a positive integer, got "2"\.$/,
+          /^Expected "cost" to be a positive integer, got "2"\. See sluice\/docs\/errors\.md#err_sluice_invalid_cost$/,
         ],
         [
           limit(base, { policy: 'api', key: 'k', cost: 101 }),
@@ -197,7 +202,11 @@ describe('sluice serve', () => {
         ],
         [limit(base, 'x'.repeat(20_000)), 413, /^The body is 20000 bytes; at most 16384 are read\.$/],
         [send(base, 'GET', '/v1/limit'), 405, /^\/v1\/limit answers POST only\.$/],
-        [send(base, 'GET', '/nowhere'), 404, /^No route \/nowhere; try POST \/v1\/limit/],
+        [
+          send(base, 'GET', '/nowhere'),
+          404,
+          /^No route "\/nowhere"; the routes are \/v1\/limit, \/v1\/policies, \/healthz, \/demo, \/dashboard\/data, \/metrics\.$/,
+        ],
       ];
       for (const [pending, status, detail] of cases) {
         const reply = await pending;
@@ -295,7 +304,7 @@ describe('sluice serve', () => {
       assert.equal(result.code, 2);
       assert.match(
         result.stderr,
-        /^sluice serve: .*sluice\.config\.json: serve\.headers: expected a list of "ietf", "draft-6", "legacy", got \["ietf","x-custom"\]\.\n$/,
+        /^sluice serve: .*sluice\.config\.json: serve\.headers: expected a list of "ietf", "draft-8", "draft-7", "draft-6", "legacy", got \["ietf","x-custom"\]\.\n$/,
       );
     } finally {
       bad.remove();

@@ -2,10 +2,12 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { parseDuration } from '../../src/cli/args.js';
-import { limiterOf, scanFraction } from '../../src/cli/audit.js';
+import { fixFor, judge, limiterOf, Pacer, scanFraction } from '../../src/cli/audit-scan.js';
 import { maxTtlMs, stateType } from '../../src/cli/config.js';
 import { decodeState } from '../../src/cli/decode.js';
 import { progressBar, table } from '../../src/cli/output.js';
+import { parseRedisUrl } from '../../src/cli/redis.js';
+import { closest, editDistance } from '../../src/cli/suggest.js';
 import { chooseWindowMs } from '../../src/cli/verify.js';
 import { fixedWindow, gcra, slidingLog, slidingWindow, tokenBucket } from '../../src/index.js';
 
@@ -106,5 +108,107 @@ describe('CLI helpers', () => {
     );
     assert.equal(progressBar(0.5, 10), '[#####-----]  50%');
     assert.equal(progressBar(2, 4), '[####] 100%');
+  });
+
+  test('Pacer gives each batch keys / rate seconds, earns no credit from a slow call, and waits nothing for an empty batch after its time', () => {
+    let now = 0;
+    const pacer = new Pacer(100, () => now);
+    assert.equal(pacer.waitAfter(50), 500, '50 keys at 100/s');
+    now = 500;
+    assert.equal(pacer.waitAfter(10), 100);
+    // The next SCAN took 2 s: no burst afterwards, the next batch gets its own time from now.
+    now = 2600;
+    assert.equal(pacer.waitAfter(100), 1000);
+    now = 3600;
+    assert.equal(pacer.waitAfter(0), 0, 'an empty batch costs nothing');
+    // A batch returned before the previous one's time ran out waits for both.
+    now = 3600;
+    pacer.waitAfter(100);
+    now = 3700;
+    assert.equal(pacer.waitAfter(0), 900);
+  });
+
+  test('judge and fixFor: a TTL is judged and cut only by a known policy; a key without expiry gets --ttl, capped by its policy', () => {
+    const hour = fixedWindow({ limit: 5, windowMs: 3_600_000 });
+    // A 46-minute TTL: unjudged without a policy, within an hour-long policy, far beyond a 10-second one.
+    assert.equal(judge('rl:api:{c}', 'api', undefined, 'string', 2_760_000, 'h:1'), undefined);
+    assert.equal(judge('rl:api:{c}', 'api', hour, 'string', 2_760_000, 'h:1'), undefined);
+    const tooLong = judge(
+      'rl:api:{c}',
+      'api',
+      fixedWindow({ limit: 5, windowMs: 10_000 }),
+      'string',
+      2_760_000,
+      'h:1',
+    );
+    assert.deepEqual(tooLong?.problems, ['ttl-too-long']);
+    assert.deepEqual(fixFor(tooLong as NonNullable<typeof tooLong>, 3_600_000), ['rl:api:{c}', 10_000, 'LT']);
+    const lost = judge('rl:x:{c}', 'x', undefined, 'string', -1, 'h:1');
+    assert.deepEqual(fixFor(lost as NonNullable<typeof lost>, 3_600_000), ['rl:x:{c}', 3_600_000, 'NX']);
+    const lostKnown = judge(
+      'rl:api:{c}',
+      'api',
+      fixedWindow({ limit: 5, windowMs: 60_000 }),
+      'string',
+      -1,
+      'h:1',
+    );
+    assert.deepEqual(fixFor(lostKnown as NonNullable<typeof lostKnown>, 3_600_000), [
+      'rl:api:{c}',
+      60_000,
+      'NX',
+    ]);
+    assert.equal(lostKnown?.primary, 'h:1');
+  });
+
+  test('closest suggests a name one edit in four letters away, and nothing for a stranger word', () => {
+    assert.equal(editDistance('audti', 'audit'), 1);
+    assert.equal(closest('audti', ['audit', 'verify']), 'audit');
+    assert.equal(closest('rat', ['rate', 'redis']), 'rate');
+    assert.equal(closest('max-key', ['max-keys', 'match']), 'max-keys');
+    assert.equal(closest('colour', ['config', 'count']), undefined);
+    assert.equal(closest('upload', ['audit', 'reset']), undefined);
+  });
+
+  test('parseRedisUrl takes host:port, a bare host and [v6]:port as redis:// URLs', () => {
+    const cases: Array<[string, string, number, string]> = [
+      ['10.0.0.5:6380', '10.0.0.5', 6380, 'redis://10.0.0.5:6380'],
+      ['cache.internal', 'cache.internal', 6379, 'redis://cache.internal'],
+      ['[::1]:7000', '::1', 7000, 'redis://[::1]:7000'],
+      ['redis://:pw@127.0.0.1:6379/2', '127.0.0.1', 6379, 'redis://:***@127.0.0.1:6379/2'],
+    ];
+    for (const [text, host, port, label] of cases) {
+      const target = parseRedisUrl(text);
+      assert.deepEqual([target.host, target.port, target.label], [host, port, label], text);
+    }
+    assert.equal(parseRedisUrl('redis://:pw@127.0.0.1:6379/2').options.db, 2);
+    assert.throws(
+      () => parseRedisUrl('localhost:http'),
+      /Invalid --redis URL "localhost:http": the scheme is "localhost"/,
+    );
+  });
+
+  test('decodeState refuses state its policy never writes: a window yet to come, a TAT ahead of the tolerance or outlived by its key', () => {
+    const hour = 3_600_000;
+    const now = 500 * hour + 1000;
+    const fixed = fixedWindow({ limit: 5, windowMs: hour });
+    assert.match(
+      JSON.stringify(decodeState(fixed, { type: 'string', value: `${502 * 2 ** 21 + 1}` }, now)),
+      /a count for window 502, starting .* never writes: this is not its state/,
+    );
+    const bucket = tokenBucket({ capacity: 10, refillPerSecond: 1 });
+    // An hour-long fixed window's counter (index x 2^21 + count) read as a token bucket: a time in the past...
+    assert.match(
+      JSON.stringify(decodeState(bucket, { type: 'string', value: `${500 * 2 ** 21 + 7}` }, now, 2_760_000)),
+      /a TAT of .*, in the past on a key that still expires in 2760000 ms, which tokenBucket\(capacity=10,refillPerSecond=1\) never writes/,
+    );
+    // ...and far ahead of what a 10-token bucket ever sets.
+    assert.match(
+      JSON.stringify(decodeState(bucket, { type: 'string', value: String(now + 60_000) }, now, 60_000)),
+      /a TAT of .*, 60000 ms ahead, which tokenBucket/,
+    );
+    // A TAT the bucket could have written is decoded.
+    const view = decodeState(bucket, { type: 'string', value: String(now + 4000) }, now, 4000);
+    assert.equal(view !== null && 'tatMs' in view ? view.used : view, 4);
   });
 });

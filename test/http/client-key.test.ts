@@ -159,3 +159,53 @@ describe('headerKey', () => {
     assert.throws(() => headerKey('bad header'), SluiceError);
   });
 });
+
+describe('proxy warnings', () => {
+  const diagnose = (key: ReturnType<typeof clientIp>, request: RequestView) => key.diagnose?.(request)?.code;
+
+  it('no proxy trusted: a private, loopback or link-local peer sending a proxy header is suspicious', () => {
+    const key = clientIp();
+    assert.equal(
+      diagnose(key, view('10.0.0.4', { 'x-forwarded-for': '198.51.100.7' })),
+      'SLUICE_FORWARDED_UNTRUSTED',
+    );
+    assert.equal(
+      diagnose(key, view('fd00::4', { forwarded: 'for=198.51.100.7' })),
+      'SLUICE_FORWARDED_UNTRUSTED',
+    );
+    assert.equal(
+      diagnose(key, view('::ffff:127.0.0.1', { 'x-forwarded-for': '1.2.3.4' })),
+      'SLUICE_FORWARDED_UNTRUSTED',
+    );
+    assert.equal(
+      diagnose(key, view('169.254.1.1', { 'x-forwarded-for': '1.2.3.4' })),
+      'SLUICE_FORWARDED_UNTRUSTED',
+    );
+  });
+
+  it('no proxy trusted: a public peer sending the header is a client trying its luck, not a misconfiguration', () => {
+    const key = clientIp();
+    assert.equal(diagnose(key, view('198.51.100.9', { 'x-forwarded-for': '1.2.3.4' })), undefined);
+    assert.equal(diagnose(key, view('10.0.0.4')), undefined, 'no header, nothing to say');
+    assert.equal(diagnose(key, view('10.0.0.4', { 'x-forwarded-for': '  ' })), undefined);
+    assert.equal(diagnose(key, view(undefined, { 'x-forwarded-for': '1.2.3.4' })), undefined);
+  });
+
+  it('hops: fewer addresses than trusted proxies warn; enough do not; trusted ranges are never judged', () => {
+    const two = clientIp({ trustProxy: 2 });
+    assert.equal(
+      diagnose(two, view('10.0.0.4', { 'x-forwarded-for': '1.2.3.4' })),
+      'SLUICE_PROXY_HOPS_MISSING',
+    );
+    assert.equal(diagnose(two, view('10.0.0.4')), 'SLUICE_PROXY_HOPS_MISSING');
+    assert.equal(diagnose(two, view('10.0.0.4', { 'x-forwarded-for': '1.2.3.4, 10.0.0.9' })), undefined);
+    const forwarded = clientIp({ trustProxy: 1, proxyHeader: 'forwarded' });
+    assert.equal(
+      diagnose(forwarded, view('10.0.0.4', { 'x-forwarded-for': '1.2.3.4' })),
+      'SLUICE_PROXY_HOPS_MISSING',
+    );
+    assert.equal(diagnose(forwarded, view('10.0.0.4', { forwarded: 'for=1.2.3.4' })), undefined);
+    const ranges = clientIp({ trustProxy: ['loopback'] });
+    assert.equal(diagnose(ranges, view('127.0.0.1')), undefined);
+  });
+});

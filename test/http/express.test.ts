@@ -4,8 +4,9 @@ import { afterEach, describe, it } from 'node:test';
 import express, { type Request } from 'express';
 import request from 'supertest';
 import { clientIp } from '../../src/http/client-key.js';
-import { type ExpressRateLimitOptions, rateLimit } from '../../src/http/express.js';
-import { type Build, conformance } from './conformance.js';
+import { rateLimit } from '../../src/http/express.js';
+import { conformance } from './conformance.js';
+import { buildExpress } from './harness/express.js';
 import { header, memoryLimiter, rateLimitItem, SECONDS_LEFT, type TestLimiter } from './support.js';
 
 function routes(app: express.Express): void {
@@ -20,31 +21,7 @@ function routes(app: express.Express): void {
   });
 }
 
-const build: Build = async (scenario) => {
-  const app = express();
-  const options: ExpressRateLimitOptions = {
-    limiter: scenario.limiter,
-    cost: (req: Request) => Number(req.get('x-cost') ?? 1),
-    skip: (req: Request) => req.path === '/health',
-    ...(scenario.count === undefined ? {} : { count: scenario.count }),
-    ...(scenario.customDenial === true
-      ? { onDenied: (_req, res) => void res.type('text/plain').send('slow down') }
-      : {}),
-  };
-  app.use(rateLimit(options));
-  routes(app);
-  const agent = request(app);
-  return {
-    key: '127.0.0.1',
-    async send(path, headers = {}) {
-      const response = await agent.get(path).set(headers);
-      return { status: response.status, headers: response.headers, body: response.text };
-    },
-    close: async () => {},
-  };
-};
-
-conformance('express', build);
+conformance('express', buildExpress);
 
 describe('express: specifics', () => {
   const opened: TestLimiter[] = [];

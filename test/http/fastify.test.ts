@@ -1,9 +1,10 @@
 // Fastify, driven in-process with fastify.inject: the common behaviour, route hooks, errors.
 import assert from 'node:assert/strict';
 import { afterEach, describe, it } from 'node:test';
-import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
-import { type FastifyRateLimitOptions, rateLimit } from '../../src/http/fastify.js';
-import { type Build, conformance } from './conformance.js';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { rateLimit } from '../../src/http/fastify.js';
+import { conformance } from './conformance.js';
+import { buildFastify } from './harness/fastify.js';
 import { memoryLimiter, rateLimitItem, SECONDS_LEFT, type TestLimiter } from './support.js';
 
 function routes(app: FastifyInstance): void {
@@ -12,31 +13,7 @@ function routes(app: FastifyInstance): void {
   app.get('/health', async () => 'up');
 }
 
-const build: Build = async (scenario) => {
-  const app = Fastify();
-  const options: FastifyRateLimitOptions = {
-    limiter: scenario.limiter,
-    cost: (request: FastifyRequest) => Number(request.headers['x-cost'] ?? 1),
-    skip: (request: FastifyRequest) => request.url === '/health',
-    ...(scenario.count === undefined ? {} : { count: scenario.count }),
-    ...(scenario.customDenial === true
-      ? { onDenied: (_request, reply) => void reply.type('text/plain').send('slow down') }
-      : {}),
-  };
-  app.addHook('onRequest', rateLimit(options));
-  routes(app);
-  await app.ready();
-  return {
-    key: '192.0.2.10',
-    async send(path, headers = {}) {
-      const response = await app.inject({ method: 'GET', url: path, headers, remoteAddress: '192.0.2.10' });
-      return { status: response.statusCode, headers: response.headers, body: response.body };
-    },
-    close: () => app.close(),
-  };
-};
-
-conformance('fastify', build);
+conformance('fastify', buildFastify);
 
 describe('fastify: specifics', () => {
   const opened: TestLimiter[] = [];

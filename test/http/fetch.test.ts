@@ -1,47 +1,20 @@
 // The fetch-style adapter, driven with web-standard Requests: the common behaviour, the bare guard, immutable responses.
 import assert from 'node:assert/strict';
 import { afterEach, describe, it } from 'node:test';
-import { headerKey } from '../../src/http/client-key.js';
-import { type FetchRateLimitOptions, rateLimit } from '../../src/http/fetch.js';
-import { type Build, conformance } from './conformance.js';
+import { clientIp, headerKey } from '../../src/http/client-key.js';
+import { rateLimit } from '../../src/http/fetch.js';
+import { SluiceError } from '../../src/index.js';
+import { conformance } from './conformance.js';
+import { buildFetch } from './harness/fetch.js';
 import { assertProblem, memoryLimiter, rateLimitItem, SECONDS_LEFT, type TestLimiter } from './support.js';
 
-function answer(request: Request): Response {
+function _answer(request: Request): Response {
   const path = new URL(request.url).pathname;
   if (path === '/fail') return new Response('no', { status: 401 });
   return new Response(path === '/health' ? 'up' : 'ok');
 }
 
-const build: Build = async (scenario) => {
-  const options: FetchRateLimitOptions = {
-    limiter: scenario.limiter,
-    cost: (request) => Number(request.headers.get('x-cost') ?? 1),
-    skip: (request) => new URL(request.url).pathname === '/health',
-    remoteAddress: () => '::ffff:198.51.100.20',
-    ...(scenario.count === undefined ? {} : { count: scenario.count }),
-    ...(scenario.customDenial === true
-      ? {
-          onDenied: () =>
-            new Response('slow down', { status: 429, headers: { 'Content-Type': 'text/plain' } }),
-        }
-      : {}),
-  };
-  const handler = rateLimit(options).wrap(answer);
-  return {
-    key: '198.51.100.20',
-    async send(path, headers = {}) {
-      const response = await handler(new Request(`http://example.test${path}`, { headers }));
-      return {
-        status: response.status,
-        headers: Object.fromEntries(response.headers),
-        body: await response.text(),
-      };
-    },
-    close: async () => {},
-  };
-};
-
-conformance('fetch', build);
+conformance('fetch', buildFetch, undefined, { noPeer: true });
 
 describe('fetch: specifics', () => {
   const opened: TestLimiter[] = [];
@@ -93,11 +66,19 @@ describe('fetch: specifics', () => {
     assert.deepEqual(rateLimitItem(Object.fromEntries(response.headers), 'api'), { r: 1, t: SECONDS_LEFT });
   });
 
-  it('without remoteAddress every client shares the (unknown) bucket', async () => {
+  it('keyed by address without remoteAddress, the middleware is refused at creation', () => {
     const limiter = limiterOf(2);
-    const handler = rateLimit({ limiter }).wrap(answer);
-    await handler(new Request('http://example.test/ok'));
-    assert.equal((await limiter.peek('(unknown)')).remaining, 1);
+    for (const options of [{ limiter }, { limiter, key: clientIp({ trustProxy: 1 }) }]) {
+      assert.throws(
+        () => rateLimit(options),
+        (error: unknown) =>
+          error instanceof SluiceError &&
+          error.code === 'ERR_SLUICE_INVALID_OPTION' &&
+          /`remoteAddress`.*share one bucket/.test(error.message),
+      );
+    }
+    assert.doesNotThrow(() => rateLimit({ limiter, key: headerKey('x-api-key') }));
+    assert.doesNotThrow(() => rateLimit({ limiter, missingKey: 'deny' }), 'an explicit 400 is not silent');
   });
 });
 

@@ -1,6 +1,8 @@
 // The framework-free headers and problem bodies: structured-field syntax, several policies, odd numbers, shadow and failure.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { parseList } from 'structured-headers';
+import { quotaName } from '../../src/http/header-styles.js';
 import { type PolicyDecision, rateLimitHeaders, sfString } from '../../src/http/headers.js';
 import { problemDetails, refusalFor } from '../../src/http/problem.js';
 import type { Decision } from '../../src/index.js';
@@ -158,6 +160,66 @@ describe('rateLimitHeaders', () => {
       ['fallback', 'cached'],
     );
     assert.equal(headers['Retry-After'], '13');
+  });
+});
+
+describe('header styles', () => {
+  const two = [
+    entry('api', allowed({ remaining: 42, resetMs: 30_500 })),
+    entry('burst', allowed({ limit: 10, remaining: 3, resetMs: 4_200 }), 1_000),
+  ];
+
+  it('draft-7: RateLimit for the most constraining policy, RateLimit-Policy listing each', () => {
+    assert.deepEqual(rateLimitHeaders(two, { style: 'draft-7' }), {
+      RateLimit: 'limit=10, remaining=3, reset=5',
+      'RateLimit-Policy': '100;w=60, 10;w=1',
+    });
+  });
+
+  it('draft-8: items named after their quota, parameters after "; "', () => {
+    const headers = rateLimitHeaders(two, { style: 'draft-8' });
+    assert.equal(headers.RateLimit, '"100-in-1min"; r=42; t=31, "10-in-1sec"; r=3; t=5');
+    assert.equal(headers['RateLimit-Policy'], '"100-in-1min"; q=100; w=60, "10-in-1sec"; q=10; w=1');
+    assert.deepEqual(
+      parseItems(headers.RateLimit).map((item) => item.params),
+      [
+        { r: 42, t: 31 },
+        { r: 3, t: 5 },
+      ],
+    );
+  });
+
+  it('draft-8 names: seconds, minutes, hours and days as express-rate-limit writes them', () => {
+    const names = [30_000, 90_000, 3_600_000, 7_200_000, 86_400_000, 172_800_000].map((windowMs) =>
+      quotaName(entry('x', allowed({ limit: 5 }), windowMs)),
+    );
+    assert.deepEqual(names, [
+      '5-in-30sec',
+      '5-in-1.5min',
+      '5-in-1hr',
+      '5-in-2hrs',
+      '5-in-1day',
+      '5-in-2days',
+    ]);
+  });
+
+  it('pk: a byte sequence on both fields of the ietf and draft-8 styles, only for entries that carry one', () => {
+    const partitionKey = new Uint8Array([1, 2, 3, 250]);
+    const keyed = [{ ...entry('api', allowed()), partitionKey }, entry('other', allowed())];
+    const ietf = rateLimitHeaders(keyed);
+    assert.equal(ietf.RateLimit, '"api";r=99;t=60;pk=:AQID+g==:, "other";r=99;t=60');
+    assert.equal(ietf['RateLimit-Policy'], '"api";q=100;w=60;pk=:AQID+g==:, "other";q=100;w=60');
+    const [item] = parseList(ietf.RateLimit as string);
+    assert.ok(item !== undefined && !Array.isArray(item[0]));
+    assert.deepEqual(new Uint8Array(item[1].get('pk') as ArrayBuffer), partitionKey);
+    assert.match(rateLimitHeaders(keyed, { style: 'draft-8' }).RateLimit ?? '', /; pk=:AQID\+g==:/);
+    assert.doesNotMatch(rateLimitHeaders(keyed, { style: 'draft-7' }).RateLimit ?? '', /pk/);
+  });
+
+  it('RateLimit holds one style: the first of ietf, draft-8 and draft-7 asked for', () => {
+    const headers = rateLimitHeaders(two, { style: ['draft-7', 'ietf', 'draft-6'] });
+    assert.equal(headers.RateLimit, 'limit=10, remaining=3, reset=5');
+    assert.equal(headers['RateLimit-Limit'], '10');
   });
 });
 

@@ -1,13 +1,13 @@
 // node:http on a real loopback server, driven with supertest: the common behaviour, the guard, errors, keys.
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterEach, describe, it } from 'node:test';
 import request from 'supertest';
 import { clientIp } from '../../src/http/client-key.js';
-import { type NodeRateLimitOptions, rateLimit } from '../../src/http/node.js';
+import { rateLimit } from '../../src/http/node.js';
 import { pathOf } from '../../src/http/view.js';
-import { type Build, conformance } from './conformance.js';
+import { conformance } from './conformance.js';
+import { buildNode, closeServer as close, listen } from './harness/node.js';
 import { memoryLimiter, rateLimitItem, SECONDS_LEFT, type TestLimiter } from './support.js';
 
 function answer(req: IncomingMessage, res: ServerResponse): void {
@@ -16,45 +16,7 @@ function answer(req: IncomingMessage, res: ServerResponse): void {
   res.end(path === '/fail' ? 'no' : path === '/health' ? 'up' : 'ok');
 }
 
-/** Listens on 127.0.0.1 (a real socket: the peer address is the loopback client's). */
-async function listen(server: Server): Promise<string> {
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-}
-
-function close(server: Server): Promise<void> {
-  server.closeAllConnections();
-  return new Promise((resolve) => server.close(() => resolve()));
-}
-
-const build: Build = async (scenario) => {
-  const options: NodeRateLimitOptions = {
-    limiter: scenario.limiter,
-    cost: (req) => Number(req.headers['x-cost'] ?? 1),
-    skip: (req) => pathOf(req.url) === '/health',
-    ...(scenario.count === undefined ? {} : { count: scenario.count }),
-    ...(scenario.customDenial === true
-      ? {
-          onDenied: (_req, res) => {
-            res.setHeader('Content-Type', 'text/plain');
-            res.end('slow down');
-          },
-        }
-      : {}),
-  };
-  const server = createServer(rateLimit(options).wrap(answer));
-  const url = await listen(server);
-  return {
-    key: '127.0.0.1',
-    async send(path, headers = {}) {
-      const response = await request(url).get(path).set(headers);
-      return { status: response.status, headers: response.headers, body: response.text };
-    },
-    close: () => close(server),
-  };
-};
-
-conformance('node:http', build);
+conformance('node:http', buildNode);
 
 describe('node:http: specifics', () => {
   const opened: TestLimiter[] = [];

@@ -26,7 +26,17 @@ describe('middleware options', () => {
         [{ limiter, cost: -1 }, /`cost`.*-1 \(number\)/],
         [{ limiter, cost: 1.5 }, /`cost`/],
         [{ limiter, count: 'failures' }, /`count`.*"failures"/],
-        [{ limiter, headers: 'draft-7' }, /`headers`/],
+        [{ limiter, headers: 'draft-9' }, /`headers`/],
+        [{ limiter, headers: ['ietf', 'draft-7'] }, /`headers`.*at most one/],
+        [{ limiter, limit: 0 }, /`limit`/],
+        [{ limiter, limit: [1, 2.5] }, /`limit`/],
+        [{ limiter, ban: { after: 1, windowMs: 1000 } }, /`ban.durationMs`/],
+        [{ limiter, ban: { after: -1, windowMs: 1000, durationMs: 1000 } }, /`ban.after`/],
+        [{ limiter, block: { durationMs: 0 } }, /`block.durationMs`/],
+        [{ limiter, block: { duration: 1000 } }, /Unknown option `block.duration`/],
+        [{ limiter, partitionKey: { secret: 'short' } }, /`partitionKey`/],
+        [{ limiter, warnings: { SLUICE_NOPE: false } }, /`warnings.SLUICE_NOPE`/],
+        [{ limiter, onWarning: 'log' }, /`onWarning`/],
         [{ limiter, missingKey: 'allow' }, /`missingKey`/],
         [{ limiter, key: 'ip' }, /`key`/],
         [{ limiter, skip: true }, /`skip`/],
@@ -75,6 +85,24 @@ describe('middleware options', () => {
       assert.equal((await evaluate(chosen, { plan: 'paid' }, view(), {})).kind, 'skip');
       assert.equal((await evaluate(chosen, { plan: 'free' }, view(), {})).kind, 'allow');
       assert.equal((await limiter.peek('192.0.2.1')).remaining, 2);
+    } finally {
+      close();
+    }
+  });
+
+  it('partitionKey: true keys one secret per process, so every middleware sends one pk per client', () => {
+    const { limiter, close } = memoryLimiter(3);
+    try {
+      const hash = (partitionKey: boolean | { secret: string }) =>
+        Buffer.from(
+          resolveRateLimitOptions('test', { limiter, partitionKey }).partitionKey?.('198.51.100.7') ?? [],
+        );
+      const first = hash(true);
+      assert.equal(first.length, 12);
+      assert.deepEqual(hash(true), first, 'the same in another middleware of this process');
+      assert.notDeepEqual(hash({ secret: 'a secret of at least 16' }), first);
+      assert.equal(first.includes(Buffer.from('198.51.100.7')), false);
+      assert.equal(resolveRateLimitOptions('test', { limiter }).partitionKey, undefined, 'off by default');
     } finally {
       close();
     }

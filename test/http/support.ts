@@ -1,6 +1,7 @@
 // Shared by the HTTP suites: limiters on a fixed clock, a structured-field reader for the headers, problem checks.
 import assert from 'node:assert/strict';
 import { type BareItem, type Item, parseList } from 'structured-headers';
+import type { RateLimitInfo } from '../../src/http/info.js';
 import { createLimiter, fixedWindow, type Limiter, MemoryStore, type Store } from '../../src/index.js';
 
 /** A fixed clock 20 s before the end of a 60 s window: `t` and Retry-After come out as exactly 20. */
@@ -14,16 +15,64 @@ export interface TestLimiter {
   close(): void;
 }
 
-/** A fixed-window limiter of `limit` per minute on a memory store, at {@link NOW}. */
-export function memoryLimiter(limit: number, name = 'api'): TestLimiter {
+/** A fixed-window limiter of `limit` per minute on a memory store, at {@link NOW} (or `clock`). */
+export function memoryLimiter(limit: number, name = 'api', clock: () => number = () => NOW): TestLimiter {
   const store = new MemoryStore();
   const limiter = createLimiter({
     store,
     policy: fixedWindow({ limit, windowMs: WINDOW_MS }),
     name,
-    clock: () => NOW,
+    clock,
   });
   return { limiter, store, close: () => store.close() };
+}
+
+/** Memory limiters made by one suite's tests, closed after each test with `closeAll`. */
+export function limiterPool(): { limiterOf(limit: number, name?: string): Limiter; closeAll(): void } {
+  const opened: TestLimiter[] = [];
+  return {
+    limiterOf(limit, name) {
+      const made = memoryLimiter(limit, name);
+      opened.push(made);
+      return made.limiter;
+    },
+    closeAll() {
+      for (const made of opened.splice(0)) made.close();
+    },
+  };
+}
+
+/** A clock tests move by hand: starts at {@link NOW}. */
+export function testClock(): { readonly now: () => number; advance(ms: number): void } {
+  let now = NOW;
+  return {
+    now: () => now,
+    advance: (ms) => {
+      now += ms;
+    },
+  };
+}
+
+/** The decision a handler read, as the test apps answer it on `/info`. */
+export interface InfoSummary {
+  readonly limit: number;
+  readonly remaining: number;
+  readonly resetMs: number;
+  readonly key: string;
+  readonly policies: readonly string[];
+}
+
+/** What the test apps send back from `/info`: typed as the adapters hand the decision to handlers. */
+export function describeInfo(info: RateLimitInfo | undefined): string {
+  if (info === undefined) return 'none';
+  const summary: InfoSummary = {
+    limit: info.limit,
+    remaining: info.remaining,
+    resetMs: info.resetMs,
+    key: info.key,
+    policies: info.policies.map((policy) => policy.name),
+  };
+  return JSON.stringify(summary);
 }
 
 /** A header read case-insensitively from whatever shape a client library returns. */

@@ -1,7 +1,9 @@
 // One `metrics` option counts what is made of limiters: every member of an all(), and the login guard's two logs.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { Hono } from 'hono';
 import { Registry } from 'prom-client';
+import { rateLimit } from '../../src/http/hono.js';
 import { all, createLimiter, fixedWindow, loginGuard, MemoryStore } from '../../src/index.js';
 import { prometheusMetrics } from '../../src/metrics/index.js';
 import { outcomes, scrape } from './scrape.js';
@@ -41,5 +43,18 @@ test('loginGuard({ metrics }) counts failures per username and per IP under <nam
   assert.deepEqual(outcomes(scraped, 'login:user'), [2, 1, 0]);
   assert.deepEqual(outcomes(scraped, 'login:ip'), [3, 0, 0]);
   assert.deepEqual(metrics.topDenied('login:user'), [{ identifier: 'alice', count: 1, error: 0 }]);
+  store.close();
+});
+
+test('rateLimit({ metrics }) counts the decisions of the limiters the middleware uses', async () => {
+  const registry = new Registry();
+  const metrics = prometheusMetrics({ registry });
+  const store = new MemoryStore();
+  const api = createLimiter({ store, policy: fixedWindow({ limit: 1, windowMs: 60_000 }), name: 'http-api' });
+  const app = new Hono().use(rateLimit({ limiter: api, key: () => 'client', metrics }));
+  app.get('/', (c) => c.text('ok'));
+  assert.deepEqual([(await app.request('/')).status, (await app.request('/')).status], [200, 429]);
+  assert.deepEqual(outcomes(await scrape(registry), 'http-api'), [1, 1, 0]);
+  assert.throws(() => rateLimit({ limiter: api, metrics: 'yes' as never }), /`metrics`/);
   store.close();
 });

@@ -1,6 +1,7 @@
 // The service's admin routes: the dashboard page and its data, and /metrics, behind AdminAccess.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { PROBLEM_CONTENT_TYPE } from '../../http/index.js';
+import type { Route } from '../service.js';
 import type { AdminAccess } from './access.js';
 import { DASHBOARD_ASSETS } from './assets.generated.js';
 
@@ -116,4 +117,25 @@ export function adminRoutes(options: AdminRoutesOptions): AdminRoutes {
     }
     return true;
   };
+}
+
+/**
+ * The admin routes as the service's route table takes them. `GET /` declines a request that is
+ * not a browser's, so scripts still get the route list it replaces.
+ */
+export function adminRouteList(admin: AdminRoutes): Route[] {
+  const summaries: Record<string, string | undefined> = {
+    '/': 'in a browser: the live dashboard',
+    '/dashboard/data': "the dashboard's data",
+    '/metrics': 'Prometheus metrics',
+  };
+  return ['/', ...Object.keys(ASSET_PATHS), '/dashboard/data', '/metrics'].map((path) => {
+    const summary = summaries[path];
+    return {
+      method: 'GET',
+      path,
+      ...(summary === undefined ? {} : { summary }),
+      handle: (request, response) => admin(request, response, path),
+    };
+  });
 }

@@ -1,0 +1,213 @@
+// POST /v1/limit, the service's hot path: read the body, check it, decide, answer with the decision and headers.
+import { isUtf8 } from 'node:buffer';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { describeValue, ERROR_CODES, errorDocs } from '../errors.js';
+import { type HeaderStyle, type PolicyDecision, problemDetails } from '../http/index.js';
+import { type Decision, isStoreFailure, type Limiter, SluiceError } from '../index.js';
+import { headerRenderer, type RenderedHeaders } from './service-headers.js';
+
+/** The largest request body read; limit requests are a few dozen bytes. */
+export const MAX_BODY_BYTES = 16 * 1024;
+
+const EXAMPLE = '{"policy": "api", "key": "client-42", "cost": 1}';
+
+/** Where the library's errors for a bad key and a bad cost are explained: the same rules apply here. */
+const KEY_DOCS = errorDocs(ERROR_CODES.INVALID_IDENTIFIER);
+const COST_DOCS = errorDocs(ERROR_CODES.INVALID_COST);
+
+/** A request the service will not take: answered with `status` and a problem+json body. */
+export class Rejection extends Error {
+  constructor(
+    readonly status: number,
+    readonly title: string,
+    message: string,
+    readonly extraHeaders: Readonly<Record<string, string>> = {},
+  ) {
+    super(message);
+  }
+}
+
+/** A client's text in a message: at most 40 characters of it, escaped as JSON. */
+export function quote(text: string): string {
+  return JSON.stringify(text.length > 40 ? `${text.slice(0, 40)}...` : text);
+}
+
+/** What a client sent, for a message: a short quoted prefix of a string, else its type (never the whole value). */
+function describe(value: unknown): string {
+  return typeof value === 'string' ? quote(value) : describeValue(value);
+}
+
+const badRequest = (message: string): Rejection => new Rejection(400, 'Bad Request', message);
+
+/** A policy as the hot path needs it, prepared once. */
+interface Served {
+  readonly name: string;
+  readonly limiter: Limiter;
+  /** The policy's name as a JSON string. */
+  readonly nameJson: string;
+  readonly headers: (decision: Decision, nowMs: number) => RenderedHeaders;
+}
+
+/**
+ * What `POST /v1/limit` answers, as JSON, with HTTP status 200 (allowed), 429 (denied) or 503 (denied
+ * because the store failed and the policy fails closed). `reason` says when the store did not decide.
+ */
+export interface LimitAnswer extends Decision {
+  readonly policy: string;
+  readonly key: string;
+  readonly cost: number;
+  /** The headers to forward to your client, the same ones this response carries. */
+  readonly headers: Record<string, string>;
+  /** When denied: the RFC 9457 body to send with your 429. */
+  readonly problem?: object;
+}
+
+/** Reads the body, at most MAX_BODY_BYTES; most bodies arrive in one chunk, which is used as it is. */
+function readBody(request: IncomingMessage): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const declared = Number(request.headers['content-length']);
+    if (declared > MAX_BODY_BYTES) {
+      reject(
+        new Rejection(
+          413,
+          'Content Too Large',
+          `The body is ${declared} bytes; at most ${MAX_BODY_BYTES} are read.`,
+        ),
+      );
+      return;
+    }
+    let first: Buffer | undefined;
+    let more: Buffer[] | undefined;
+    let size = 0;
+    request.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_BODY_BYTES) {
+        reject(new Rejection(413, 'Content Too Large', `The body is over ${MAX_BODY_BYTES} bytes.`));
+        request.pause();
+        return;
+      }
+      if (first === undefined) first = chunk;
+      else if (more === undefined) more = [first, chunk];
+      else more.push(chunk);
+    });
+    request.on('end', () => resolve(more === undefined ? (first ?? Buffer.alloc(0)) : Buffer.concat(more)));
+    request.on('error', reject);
+  });
+}
+
+/** Parses and checks a body; messages describe what was sent by its type and a short escaped prefix only. */
+function parseBody(
+  body: Buffer,
+  policies: ReadonlyMap<string, Served>,
+  known: string,
+): { served: Served; key: string; cost: number } {
+  if (body.length === 0) throw badRequest(`The body is empty; expected ${EXAMPLE}.`);
+  if (!isUtf8(body)) throw badRequest(`The body is not valid UTF-8; expected JSON such as ${EXAMPLE}.`);
+  const text = body.toString('utf8');
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    // JSON.parse's own message quotes the input: say where it starts instead, briefly.
+    throw badRequest(`The body is not JSON: it starts ${quote(text)}; expected ${EXAMPLE}.`);
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    throw badRequest(`Expected a JSON object such as ${EXAMPLE}, got ${describe(parsed)}.`);
+  }
+  const fields = parsed as Record<string, unknown>;
+  for (const name in fields) {
+    if (name !== 'policy' && name !== 'key' && name !== 'cost') {
+      throw badRequest(`Unknown field ${quote(name)}; expected "policy", "key" and optionally "cost".`);
+    }
+  }
+  const served = typeof fields.policy === 'string' ? policies.get(fields.policy) : undefined;
+  if (served === undefined) {
+    throw badRequest(
+      `Expected "policy" to be one of ${known}, got ${fields.policy === undefined ? 'nothing' : describe(fields.policy)}.`,
+    );
+  }
+  const { key } = fields;
+  if (typeof key !== 'string' || key === '') {
+    throw badRequest(
+      `Expected "key" to be a non-empty string (whose quota: an API key, a user id, an address), got ${key === undefined ? 'nothing' : describe(key)}. See ${KEY_DOCS}`,
+    );
+  }
+  // A lone surrogate has no UTF-8 form: two different keys would share one counter.
+  if (/\p{Cs}/u.test(key)) {
+    throw badRequest(
+      `Expected "key" to be well-formed Unicode, got ${quote(key)} with a lone surrogate. See ${KEY_DOCS}`,
+    );
+  }
+  // Absent means 1; null is not a cost.
+  const cost = fields.cost === undefined ? 1 : fields.cost;
+  if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 1) {
+    throw badRequest(`Expected "cost" to be a positive integer, got ${describe(cost)}. See ${COST_DOCS}`);
+  }
+  return { served, key, cost };
+}
+
+/** Builds the POST /v1/limit handler for these policies; `failed` hears of store failures. */
+export function limitRoute(
+  limiters: ReadonlyMap<string, Limiter>,
+  styles: readonly HeaderStyle[],
+  failed: (error: unknown) => void,
+): (request: IncomingMessage, response: ServerResponse) => Promise<void> {
+  const policies = new Map<string, Served>();
+  for (const [name, limiter] of limiters) {
+    policies.set(name, {
+      name,
+      limiter,
+      nameJson: JSON.stringify(name),
+      headers: headerRenderer(name, limiter.policy.windowMs, styles),
+    });
+  }
+  const known = [...limiters.keys()].map((name) => JSON.stringify(name)).join(', ');
+
+  async function decide(served: Served, key: string, cost: number): Promise<Decision> {
+    try {
+      // The default cost needs no options object.
+      return await (cost === 1 ? served.limiter.limit(key) : served.limiter.limit(key, { cost }));
+    } catch (error) {
+      if (
+        error instanceof SluiceError &&
+        error.code !== 'ERR_SLUICE_STORE' &&
+        error.code !== 'ERR_SLUICE_BAD_REPLY'
+      ) {
+        // The caller's mistake the service could not see: a cost above what the policy grants, a key too long.
+        throw badRequest(error.message.replace('`identifier`', '"key"').replace('`cost`', '"cost"'));
+      }
+      failed(error);
+      throw new Rejection(
+        503,
+        'Service Unavailable',
+        'The rate limiter could not decide: its store failed. Retry shortly.',
+        {
+          'Retry-After': '1',
+        },
+      );
+    }
+  }
+
+  return async (request, response) => {
+    const { served, key, cost } = parseBody(await readBody(request), policies, known);
+    const decision = await decide(served, key, cost);
+    const headers = served.headers(decision, Date.now());
+    let problem = '';
+    if (!decision.allowed) {
+      const entries: PolicyDecision[] = [
+        { name: served.name, windowMs: served.limiter.policy.windowMs, decision },
+      ];
+      const details = problemDetails(entries);
+      if (details !== undefined) problem = `,"problem":${JSON.stringify(details)}`;
+    }
+    // The decision's own members as the library made them, between the request's and the headers.
+    const members = JSON.stringify(decision).slice(1, -1);
+    const text = `{"policy":${served.nameJson},"key":${JSON.stringify(key)},"cost":${cost},${members},"headers":${headers.json}${problem}}\n`;
+    // A refusal the store did not make (a policy that fails closed while Redis is down) is the
+    // service's trouble, not the client's overuse: 503, as the HTTP middleware answers.
+    const status = decision.allowed ? 200 : isStoreFailure(decision.reason) ? 503 : 429;
+    headers.flat.push('Content-Type', 'application/json', 'Content-Length', String(Buffer.byteLength(text)));
+    response.writeHead(status, headers.flat);
+    response.end(text);
+  };
+}
