@@ -1,7 +1,8 @@
 // `npm test`: installs redis-server when missing, builds the tests with tsc, and runs every suite with node:test.
+// SLUICE_TEST_SERVER=valkey runs them on Valkey 8.0.1 instead, unpacked by scripts/ensure-valkey.sh.
 import { spawnSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { delimiter, join } from 'node:path';
 
 function run(command, args) {
   const result = spawnSync(command, args, { stdio: 'inherit' });
@@ -11,6 +12,12 @@ function run(command, args) {
 // The suites start real servers and a real browser: install them from Debian's packages when missing.
 run('bash', ['scripts/ensure-redis.sh']);
 run('bash', ['scripts/ensure-chromium.sh']);
+if (process.env.SLUICE_TEST_SERVER === 'valkey') {
+  // Valkey lives in a private folder (no system service): put its binaries first on the suites' PATH.
+  const valkey = spawnSync('bash', ['scripts/ensure-valkey.sh'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  if (valkey.status !== 0) process.exit(valkey.status ?? 1);
+  process.env.PATH = `${valkey.stdout.toString().trim()}${delimiter}${process.env.PATH ?? ''}`;
+}
 run('node', ['scripts/gen-scripts.mjs']);
 run('npx', ['tsc', '-p', 'tsconfig.json']);
 

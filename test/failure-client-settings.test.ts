@@ -4,7 +4,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { setImmediate as tick } from 'node:timers/promises';
-import { Redis } from 'ioredis';
+import { GlideClient, Logger } from '@valkey/valkey-glide';
+import { Cluster, Redis } from 'ioredis';
+import { Valkey } from 'iovalkey';
 import { createClient } from 'redis';
 import { RedisStore } from '../src/index.js';
 import { type RedisServer, startRedis } from './helpers/redis-server.js';
@@ -103,5 +105,89 @@ describe('client settings', () => {
     assert.equal(warnings.length, 2);
     assert.match(warnings[0]?.message ?? '', /node-redis client.*disableOfflineQueue is not true/);
     assert.match(warnings[1]?.message ?? '', /socket.reconnectStrategy is false/);
+  });
+});
+
+describe('cluster and other client settings', () => {
+  test('ioredis Cluster with its defaults: the warning names retryDelayOnFailover (a call cut off by a dying primary is sent again)', async () => {
+    const client = new Cluster([{ host: '127.0.0.1', port: server.port }], { lazyConnect: true });
+    try {
+      const warnings = await warningsWhile(() => new RedisStore({ client }));
+      assert.equal(warnings.length, 1);
+      assert.match(warnings[0]?.message ?? '', /enableOfflineQueue is not false/);
+      assert.match(
+        warnings[0]?.message ?? '',
+        /retryDelayOnFailover is 100, not 0: a call cut off by a dying primary is sent again, and may be counted twice/,
+      );
+    } finally {
+      client.disconnect();
+    }
+  });
+
+  test('ioredis Cluster that fails fast: no warning; one whose nodes reconnect and resend: warned', async () => {
+    const good = new Cluster([{ host: '127.0.0.1', port: server.port }], {
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      retryDelayOnFailover: 0,
+    });
+    const resending = new Cluster([{ host: '127.0.0.1', port: server.port }], {
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      retryDelayOnFailover: 0,
+      clusterNodeRetryStrategy: () => 100,
+    });
+    try {
+      assert.deepEqual(await warningsWhile(() => new RedisStore({ client: good })), []);
+      const warnings = await warningsWhile(() => new RedisStore({ client: resending }));
+      assert.equal(warnings.length, 1);
+      assert.match(
+        warnings[0]?.message ?? '',
+        /clusterNodeRetryStrategy is set and redisOptions\.autoResendUnfulfilledCommands is not false/,
+      );
+    } finally {
+      good.disconnect();
+      resending.disconnect();
+    }
+  });
+
+  test('iovalkey is named as itself in the warning and in store.client', async () => {
+    const client = new Valkey({ port: server.port, lazyConnect: true });
+    try {
+      const warnings = await warningsWhile(() => {
+        assert.deepEqual(new RedisStore({ client }).client, { library: 'iovalkey', cluster: false });
+      });
+      assert.equal(warnings.length, 1);
+      assert.match(warnings[0]?.message ?? '', /^sluice: this iovalkey client is not set up/);
+    } finally {
+      client.disconnect();
+    }
+  });
+
+  test("Valkey GLIDE: requestTimeout longer than the limiter's timeoutMs and a long reconnect backoff are named", async () => {
+    Logger.setLoggerConfig('off');
+    const addresses = [{ host: '127.0.0.1', port: server.port }];
+    const defaults = await GlideClient.createClient({ addresses });
+    const good = await GlideClient.createClient({ addresses, requestTimeout: 50 });
+    const slowBack = await GlideClient.createClient({
+      addresses,
+      requestTimeout: 50,
+      connectionBackoff: { numberOfRetries: 10, factor: 100, exponentBase: 2 },
+    });
+    try {
+      const first = await warningsWhile(() => new RedisStore({ client: defaults }));
+      assert.equal(first.length, 1);
+      assert.match(
+        first[0]?.message ?? '',
+        /this valkey-glide client .*requestTimeout is 250 ms \(GLIDE's default\), longer than the limiter's timeoutMs \(50 ms\)/,
+      );
+      assert.deepEqual(await warningsWhile(() => new RedisStore({ client: good })), []);
+      const backoff = await warningsWhile(() => new RedisStore({ client: slowBack }));
+      assert.equal(backoff.length, 1);
+      assert.match(backoff[0]?.message ?? '', /connectionBackoff lets reconnect attempts grow to 102400 ms/);
+    } finally {
+      defaults.close();
+      good.close();
+      slowBack.close();
+    }
   });
 });

@@ -62,13 +62,13 @@ describe('SCRIPT FLUSH and FUNCTION FLUSH under load', () => {
           const stored = fixedWindowCount(await admin.command('GET', store.keyFor('flush', identifier)));
           assert.equal(stored, allowed, identifier);
         }
-        // The flushes did bite: the store had to send the script bodies (or the library) again.
+        // The flushes did bite: the store had to load the scripts (or the library) again.
         const reloads =
-          mode === 'scripts' ? commandCalls(info, 'eval') : commandCalls(info, 'function\\|load');
+          mode === 'scripts' ? commandCalls(info, 'script\\|load') : commandCalls(info, 'function\\|load');
         // (Two flushes with no call between them need one reload, hence not one per flush.)
         assert.ok(reloads >= FLUSHES / 2, `${reloads} reloads for ${FLUSHES} flushes`);
         t.diagnostic(
-          `${kind} ${mode}: ${samples.length} decisions, all from Redis, across ${FLUSHES} flushes; ${reloads} ${mode === 'scripts' ? 'EVAL' : 'FUNCTION LOAD'} reloads`,
+          `${kind} ${mode}: ${samples.length} decisions, all from Redis, across ${FLUSHES} flushes; ${reloads} ${mode === 'scripts' ? 'SCRIPT LOAD' : 'FUNCTION LOAD'} reloads`,
         );
       } finally {
         unhandled.dispose();

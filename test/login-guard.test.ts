@@ -178,6 +178,10 @@ for (const kind of CLIENT_KINDS) {
     const connected = await connect(kind, own.port);
     try {
       const guard = loginGuard({ store: new RedisStore({ client: connected.client }), timeoutMs: 500 });
+      // Valkey GLIDE may hold a request through its reconnection attempts (up to its requestTimeout,
+      // long in these suites) rather than fail it, and then the guard's own timeout answers for it.
+      const failures: readonly string[] =
+        kind === 'valkey-glide' ? [ERROR_CODES.STORE, ERROR_CODES.TIMEOUT] : [ERROR_CODES.STORE];
       assert.equal((await guard.failed('carol', IP)).allowed, true);
       assert.equal((await guard.check('carol', IP)).allowed, true);
       await own.kill();
@@ -185,14 +189,14 @@ for (const kind of CLIENT_KINDS) {
       assert.equal(check.allowed, false);
       assert.deepEqual(check.blockedBy, ['username', 'ip']);
       assert.ok(check.reason === 'store-error' || check.reason === 'timeout', String(check.reason));
-      assert.equal(check.error?.code, ERROR_CODES.STORE);
+      assert.ok(failures.includes(String(check.error?.code)), String(check.error?.code));
       assert.equal(check.retryAfterMs, 0);
       assert.equal(check.username, undefined);
       const failed = await guard.failed('carol', IP);
       assert.equal(failed.allowed, false);
       await assert.rejects(
         guard.succeeded('carol'),
-        (error: unknown) => error instanceof SluiceError && error.code === ERROR_CODES.STORE,
+        (error: unknown) => error instanceof SluiceError && failures.includes(error.code),
       );
     } finally {
       await connected.close();

@@ -218,3 +218,17 @@ describe('coalescing', () => {
     await connected.close();
   });
 });
+
+test('each client library is named as itself in store.client', async () => {
+  for (const kind of CLIENT_KINDS) {
+    const connected = await connect(kind, server.port);
+    try {
+      assert.deepEqual(new RedisStore({ client: connected.client }).client, {
+        library: kind,
+        cluster: false,
+      });
+    } finally {
+      await connected.close();
+    }
+  }
+});

@@ -9,6 +9,7 @@ import { parseList } from 'structured-headers';
 import { DEFAULT_CONFIG } from '../../src/cli/config.js';
 import { type RunningCli, startCli, writeConfig } from '../helpers/cli.js';
 import { type RedisServer, startRedis } from '../helpers/redis-server.js';
+import { SERVER_FAMILY } from '../helpers/server-family.js';
 
 /** The repository root, where the default sluice.config.json lives (build/test/cli -> ../../..). */
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -228,7 +229,11 @@ describe('sluice serve', () => {
   test('--redis keeps the state in Redis, under the config prefix', async () => {
     const { running, base } = await startServe(['--redis', redisServer.url]);
     try {
-      assert.match(running.output().stdout, /with Redis [\d.]+ at redis:\/\/127\.0\.0\.1:\d+\n/);
+      // The banner names the server as its INFO does: Redis 7.0.15, Valkey 8.0.1.
+      assert.match(
+        running.output().stdout,
+        new RegExp(`with ${SERVER_FAMILY.label} [\\d.]+ at redis://127\\.0\\.0\\.1:\\d+\\n`),
+      );
       const reply = await limit(base, { policy: 'login', key: 'alice', cost: 2 });
       assert.equal(reply.status, 200, reply.body);
       assert.equal(JSON.parse(reply.body).remaining, 3);

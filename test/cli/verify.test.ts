@@ -4,6 +4,7 @@ import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { parseJson, runCli, startCli } from '../helpers/cli.js';
 import { type RedisServer, startRedis } from '../helpers/redis-server.js';
+import { SERVER_FAMILY } from '../helpers/server-family.js';
 
 interface VerifyReport {
   processes: number;
@@ -80,7 +81,10 @@ describe('sluice verify', () => {
     assert.equal(result.code, 0, result.stderr);
     assert.match(
       result.stdout,
-      /^5 processes x 100 parallel requests = 500 at a limit of 100, on Redis [\d.]+ at redis:\/\/127\.0\.0\.1:\d+\n/,
+      // The server named as its INFO does: Redis 7.0.15, Valkey 8.0.1.
+      new RegExp(
+        `^5 processes x 100 parallel requests = 500 at a limit of 100, on ${SERVER_FAMILY.label} [\\d.]+ at redis://127\\.0\\.0\\.1:\\d+\\n`,
+      ),
     );
     for (const name of SLUICE) {
       assert.match(result.stdout, new RegExp(`\\n${name}\\s+500\\s+100\\s+400\\s+0\\s+exact\\n`));

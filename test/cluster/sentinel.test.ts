@@ -12,8 +12,8 @@ import {
   slidingWindow,
   tokenBucket,
 } from '../../src/index.js';
-import { CLIENT_KINDS, type ClientKind } from '../helpers/clients.js';
-import { type ClusterClient, connectSentinel } from '../helpers/cluster-clients.js';
+import type { ClientKind } from '../helpers/clients.js';
+import { type ClusterClient, connectSentinel, SENTINEL_CLIENT_KINDS } from '../helpers/cluster-clients.js';
 import { type Load, type LoadOptions, sleep, startLoad, summarize } from '../helpers/failover-load.js';
 import { type SentinelDeployment, startSentinel } from '../helpers/redis-sentinel.js';
 import { pollUntil } from '../helpers/resp.js';
@@ -40,7 +40,7 @@ const running = new Set<Load>();
 
 before(async () => {
   deployment = await startSentinel({ downAfterMs: 1000 });
-  for (const kind of CLIENT_KINDS) {
+  for (const kind of SENTINEL_CLIENT_KINDS) {
     for (const mode of ['scripts', 'functions'] as const) {
       const client = await connectSentinel(kind, deployment.sentinelNodes, deployment.name);
       clients.push(client);

@@ -160,13 +160,16 @@ for (const kind of BACKENDS) {
 }
 
 test('a fallback grant is given back to the fallback store when another member refuses', async () => {
-  // A Redis that has gone: the first member decides by its fallback policy, in process.
+  // A Redis that has gone: the first member decides by its fallback policy, in process. The store
+  // saw its client connected (an outage later is not waited for, unlike a first connection).
   const gone = await startRedis();
   const dead = await connect('ioredis', gone.port);
+  const store = new RedisStore({ client: dead.client });
+  assert.equal(store.untilReady(), undefined);
   await gone.stop();
   try {
     const onRedis = createLimiter({
-      store: new RedisStore({ client: dead.client }),
+      store,
       policy: fixedWindow({ limit: 3, windowMs: 600_000 }),
       name: 'redis-side',
       onStoreError: 'fallback',

@@ -1,12 +1,21 @@
-// Cluster and Sentinel clients of both libraries, configured as docs/cluster.md recommends, for the cluster suites.
+// Cluster and Sentinel clients of every library, configured as docs/cluster.md recommends, for the cluster suites.
+import { GlideClusterClient } from '@valkey/valkey-glide';
 import { Cluster, Redis } from 'ioredis';
+import { Valkey, Cluster as ValkeyCluster } from 'iovalkey';
 import { createCluster, createSentinel } from 'redis';
-import type { ClientKind } from './clients.js';
+import { CLIENT_KINDS, type ClientKind, GLIDE_REQUEST_TIMEOUT_MS, quietGlide } from './clients.js';
+
+/** The libraries that find a primary through Sentinel (Valkey GLIDE does not). */
+export const SENTINEL_CLIENT_KINDS: readonly ClientKind[] = CLIENT_KINDS.filter(
+  (kind) => kind !== 'valkey-glide',
+);
 
 export interface ClusterClient {
   readonly kind: ClientKind;
   /** The client itself, as an application would pass it to RedisStore. */
   readonly client: unknown;
+  /** Sends one command to the node that owns `key` (for a naive limiter to race against). */
+  send(args: readonly string[], key: string): Promise<unknown>;
   close(): Promise<void>;
 }
 
@@ -26,16 +35,19 @@ export async function connectCluster(
   profile: FailoverProfile = 'wait',
 ): Promise<ClusterClient> {
   const wait = profile === 'wait';
-  if (kind === 'ioredis') {
-    const client = new Cluster(
+  if (kind === 'ioredis' || kind === 'iovalkey') {
+    // iovalkey is ioredis's fork: the same calls, typed as ioredis's for brevity.
+    const Client = (kind === 'ioredis' ? Cluster : ValkeyCluster) as unknown as typeof Cluster;
+    const client = new Client(
       rootNodes.map(({ host, port }) => ({ host, port })),
       {
         lazyConnect: true,
         // Limiter state is written by every call: never route to replicas.
         scaleReads: 'master',
-        // `wait`: the retry budget (64 x 100 ms) must outlast a failover (about twice cluster-node-timeout).
+        // `wait`: the retry budget (128 x 100 ms) must outlast a failover (about twice cluster-node-timeout),
+        // and a slot left half migrated while a busy machine runs eight clients' checks on it.
         // `fail-fast`: 0 turns off resending after "Connection is closed" and CLUSTERDOWN.
-        maxRedirections: wait ? 64 : 16,
+        maxRedirections: wait ? 128 : 16,
         retryDelayOnFailover: wait ? 100 : 0,
         retryDelayOnClusterDown: wait ? 100 : 0,
         retryDelayOnTryAgain: 100,
@@ -49,8 +61,28 @@ export async function connectCluster(
     return {
       kind,
       client,
+      send: (args) => client.call(args[0] as string, ...args.slice(1)),
       close: async () => {
         client.disconnect();
+      },
+    };
+  }
+  if (kind === 'valkey-glide') {
+    quietGlide();
+    // GLIDE follows MOVED and ASK, and refreshes its slots, by itself; a request waits through a
+    // failover up to requestTimeout. Fail fast: a short one, so calls for a lost primary fail soon.
+    const client = await GlideClusterClient.createClient({
+      addresses: rootNodes.map(({ host, port }) => ({ host, port })),
+      requestTimeout: wait ? GLIDE_REQUEST_TIMEOUT_MS : 200,
+      connectionBackoff: { numberOfRetries: 5, factor: 50, exponentBase: 2 },
+    });
+    return {
+      kind,
+      client,
+      send: (args, key) =>
+        client.customCommand([...args], { route: { type: 'primarySlotKey', key } }) as Promise<unknown>,
+      close: async () => {
+        client.close();
       },
     };
   }
@@ -73,6 +105,7 @@ export async function connectCluster(
   return {
     kind,
     client,
+    send: (args, key) => client.sendCommand(key, false, [...args]),
     close: async () => {
       client.destroy();
     },
@@ -88,8 +121,11 @@ export async function connectSentinel(
   sentinels: ReadonlyArray<{ host: string; port: number }>,
   name: string,
 ): Promise<ClusterClient> {
-  if (kind === 'ioredis') {
-    const client = new Redis({
+  if (kind === 'valkey-glide') throw new Error('Valkey GLIDE does not connect through Sentinel');
+  if (kind === 'ioredis' || kind === 'iovalkey') {
+    // iovalkey is ioredis's fork: the same calls, typed as ioredis's for brevity.
+    const Client = (kind === 'ioredis' ? Redis : Valkey) as unknown as typeof Redis;
+    const client = new Client({
       sentinels: sentinels.map(({ host, port }) => ({ host, port })),
       name,
       lazyConnect: true,
@@ -106,6 +142,7 @@ export async function connectSentinel(
     return {
       kind,
       client,
+      send: (args) => client.call(args[0] as string, ...args.slice(1)),
       close: async () => {
         client.disconnect();
       },
@@ -127,6 +164,7 @@ export async function connectSentinel(
   return {
     kind,
     client,
+    send: (args) => client.sendCommand(false, [...args]),
     close: async () => {
       await client.destroy();
     },

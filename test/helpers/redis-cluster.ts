@@ -1,8 +1,9 @@
-// A real Redis Cluster on loopback: 6 redis-server processes (3 primaries, 3 replicas) for the cluster suites.
+// A real Redis Cluster on loopback: 6 server processes (3 primaries, 3 replicas; Redis or Valkey) for the cluster suites.
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { type RedisServer, requireRedisBinary, startRedis } from './redis-server.js';
 import { infoFields, pollUntil, type Reply, redisCommand } from './resp.js';
+import { SERVER_FAMILY } from './server-family.js';
 
 const run = promisify(execFile);
 
@@ -78,12 +79,12 @@ function isAlive(server: RedisServer): boolean {
 }
 
 /**
- * Starts 6 nodes in cluster mode, joins them with `redis-cli --cluster create --cluster-replicas 1`,
+ * Starts 6 nodes in cluster mode, joins them with `<cli> --cluster create --cluster-replicas 1`,
  * and waits until the cluster is healthy. No persistence; diskless replication without delay, so
  * replicas sync at once.
  */
 export async function startCluster(options: ClusterOptions = {}): Promise<RedisCluster> {
-  requireRedisBinary('redis-cli');
+  requireRedisBinary(SERVER_FAMILY.cli);
   const nodeTimeoutMs = options.nodeTimeoutMs ?? 5000;
   const args = [
     '--cluster-enabled',
@@ -185,7 +186,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<RedisC
     stop,
   };
   try {
-    await run('redis-cli', [
+    await run(SERVER_FAMILY.cli, [
       '--cluster',
       'create',
       ...servers.map((server) => `${server.host}:${server.port}`),
@@ -201,7 +202,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<RedisC
   return cluster;
 }
 
-/** `redis-cli --cluster reshard`: moves `count` slots from one primary to another. */
+/** `redis-cli --cluster reshard` (or valkey-cli's): moves `count` slots from one primary to another. */
 export async function reshard(
   cluster: RedisCluster,
   fromId: string,
@@ -209,7 +210,7 @@ export async function reshard(
   count: number,
   viaPort: number,
 ): Promise<void> {
-  await run('redis-cli', [
+  await run(SERVER_FAMILY.cli, [
     '--cluster',
     'reshard',
     `${cluster.host}:${viaPort}`,

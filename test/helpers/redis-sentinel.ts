@@ -1,9 +1,10 @@
-// A real Sentinel deployment on loopback: a primary, its replica, and three redis-sentinel processes.
+// A real Sentinel deployment on loopback: a primary, its replica, and three sentinel processes (Redis or Valkey).
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type RedisServer, requireRedisBinary, startRedis } from './redis-server.js';
 import { infoFields, pollUntil, type Reply, redisCommand } from './resp.js';
+import { SERVER_FAMILY } from './server-family.js';
 
 export interface SentinelDeployment {
   /** The name the sentinels monitor the primary under. */
@@ -33,7 +34,7 @@ export interface SentinelOptions {
 
 /** Starts a primary, a replica of it, and three sentinels with a quorum of 2; waits until they agree. */
 export async function startSentinel(options: SentinelOptions = {}): Promise<SentinelDeployment> {
-  requireRedisBinary('redis-sentinel');
+  requireRedisBinary(SERVER_FAMILY.sentinel);
   const name = 'sluice';
   const downAfterMs = options.downAfterMs ?? 1000;
   const started: RedisServer[] = [];
@@ -63,7 +64,7 @@ export async function startSentinel(options: SentinelOptions = {}): Promise<Sent
             '',
           ].join('\n'),
         );
-        const sentinel = await startRedis({ binary: 'redis-sentinel', configFile });
+        const sentinel = await startRedis({ binary: SERVER_FAMILY.sentinel, configFile });
         started.push(sentinel);
         return sentinel;
       }),

@@ -1,9 +1,10 @@
-// Starts real redis-server processes on free loopback ports for the tests, and tears them down.
+// Starts real redis-server (or valkey-server) processes on free loopback ports for the tests, and tears them down.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createConnection, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { SERVER_FAMILY } from './server-family.js';
 
 export interface RedisServer {
   readonly host: string;
@@ -19,18 +20,16 @@ export interface RedisServer {
   stop(): Promise<void>;
 }
 
-let checked = false;
+const checked = new Set<string>();
 
-/** Fails with a clear message when redis-server is missing, rather than a spawn ENOENT. */
-export function requireRedisBinary(binary = 'redis-server'): void {
-  if (checked) return;
+/** Fails with a clear message when the server binary is missing, rather than a spawn ENOENT. */
+export function requireRedisBinary(binary = SERVER_FAMILY.server): void {
+  if (checked.has(binary)) return;
   try {
     execFileSync(binary, ['--version'], { stdio: 'pipe' });
-    checked = true;
+    checked.add(binary);
   } catch {
-    throw new Error(
-      `${binary} is not installed: run .ci/run, or apt-get install redis-server redis-sentinel`,
-    );
+    throw new Error(`${binary} is not installed: ${SERVER_FAMILY.install}`);
   }
 }
 
@@ -72,7 +71,7 @@ export async function waitForPing(port: number, timeoutMs = 5000): Promise<void>
     });
     if (ok) return;
     if (Date.now() > deadline)
-      throw new Error(`redis-server on port ${port} did not answer PING within ${timeoutMs} ms`);
+      throw new Error(`The server on port ${port} did not answer PING within ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 20));
   }
 }
@@ -83,11 +82,11 @@ function exited(child: ChildProcess): Promise<void> {
 }
 
 export interface StartOptions {
-  /** Extra arguments for redis-server, e.g. ['--cluster-enabled', 'yes']. */
+  /** Extra arguments for the server, e.g. ['--cluster-enabled', 'yes']. */
   readonly args?: readonly string[];
   /** A fixed port; a free one by default. */
   readonly port?: number;
-  /** The binary, for redis-sentinel or valkey-server. */
+  /** The binary, e.g. the sentinel's; the family's server (SLUICE_TEST_SERVER) by default. */
   readonly binary?: string;
   /** A configuration file, passed first (redis-sentinel needs one it can rewrite). */
   readonly configFile?: string;
@@ -98,9 +97,12 @@ process.once('exit', () => {
   for (const child of running) child.kill('SIGKILL');
 });
 
-/** Starts a redis-server on 127.0.0.1 with no persistence, in its own temporary directory. */
+/**
+ * Starts a server of the test run's family (redis-server, or valkey-server with
+ * SLUICE_TEST_SERVER=valkey) on 127.0.0.1 with no persistence, in its own temporary directory.
+ */
 export async function startRedis(options: StartOptions = {}): Promise<RedisServer> {
-  const binary = options.binary ?? 'redis-server';
+  const binary = options.binary ?? SERVER_FAMILY.server;
   requireRedisBinary(binary);
   const dir = mkdtempSync(join(tmpdir(), 'sluice-redis-'));
   const port = options.port ?? (await freePort());

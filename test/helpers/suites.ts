@@ -1,6 +1,7 @@
 // What every Redis-backed suite shares: the store variants to run under, and the end-of-suite hygiene checks.
 import assert from 'node:assert/strict';
-import { RedisStore } from '../../src/index.js';
+import { fixedWindow, RedisStore } from '../../src/index.js';
+import type { StoreRequest } from '../../src/types.js';
 import { CLIENT_KINDS, type ClientKind, type Connected, connect } from './clients.js';
 
 export type Mode = 'scripts' | 'functions';
@@ -50,4 +51,16 @@ export async function assertHygiene(connected: Connected): Promise<void> {
 export async function scriptsInSlowlog(connected: Connected): Promise<unknown[]> {
   const slowlog = (await connected.command('SLOWLOG', 'GET', 128)) as unknown[][];
   return slowlog.filter((entry) => /^(EVALSHA|EVAL|FCALL)$/i.test(String((entry[3] as unknown[])[0])));
+}
+
+/** A request for one unit of a fixed window of 10 per hour, for tests that call a store directly. */
+export function oneUnit(name: string, identifier: string): StoreRequest {
+  return {
+    policy: fixedWindow({ limit: 10, windowMs: 3_600_000 }),
+    name,
+    identifier,
+    operation: 'limit',
+    cost: 1,
+    now: undefined,
+  };
 }

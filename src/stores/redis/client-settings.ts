@@ -1,13 +1,25 @@
 // The client settings sluice expects, checked once per client: a client that queues commands while
 // disconnected runs them late, after the limiter has answered for them.
+import type { ClientLibrary } from './commander.js';
+
+/** A reconnect delay beyond this leaves decisions to the failure policy long after the server is back. */
+const MAX_BACKOFF_MS = 5000;
+
+const IOREDIS_SETTINGS =
+  '{ enableOfflineQueue: false, maxRetriesPerRequest: 0 } and a retryStrategy that returns a delay (a Cluster: { enableOfflineQueue: false, retryDelayOnFailover: 0 })';
 
 /** The settings sluice expects, by library, as docs/redis.md's table shows them. */
-export const EXPECTED_SETTINGS = {
-  ioredis: '{ enableOfflineQueue: false, maxRetriesPerRequest: 0 } and a retryStrategy that returns a delay',
+export const EXPECTED_SETTINGS: Readonly<Record<ClientLibrary, string>> = {
+  ioredis: IOREDIS_SETTINGS,
+  iovalkey: IOREDIS_SETTINGS,
   'node-redis': '{ disableOfflineQueue: true } and a socket.reconnectStrategy other than false',
-} as const;
+  'valkey-glide': `{ requestTimeout } no longer than the limiter's timeoutMs and a connectionBackoff that stays under ${MAX_BACKOFF_MS} ms`,
+};
 
-type Library = keyof typeof EXPECTED_SETTINGS;
+/** The limiter's default `timeoutMs`, which GLIDE's `requestTimeout` is held against. */
+const LIMITER_TIMEOUT_MS = 50;
+/** GLIDE's default `requestTimeout`. */
+const GLIDE_REQUEST_TIMEOUT_MS = 250;
 
 function record(value: unknown): Record<string, unknown> | undefined {
   return typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : undefined;
@@ -20,7 +32,27 @@ function ioredisProblems(client: Record<string, unknown>, cluster: boolean): str
   if (options.enableOfflineQueue !== false) {
     problems.push('enableOfflineQueue is not false: commands wait in a queue while the connection is down');
   }
-  if (cluster) return problems;
+  if (cluster) {
+    // A call cut off by a dying primary fails with "Connection is closed."; with a retry delay the
+    // Cluster sends it again once the slots are refreshed, though the script may have run: counted twice.
+    const delay = options.retryDelayOnFailover;
+    if (delay === undefined || (typeof delay === 'number' && delay > 0)) {
+      problems.push(
+        `retryDelayOnFailover is ${String(delay ?? 100)}, not 0: a call cut off by a dying primary is sent again, and may be counted twice`,
+      );
+    }
+    // With clusterNodeRetryStrategy, node connections reconnect and resend what they had in flight.
+    const nodeOptions = record(options.redisOptions) ?? {};
+    if (
+      typeof options.clusterNodeRetryStrategy === 'function' &&
+      nodeOptions.autoResendUnfulfilledCommands !== false
+    ) {
+      problems.push(
+        'clusterNodeRetryStrategy is set and redisOptions.autoResendUnfulfilledCommands is not false: a node that reconnects sends again the calls it had in flight, which may be counted twice',
+      );
+    }
+    return problems;
+  }
   if (options.maxRetriesPerRequest !== 0) {
     problems.push(
       `maxRetriesPerRequest is ${String(options.maxRetriesPerRequest)}, not 0: commands cut off by a lost connection are sent again after reconnecting`,
@@ -46,11 +78,53 @@ function nodeRedisProblems(client: Record<string, unknown>, cluster: boolean): s
   return problems;
 }
 
-/** What is wrong with a client's settings for sluice, in words; empty when nothing is. */
-export function clientSettingProblems(client: unknown, library: Library, cluster: boolean): string[] {
+function glideProblems(client: Record<string, unknown>, limiterTimeoutMs: number): string[] {
+  const config = record(client.config);
+  if (config === undefined) return [];
+  const problems: string[] = [];
+  // GLIDE holds a request through reconnections and retries until requestTimeout: one held longer
+  // than the limiter waits runs after the limiter has answered for it.
+  const requestTimeout =
+    typeof config.requestTimeout === 'number' ? config.requestTimeout : GLIDE_REQUEST_TIMEOUT_MS;
+  if (requestTimeout > limiterTimeoutMs) {
+    problems.push(
+      `requestTimeout is ${requestTimeout} ms${config.requestTimeout === undefined ? " (GLIDE's default)" : ''}, longer than the limiter's timeoutMs (${limiterTimeoutMs} ms): a command GLIDE holds through a reconnection runs after the limiter has answered for it`,
+    );
+  }
+  const backoff = record(config.connectionBackoff);
+  if (backoff !== undefined) {
+    const { factor, exponentBase, numberOfRetries } = backoff;
+    if (
+      typeof factor === 'number' &&
+      typeof exponentBase === 'number' &&
+      typeof numberOfRetries === 'number'
+    ) {
+      const longest = factor * exponentBase ** numberOfRetries;
+      if (longest > MAX_BACKOFF_MS) {
+        problems.push(
+          `connectionBackoff lets reconnect attempts grow to ${Math.round(longest)} ms: the failure policy decides for that long after the server is back`,
+        );
+      }
+    }
+  }
+  return problems;
+}
+
+/**
+ * What is wrong with a client's settings for sluice, in words; empty when nothing is. GLIDE's
+ * `requestTimeout` is held against `limiterTimeoutMs` (the limiter's default `timeoutMs` unless given).
+ */
+export function clientSettingProblems(
+  client: unknown,
+  library: ClientLibrary,
+  cluster: boolean,
+  limiterTimeoutMs = LIMITER_TIMEOUT_MS,
+): string[] {
   const object = record(client);
   if (object === undefined) return [];
-  return library === 'ioredis' ? ioredisProblems(object, cluster) : nodeRedisProblems(object, cluster);
+  if (library === 'node-redis') return nodeRedisProblems(object, cluster);
+  if (library === 'valkey-glide') return glideProblems(object, limiterTimeoutMs);
+  return ioredisProblems(object, cluster);
 }
 
 const checked = new WeakSet<object>();
@@ -60,7 +134,7 @@ const checked = new WeakSet<object>();
  * connection. The limiter's `timeoutMs` still bounds every call; the queue's harm is that commands
  * it holds run after reconnecting and take units for requests that were already answered.
  */
-export function warnAboutClientSettings(client: unknown, library: Library, cluster: boolean): void {
+export function warnAboutClientSettings(client: unknown, library: ClientLibrary, cluster: boolean): void {
   if (typeof client !== 'object' || client === null || checked.has(client)) return;
   checked.add(client);
   const problems = clientSettingProblems(client, library, cluster);

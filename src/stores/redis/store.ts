@@ -9,21 +9,34 @@ import {
   type StoreRequest,
   type StoreResult,
 } from '../../types.js';
-import { keyPart, knownKeys, optionsObject, positiveInteger } from '../../validate.js';
+import { durationMs, keyPart, knownKeys, optionsObject, positiveInteger } from '../../validate.js';
 import { atomicRequestsError } from '../atomic.js';
-import { type Commander, toCommander } from './adapters.js';
+import { toCommander } from './adapters.js';
 import { warnAboutClientSettings } from './client-settings.js';
+import type { ClientLibrary, Commander } from './commander.js';
+import { Readiness } from './readiness.js';
+import { Recovery } from './recovery.js';
 import { settle } from './reply.js';
 import { LIBRARY_CODE, SCRIPTS, type Script } from './scripts.js';
+import { isTryAgain, storeError, type Unrun, unrunReason } from './server-errors.js';
 import { keySlot } from './slot.js';
 
 /** Options of {@link RedisStore}. */
 export interface RedisStoreOptions {
   /**
-   * An ioredis client (direct or through Sentinel) or Cluster, or a node-redis client, cluster
-   * (`createCluster()`) or sentinel (`createSentinel()`), already configured.
+   * An ioredis or iovalkey client (direct or through Sentinel) or Cluster, a node-redis client,
+   * cluster (`createCluster()`) or sentinel (`createSentinel()`), or a Valkey GLIDE `GlideClient`
+   * or `GlideClusterClient`, already configured.
    */
   readonly client: unknown;
+  /**
+   * How long decisions made before the client's first connection wait for it; then the limiter's
+   * `timeoutMs` applies. If the server cannot be reached in this time, those decisions (and later
+   * ones, until it connects) get the failure policy's answer. Once connected, an outage is never
+   * waited for: the failure policy answers within `timeoutMs`.
+   * @default 5000
+   */
+  readonly connectTimeoutMs?: number;
   /**
    * First part of every key: `<prefix>:<limiter name>:{<identifier>}`.
    * @default 'rl'
@@ -77,24 +90,18 @@ function mixedPolicies(queue: readonly Pending[]): boolean {
  */
 const MAX_LOG_BATCH_WORK = 256;
 
-const DEFAULTS = { prefix: 'rl', mode: 'scripts', maxBatch: 64 } as const;
-/** FCALLs per batch when the server keeps losing the library (each after loading it again). */
-const FUNCTION_TRIES = 3;
+const DEFAULTS = { prefix: 'rl', mode: 'scripts', maxBatch: 64, connectTimeoutMs: 5000 } as const;
+/**
+ * Sends per batch when the server keeps answering that the script did not run (each after a
+ * repair): another flush can land between a reload and the resend (seen under load).
+ */
+const SEND_TRIES = 3;
+/**
+ * How long a call that met READONLY (a primary demoted by a failover) or a redirection its client
+ * did not follow waits before it is resent, while the client learns the new owner.
+ */
+const REDIRECT_WAIT_MS = 50;
 const COSTS = Array.from({ length: 101 }, (_, i) => String(i));
-
-// ioredis Cluster wraps the reply that ends a run of redirections, e.g. when a replica promoted in
-// a failover (it has no scripts) answers the last retry: the script still did not run.
-const NOSCRIPT = /^(?:Too many Cluster redirections\. Last error: ReplyError: )?NOSCRIPT/;
-
-function isNoScript(error: unknown): boolean {
-  return error instanceof Error && NOSCRIPT.test(error.message);
-}
-
-const TRYAGAIN = /^(?:Too many Cluster redirections\. Last error: ReplyError: )?TRYAGAIN/;
-
-function isTryAgain(error: unknown): boolean {
-  return error instanceof Error && TRYAGAIN.test(error.message);
-}
 
 /** The items grouped by key, each group in arrival order. */
 function byKey(items: readonly Pending[]): Pending[][] {
@@ -120,22 +127,20 @@ export class RedisStore implements Store {
   readonly prefix: string;
   readonly mode: 'scripts' | 'functions';
   readonly maxBatch: number;
+  readonly connectTimeoutMs: number;
   readonly #commander: Commander;
+  readonly #readiness: Readiness;
+  readonly #recovery = new Recovery((reason, key) => this.#repair(reason, key));
   #queue: Pending[] = [];
   #scheduled = false;
-  #loading: Promise<void> | undefined;
-  /** Commands sent so far, in the order the server runs them (one connection per node). */
-  #sent = 0;
-  /** `#sent` when the library load in flight was sent. */
-  #loadingSentAt = 0;
   /** Script or function calls sent, for tests and the benchmark's accounting. */
   calls = 0;
 
   constructor(options: RedisStoreOptions) {
     const raw = optionsObject('RedisStore options', options, true);
-    knownKeys('RedisStore', raw, ['client', 'prefix', 'mode', 'maxBatch']);
+    knownKeys('RedisStore', raw, ['client', 'prefix', 'mode', 'maxBatch', 'connectTimeoutMs']);
     this.#commander = toCommander(raw.client);
-    warnAboutClientSettings(raw.client, this.#commander.client, this.#commander.cluster);
+    warnAboutClientSettings(raw.client, this.#commander.library, this.#commander.cluster);
     this.prefix = raw.prefix === undefined ? DEFAULTS.prefix : keyPart('RedisStore.prefix', raw.prefix);
     if (raw.mode !== undefined && raw.mode !== 'scripts' && raw.mode !== 'functions') {
       throw invalidOption('RedisStore.mode', "'scripts' or 'functions'", raw.mode);
@@ -145,11 +150,41 @@ export class RedisStore implements Store {
       raw.maxBatch === undefined
         ? DEFAULTS.maxBatch
         : positiveInteger('RedisStore.maxBatch', raw.maxBatch, 1000);
+    this.connectTimeoutMs =
+      raw.connectTimeoutMs === undefined
+        ? DEFAULTS.connectTimeoutMs
+        : durationMs('RedisStore.connectTimeoutMs', raw.connectTimeoutMs);
+    this.#readiness = new Readiness(this.#commander, this.connectTimeoutMs);
   }
 
   /** Which client library and topology this store talks to. */
-  get client(): { readonly library: 'ioredis' | 'node-redis'; readonly cluster: boolean } {
-    return { library: this.#commander.client, cluster: this.#commander.cluster };
+  get client(): { readonly library: ClientLibrary; readonly cluster: boolean } {
+    return { library: this.#commander.library, cluster: this.#commander.cluster };
+  }
+
+  /**
+   * Resolves once the client is connected; rejects with ERR_SLUICE_STORE, naming the address, when
+   * it cannot connect within `connectTimeoutMs`. For apps that would rather not start serving before
+   * their store can decide (limiters wait for the first connection by themselves).
+   *
+   * @example
+   * const store = new RedisStore({ client: new Redis() });
+   * await store.ready(); // throws if Redis cannot be reached within 5 s
+   */
+  ready(): Promise<void> {
+    return this.#readiness.ready();
+  }
+
+  untilReady(): Promise<void> | undefined {
+    return this.#readiness.untilReady();
+  }
+
+  /** On a cluster, the primary (`host:port`) that owns the request's slot in the client's slot table. */
+  shardOf(request: StoreRequest): string | undefined {
+    if (!this.#commander.cluster) return undefined;
+    return this.#commander.primaryOf(
+      keySlot(stateKey(this.prefix, request.name, request.identifier, request.tag)),
+    );
   }
 
   keyFor(name: string, identifier: string, tag?: string): string {
@@ -214,7 +249,7 @@ export class RedisStore implements Store {
         return results;
       },
       (error: unknown) => {
-        throw storeError(error);
+        throw storeError(error, this.#shardOfKey(firstKey));
       },
     );
   }
@@ -224,8 +259,12 @@ export class RedisStore implements Store {
     try {
       await this.#commander.send(['DEL', key], key);
     } catch (error) {
-      throw storeError(error);
+      throw storeError(error, this.#shardOfKey(key));
     }
+  }
+
+  #shardOfKey(key: string): string | undefined {
+    return this.#commander.cluster ? this.#commander.primaryOf(keySlot(key)) : undefined;
   }
 
   readonly #flush = (): void => {
@@ -328,70 +367,58 @@ export class RedisStore implements Store {
             return;
           }
         }
-        const wrapped = storeError(error);
+        const wrapped = storeError(error, this.#shardOfKey((items[0] as Pending).key));
         for (const item of items) item.reject(wrapped);
       },
     );
   }
 
   async #run(script: Script, args: string[], key: string): Promise<unknown> {
-    this.calls++;
-    if (this.mode === 'functions') {
-      args[0] = 'FCALL';
-      args[1] = script.functionName;
-      // A server that lost the library (restart, FUNCTION FLUSH, new primary) gets it again. "Function
-      // not found" means nothing ran, so a resend cannot count twice; and since another flush can land
-      // between the load and the resend (seen under load), a few tries rather than one.
-      for (let attempt = 1; ; attempt++) {
-        const sentAt = ++this.#sent;
-        try {
-          return await this.#commander.send(args, key);
-        } catch (error) {
-          const lost = error instanceof Error && /function not found/i.test(error.message);
-          if (!lost || attempt >= FUNCTION_TRIES) throw error;
-        }
-        await this.#loadLibrary(sentAt);
-        this.calls++;
+    // While a repair is under way, calls wait until the calls it repairs have been sent again.
+    const gate = this.#recovery.gate;
+    if (gate !== undefined) await gate;
+    const functions = this.mode === 'functions';
+    args[0] = functions ? 'FCALL' : 'EVALSHA';
+    args[1] = functions ? script.functionName : script.sha;
+    for (let attempt = 1; ; attempt++) {
+      if (attempt === SEND_TRIES && !functions) {
+        // Flushes keep landing between the loads and the resends: the body itself, which needs no load.
+        args[0] = 'EVAL';
+        args[1] = script.body;
       }
-    }
-    args[0] = 'EVALSHA';
-    args[1] = script.sha;
-    try {
-      return await this.#commander.send(args, key);
-    } catch (error) {
-      // Only NOSCRIPT earns a resend: any other error may have run the script, and a resend would count twice.
-      if (!isNoScript(error)) throw error;
-      const retry = args.slice();
-      retry[0] = 'EVAL';
-      retry[1] = script.body;
       this.calls++;
-      return await this.#commander.send(retry, key);
+      const sentAt = this.#recovery.stamp();
+      try {
+        return await this.#commander.send(args, key);
+      } catch (error) {
+        // Only a reply that proves the script did not run earns a resend: any other error may have
+        // run it, and a resend would count twice.
+        const reason = unrunReason(error, functions);
+        if (reason === undefined || attempt >= SEND_TRIES) throw error;
+        await this.#recovery.repair(reason, sentAt, key, this.#shardOfKey(key) ?? '');
+      }
     }
   }
 
   /**
-   * Loads the library for a call that found it missing, sent when `#sent` was `failedAt`. Calls share
-   * a load in flight only if it was sent after theirs: one sent before ran before their failure, so
-   * whatever removed the library came after it.
+   * Makes the node that owns `key` able to run the scripts again: SCRIPT LOAD (scripts loaded by
+   * EVAL may be evicted on Redis 7.4 and later, loaded ones are not) or FUNCTION LOAD there; after
+   * READONLY or MOVED, a pause while the client learns who the new primary is.
    */
-  #loadLibrary(failedAt: number): Promise<void> {
-    if (this.#loading === undefined || this.#loadingSentAt < failedAt) {
-      this.#loadingSentAt = ++this.#sent;
-      const loading: Promise<void> = this.#commander
-        .sendToPrimaries(['FUNCTION', 'LOAD', 'REPLACE', LIBRARY_CODE])
-        .then(() => undefined)
-        .finally(() => {
-          if (this.#loading === loading) this.#loading = undefined;
-        });
-      this.#loading = loading;
+  async #repair(reason: Unrun, key: string): Promise<void> {
+    if (reason === 'readonly' || reason === 'moved') {
+      await new Promise((resolve) => setTimeout(resolve, REDIRECT_WAIT_MS));
+      return;
     }
-    return this.#loading;
+    const loads =
+      reason === 'function'
+        ? [['FUNCTION', 'LOAD', 'REPLACE', LIBRARY_CODE]]
+        : Object.values(SCRIPTS).map((script) => ['SCRIPT', 'LOAD', script.body]);
+    // The owner must have them; every other primary, as far as it can be reached, gets them too: a
+    // call reached by ASK runs on a node that does not own the slot yet.
+    await Promise.all([
+      ...loads.map((args) => this.#commander.sendToOwner(args, key)),
+      ...loads.map((args) => this.#commander.broadcast(args)),
+    ]);
   }
-}
-
-function storeError(error: unknown): SluiceError {
-  if (error instanceof SluiceError) return error;
-  // node-redis rejects a timed-out command with an empty message: its name is the news.
-  const message = error instanceof Error ? error.message || error.name : String(error);
-  return new SluiceError(ERROR_CODES.STORE, `Redis store failed: ${message}`, { cause: error });
 }
