@@ -1,7 +1,7 @@
 // createLimiter(): a limiter is one member of the decision pipeline (src/core/), deciding groups of one.
 // Knows no Redis, no HTTP.
 import { Member } from './core/member.js';
-import { decideOne } from './core/pipeline.js';
+import { decideTransient } from './core/pipeline.js';
 import { SluiceError } from './errors.js';
 import { type LimiterOptions, resolveLimiterOptions } from './options.js';
 import type { Decision, Operation, Policy, Store } from './types.js';
@@ -92,15 +92,20 @@ class RateLimiter implements Limiter {
       identifier: string,
       cost: number,
       costOption: string,
-      options: CallOptions | KeyOptions | undefined,
+      tag: string | undefined,
+      limit: number | undefined,
     ): Promise<Decision> => {
-      const call = member.call(operation, identifier, cost, costOption, options?.tag, options?.limit);
-      return call instanceof SluiceError ? Promise.reject(call) : decideOne(call);
+      const call = member.transientCall(operation, identifier, cost, costOption, tag, limit);
+      return call instanceof SluiceError ? Promise.reject(call) : decideTransient(call);
     };
-    this.limit = (identifier, options) => decide('limit', identifier, options?.cost ?? 1, 'cost', options);
-    this.peek = (identifier, options) => decide('peek', identifier, options?.cost ?? 1, 'cost', options);
+    this.limit = (identifier, options) =>
+      options === undefined
+        ? decide('limit', identifier, 1, 'cost', undefined, undefined)
+        : decide('limit', identifier, options.cost ?? 1, 'cost', options.tag, options.limit);
+    this.peek = (identifier, options) =>
+      decide('peek', identifier, options?.cost ?? 1, 'cost', options?.tag, options?.limit);
     this.refund = (identifier, amount = 1, options) =>
-      decide('refund', identifier, amount, 'amount', options);
+      decide('refund', identifier, amount, 'amount', options?.tag, options?.limit);
     this.reset = (identifier, options) => member.reset(identifier, options?.tag);
   }
 }

@@ -10,18 +10,19 @@ const unsettled = (): void => {};
 
 /**
  * A request to one limiter's store, with what the pipeline learns on the way. It is at once the
- * store's request and the deadline's entry, so a decision allocates one object of its own.
+ * store's request and the deadline's entry, so a decision allocates one object of its own; a
+ * limiter's in-process decisions reuse one (see Member.transientCall).
  */
 export class Call implements StoreRequest, Expiring {
   readonly member: Member;
   /** The limiter's policy, or its variant for this call's `limit`. */
-  readonly policy: Policy;
+  policy: Policy;
   readonly name: string;
-  readonly identifier: string;
-  readonly tag: string | undefined;
-  readonly operation: Operation;
-  readonly cost: number;
-  readonly now: number | undefined;
+  identifier: string;
+  tag: string | undefined;
+  operation: Operation;
+  cost: number;
+  now: number | undefined;
   /** When the call started, in the deny cache's time: the limiter's clock, or `performance.now()`. */
   startedAt = 0;
   /** The deny cache's epoch when the call started (see DenyCache.epoch). */
@@ -56,6 +57,30 @@ export class Call implements StoreRequest, Expiring {
     this.operation = operation;
     this.cost = cost;
     this.now = now;
+  }
+
+  /** Makes a finished call a new one (a limiter's in-process decisions reuse one object). */
+  renew(
+    policy: Policy,
+    operation: Operation,
+    identifier: string,
+    cost: number,
+    tag: string | undefined,
+    now: number | undefined,
+  ): this {
+    this.policy = policy;
+    this.identifier = identifier;
+    this.tag = tag;
+    this.operation = operation;
+    this.cost = cost;
+    this.now = now;
+    this.startedAt = 0;
+    this.epoch = 0;
+    this.askedAt = 0;
+    this.shard = undefined;
+    this.probe = false;
+    this.error = undefined;
+    return this;
   }
 
   /** The deadline passed: the failure policy answers. */

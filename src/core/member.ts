@@ -34,8 +34,8 @@ export class Member {
   readonly deadlines: Deadlines;
   readonly health: Health;
   readonly denyCache: DenyCache | undefined;
-  /** The store's synchronous decide, for stores that need no I/O (the memory store). */
-  readonly decideNow: ((request: StoreRequest) => StoreResult) | undefined;
+  /** Whether the store decides in process, synchronously (`store.decideNow`: the memory store). */
+  readonly inProcess: boolean;
   readonly #onDecision: ResolvedLimiterOptions['onDecision'];
   readonly #onError: ResolvedLimiterOptions['onError'];
   /** Where decisions are counted: the limiter's `metrics`, and those attached by all() and the like. */
@@ -43,6 +43,8 @@ export class Member {
   /** Whether anyone listens to decisions: only then are contexts built and store times taken. */
   observed: boolean;
   #untimed = 0;
+  /** The call the next transient in-process decision reuses (see transientCall). */
+  #spare: Call | undefined;
   /** A context reused for the recorder alone (it keeps nothing of it once `record` returns). */
   readonly #scratch: { -readonly [K in keyof HookContext]: HookContext[K] | undefined };
 
@@ -58,7 +60,8 @@ export class Member {
       for (const recorder of this.#recorders) recorder.health(name, up, shard);
     });
     this.denyCache = options.denyCacheMaxEntries > 0 ? new DenyCache(options.denyCacheMaxEntries) : undefined;
-    this.decideNow = typeof store.decideNow === 'function' ? store.decideNow.bind(store) : undefined;
+    this.inProcess = typeof store.decideNow === 'function';
+    if (this.inProcess) this.#spare = new Call(this, policy, 'peek', '', 1, undefined, undefined);
     this.#onDecision = options.onDecision;
     this.#onError = options.onError;
     this.observed = options.onDecision !== undefined;
@@ -95,12 +98,17 @@ export class Member {
     tag: unknown,
     limit: unknown,
   ): Policy | SluiceError {
-    const policy = limit === undefined ? this.policy : policyFor(this.policy, limit);
-    if (policy instanceof SluiceError) return policy;
-    return checkIdentifier(identifier) ?? checkCost(costOption, cost, policy) ?? checkTag(tag) ?? policy;
+    let policy = this.policy;
+    if (limit !== undefined) {
+      const variant = policyFor(policy, limit);
+      if (variant instanceof SluiceError) return variant;
+      policy = variant;
+    }
+    const invalid = checkIdentifier(identifier) ?? checkCost(costOption, cost, policy) ?? checkTag(tag);
+    return invalid === undefined ? policy : invalid;
   }
 
-  /** A checked call, or the error; reads the limiter's clock unless given the time (one for a group). */
+  /** A checked call, or the error; reads the limiter's clock. */
   call(
     operation: Operation,
     identifier: string,
@@ -114,6 +122,36 @@ export class Member {
     const now = this.time();
     if (now instanceof SluiceError) return now;
     return new Call(this, policy, operation, identifier, cost, tag, now);
+  }
+
+  /**
+   * A call that nothing keeps once it is decided (the limiter's own methods): on a store that
+   * decides in process, one object serves call after call, handed back by `release` (a hook that
+   * calls the limiter meanwhile gets a new one).
+   */
+  transientCall(
+    operation: Operation,
+    identifier: string,
+    cost: number,
+    costOption: string,
+    tag: string | undefined,
+    limit: number | undefined,
+  ): Call | SluiceError {
+    const spare = this.#spare;
+    if (spare === undefined || limit !== undefined || this.clock !== undefined) {
+      return this.call(operation, identifier, cost, costOption, tag, limit);
+    }
+    // The common call, checked inline: the limiter's own policy and the store's clock.
+    const policy = this.policy;
+    const invalid = checkIdentifier(identifier) ?? checkCost(costOption, cost, policy) ?? checkTag(tag);
+    if (invalid !== undefined) return invalid;
+    this.#spare = undefined;
+    return spare.renew(policy, operation, identifier, cost, tag, undefined);
+  }
+
+  /** Takes back a transient call decided in process. */
+  release(call: Call): void {
+    if (this.inProcess) this.#spare = call;
   }
 
   /** The limiter's time for a call: its clock's reading, `undefined` for the store's, or the clock's error. */

@@ -1,7 +1,7 @@
 // The decision pipeline: one call, or calls on one store decided as one script. Every phase is a
 // method of Member; these functions only put them in order.
 import { performance } from 'node:perf_hooks';
-import type { Decision, StoreResult } from '../types.js';
+import type { Decision, Store, StoreResult } from '../types.js';
 import type { Call } from './call.js';
 import type { Expiring } from './deadlines.js';
 import type { Member } from './member.js';
@@ -34,7 +34,7 @@ export function decideOne(call: Call): Promise<Decision> {
   const member = call.member;
   const cached = member.cached(call);
   if (cached !== undefined) return Promise.resolve(cached);
-  if (member.decideNow !== undefined) return Promise.resolve(decideInProcess(member, call));
+  if (member.inProcess) return Promise.resolve(decideInProcess(member, call));
   // A process just started waits for its connection rather than fail open (or closed) at once.
   const connecting = member.store.untilReady?.();
   if (connecting !== undefined) {
@@ -46,12 +46,27 @@ export function decideOne(call: Call): Promise<Decision> {
   return ask(member, call);
 }
 
+/**
+ * Decides a transient call (see Member.transientCall): on a store that decides in process, the call
+ * goes back to its limiter once decided, for the next one.
+ */
+export function decideTransient(call: Call): Promise<Decision> {
+  const member = call.member;
+  if (!member.inProcess) return decideOne(call);
+  const decision =
+    member.denyCache === undefined
+      ? decideInProcess(member, call)
+      : (member.cached(call) ?? decideInProcess(member, call));
+  member.release(call);
+  return Promise.resolve(decision);
+}
+
 function decideInProcess(member: Member, call: Call): Decision {
   // An in-process decision takes about as long as reading the clock twice: one in 16 is timed.
   if (member.observed) call.askedAt = member.timesThisOne() ? performance.now() : Number.NaN;
   let result: StoreResult;
   try {
-    result = (member.decideNow as NonNullable<Member['decideNow']>)(call);
+    result = (member.store as Required<Pick<Store, 'decideNow'>>).decideNow(call);
   } catch (error) {
     return member.failed(call, 'store-error', error);
   }
