@@ -115,12 +115,25 @@ export interface StoreRequest {
   readonly now: number | undefined;
 }
 
+/** A request a store answers by calling it back, without a promise of its own (see Store.enqueue). */
+export interface QueuedRequest extends StoreRequest {
+  /** The store's result. */
+  answer(result: StoreResult): void;
+  /** The store's failure. */
+  fail(error: unknown): void;
+}
+
 /** Where state lives. A store decides each request atomically and knows nothing of HTTP. */
 export interface Store {
   /** `redis` or `memory`, for logs and hooks. */
   readonly kind: string;
   /** Decides one request atomically. */
   decide(request: StoreRequest): Promise<StoreResult>;
+  /**
+   * `decide` without a promise: the store calls `request.answer` or `request.fail`, once. Optional;
+   * the limiter uses it when present (a promise and its callbacks per decision add up).
+   */
+  enqueue?(request: QueuedRequest): void;
   /**
    * Decides at once, for stores that need no I/O (the memory store). A limiter calls it instead of
    * `decide` when present, and then needs no timeout.

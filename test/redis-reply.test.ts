@@ -7,13 +7,13 @@ import type { StoreResult } from '../src/types.js';
 
 function items(count: number): {
   results: Array<StoreResult | undefined>;
-  items: Array<{ resolve: (r: StoreResult) => void }>;
+  items: Array<{ answer: (r: StoreResult) => void }>;
 } {
   const results: Array<StoreResult | undefined> = Array.from({ length: count }, () => undefined);
   return {
     results,
     items: results.map((_, i) => ({
-      resolve: (result: StoreResult) => {
+      answer: (result: StoreResult) => {
         results[i] = result;
       },
     })),

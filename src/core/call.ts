@@ -1,6 +1,6 @@
 // One call on its way through the pipeline, and the checks that make it: identifier, cost, tag, limit, clock.
 import { describeValue, ERROR_CODES, SluiceError } from '../errors.js';
-import type { Decision, Operation, Policy, StoreRequest } from '../types.js';
+import type { Decision, Operation, Policy, QueuedRequest, StoreResult } from '../types.js';
 import type { Expiring } from './deadlines.js';
 import type { Member } from './member.js';
 
@@ -13,7 +13,7 @@ const unsettled = (): void => {};
  * store's request and the deadline's entry, so a decision allocates one object of its own; a
  * limiter's in-process decisions reuse one (see Member.transientCall).
  */
-export class Call implements StoreRequest, Expiring {
+export class Call implements QueuedRequest, Expiring {
   readonly member: Member;
   /** The limiter's policy, or its variant for this call's `limit`. */
   policy: Policy;
@@ -81,6 +81,16 @@ export class Call implements StoreRequest, Expiring {
     this.probe = false;
     this.error = undefined;
     return this;
+  }
+
+  /** The store answered (see Store.enqueue); after the deadline the answer is dropped. */
+  answer(result: StoreResult): void {
+    if (this.member.deadlines.settle(this)) this.resolve(this.member.answered(this, result));
+  }
+
+  /** The store failed (see Store.enqueue); after the deadline the failure is dropped. */
+  fail(error: unknown): void {
+    if (this.member.deadlines.settle(this)) this.resolve(this.member.failed(this, 'store-error', error));
   }
 
   /** The deadline passed: the failure policy answers. */

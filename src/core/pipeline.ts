@@ -79,22 +79,15 @@ function ask(member: Member, call: Call): Promise<Decision> {
   return new Promise<Decision>((resolve) => {
     call.resolve = resolve;
     if (member.observed) call.askedAt = performance.now();
-    const deadlines = member.deadlines;
-    deadlines.track(call);
-    let pending: Promise<StoreResult>;
+    member.deadlines.track(call);
+    const store = member.store;
     try {
-      pending = member.store.decide(call);
+      // The call takes its answer itself where the store allows: no promise of the store's own.
+      if (store.enqueue !== undefined) store.enqueue(call);
+      else store.decide(call).then(call.answer.bind(call), call.fail.bind(call));
     } catch (error) {
-      pending = Promise.reject(error);
+      call.fail(error);
     }
-    pending.then(
-      (result) => {
-        if (deadlines.settle(call)) resolve(member.answered(call, result));
-      },
-      (error: unknown) => {
-        if (deadlines.settle(call)) resolve(member.failed(call, 'store-error', error));
-      },
-    );
   });
 }
 

@@ -9,14 +9,11 @@ function recordLength(head: unknown): number {
 }
 
 /**
- * Resolves each item with its record of a batch's reply (lua/single.lua): one integer for an allowed
+ * Answers each item with its record of a batch's reply (lua/single.lua): one integer for an allowed
  * key whose reset is the batch's shared one, two for another allowed key, three for a denied one.
  * Checks the whole reply first: false, resolving nothing, when it does not hold one record per item.
  */
-export function settle(
-  items: ReadonlyArray<{ readonly resolve: (result: StoreResult) => void }>,
-  reply: unknown,
-): boolean {
+export function settle(items: ReadonlyArray<{ answer(result: StoreResult): void }>, reply: unknown): boolean {
   if (!Array.isArray(reply)) return false;
   const values = reply as unknown[];
   let at = 1;
@@ -33,13 +30,13 @@ export function settle(
     const head = values[at] as number;
     const item = items[i] as (typeof items)[number];
     if (head >= 0) {
-      item.resolve({ allowed: true, remaining: head, resetMs: shared, retryAfterMs: 0 });
+      item.answer({ allowed: true, remaining: head, resetMs: shared, retryAfterMs: 0 });
       at += 1;
       continue;
     }
     const twice = -1 - head;
     if (twice % 2 === 0) {
-      item.resolve({
+      item.answer({
         allowed: true,
         remaining: values[at + 1] as number,
         resetMs: twice / 2,
@@ -47,7 +44,7 @@ export function settle(
       });
       at += 2;
     } else {
-      item.resolve({
+      item.answer({
         allowed: false,
         remaining: values[at + 1] as number,
         resetMs: (twice - 1) / 2,

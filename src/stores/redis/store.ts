@@ -5,6 +5,7 @@ import {
   OPERATION_CODE,
   type Operation,
   type Policy,
+  type QueuedRequest,
   type Store,
   type StoreRequest,
   type StoreResult,
@@ -58,11 +59,31 @@ export interface RedisStoreOptions {
   readonly maxBatch?: number;
 }
 
+/** A request in the queue, with its key, answered once. */
 interface Pending {
   readonly request: StoreRequest;
   readonly key: string;
-  readonly resolve: (result: StoreResult) => void;
-  readonly reject: (error: unknown) => void;
+  answer(result: StoreResult): void;
+  fail(error: unknown): void;
+}
+
+/** A request that takes its answer itself (see Store.enqueue): no promise, no closures. */
+class Queued implements Pending {
+  readonly request: QueuedRequest;
+  readonly key: string;
+
+  constructor(request: QueuedRequest, key: string) {
+    this.request = request;
+    this.key = key;
+  }
+
+  answer(result: StoreResult): void {
+    this.request.answer(result);
+  }
+
+  fail(error: unknown): void {
+    this.request.fail(error);
+  }
 }
 
 interface Batch {
@@ -193,14 +214,20 @@ export class RedisStore implements Store {
 
   decide(request: StoreRequest): Promise<StoreResult> {
     const key = stateKey(this.prefix, request.name, request.identifier, request.tag);
-    return new Promise<StoreResult>((resolve, reject) => {
-      this.#queue.push({ request, key, resolve, reject });
-      if (!this.#scheduled) {
-        this.#scheduled = true;
-        // After every promise continuation of this tick: decisions they start join the batch.
-        process.nextTick(this.#flush);
-      }
-    });
+    return new Promise<StoreResult>((answer, fail) => this.#push({ request, key, answer, fail }));
+  }
+
+  enqueue(request: QueuedRequest): void {
+    this.#push(new Queued(request, stateKey(this.prefix, request.name, request.identifier, request.tag)));
+  }
+
+  #push(pending: Pending): void {
+    this.#queue.push(pending);
+    if (!this.#scheduled) {
+      this.#scheduled = true;
+      // After every promise continuation of this tick: decisions they start join the batch.
+      process.nextTick(this.#flush);
+    }
   }
 
   /**
@@ -354,7 +381,7 @@ export class RedisStore implements Store {
             ERROR_CODES.BAD_REPLY,
             `Expected one record per key (${count}) from the ${script.name} script, got ${Array.isArray(reply) ? `${reply.length} values that do not make them` : typeof reply}.`,
           );
-          for (const item of items) item.reject(error);
+          for (const item of items) item.fail(error);
         }
       },
       (error: unknown) => {
@@ -368,7 +395,7 @@ export class RedisStore implements Store {
           }
         }
         const wrapped = storeError(error, this.#shardOfKey((items[0] as Pending).key));
-        for (const item of items) item.reject(wrapped);
+        for (const item of items) item.fail(wrapped);
       },
     );
   }
