@@ -195,6 +195,15 @@ export class Member {
   /** The store answered in time: the decision it made. */
   answered(call: Call, result: StoreResult): Decision {
     if (this.health.down) this.health.answered(call.shard ?? this.store.shardOf?.(call));
+    const decision: Decision = {
+      allowed: result.allowed,
+      limit: call.policy.limit,
+      remaining: result.remaining,
+      resetMs: result.resetMs,
+      retryAfterMs: result.retryAfterMs,
+    };
+    // Most limiters remember no denials, report to no one and enforce: the decision is the answer.
+    if (this.denyCache === undefined && !this.observed && this.enforce) return decision;
     if (this.denyCache !== undefined && !result.allowed && call.operation !== 'refund') {
       this.denyCache.remember(
         call.identifier,
@@ -206,13 +215,6 @@ export class Member {
         call.epoch,
       );
     }
-    const decision: Decision = {
-      allowed: result.allowed,
-      limit: call.policy.limit,
-      remaining: result.remaining,
-      resetMs: result.resetMs,
-      retryAfterMs: result.retryAfterMs,
-    };
     // NaN for an in-process call that was not timed (see timesThisOne).
     const storeMs =
       this.observed && !Number.isNaN(call.askedAt) ? performance.now() - call.askedAt : Number.NaN;
