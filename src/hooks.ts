@@ -28,8 +28,8 @@ export interface HookContext {
   readonly source: DecisionSource;
   /**
    * Milliseconds the store took to answer, with fractions, when `source` is `store`; otherwise 0.
-   * An in-process store (the memory store) decides in about the time reading the clock twice takes:
-   * one decision in 16 is timed, and the others say `NaN`.
+   * Reading the clock twice costs about what an in-process decision does: one decision in 16 is
+   * timed (the first among them), and the others say `NaN`.
    */
   readonly storeMs: number;
   /** `false` in shadow mode: the caller was allowed whatever the decision says. */
@@ -70,7 +70,8 @@ export type ErrorHook = (error: SluiceError, context: HookContext) => void;
 
 const warned = new WeakSet<object>();
 
-function report(hookName: string, hook: object, error: unknown): void {
+/** Reports a hook that threw, once per hook, as a process warning. */
+export function reportHookFailure(hookName: string, hook: object, error: unknown): void {
   // Once per hook: a hook that throws on every call must not flood the log.
   if (warned.has(hook)) return;
   warned.add(hook);
@@ -91,9 +92,11 @@ export function callHook<A>(
   try {
     const returned = hook(value, context);
     if (typeof (returned as PromiseLike<unknown> | undefined)?.then === 'function') {
-      (returned as PromiseLike<unknown>).then(undefined, (error: unknown) => report(hookName, hook, error));
+      (returned as PromiseLike<unknown>).then(undefined, (error: unknown) =>
+        reportHookFailure(hookName, hook, error),
+      );
     }
   } catch (error) {
-    report(hookName, hook, error);
+    reportHookFailure(hookName, hook, error);
   }
 }

@@ -2,7 +2,13 @@
 // failure policy, shadow mode and hooks. Each phase is one short method; pipeline.ts orders them.
 import { performance } from 'node:perf_hooks';
 import { ERROR_CODES, SluiceError } from '../errors.js';
-import { callHook, type DecisionSource, type HookContext, type MetricsRecorder } from '../hooks.js';
+import {
+  callHook,
+  type DecisionSource,
+  type HookContext,
+  type MetricsRecorder,
+  reportHookFailure,
+} from '../hooks.js';
 import type { ResolvedLimiterOptions } from '../options.js';
 import type {
   Decision,
@@ -247,7 +253,7 @@ export class Member {
     return this.deliver(call, this.health.decide(call, outage.reason), 'skipped', 0);
   }
 
-  /** Whether to time this in-process decision: the first, then one in 16 (`storeMs` is NaN for the others). */
+  /** Whether to time this decision: the first, then one in 16 (`storeMs` is NaN for the others). */
   timesThisOne(): boolean {
     return (this.#untimed++ & 15) === 0;
   }
@@ -282,12 +288,14 @@ export class Member {
     context.storeMs = storeMs;
     context.error = call.error;
     context.shard = call.shard;
-    callHook('metrics', this.#record, decision, context as HookContext);
+    for (const recorder of this.#recorders) {
+      try {
+        recorder.record(decision, context as HookContext);
+      } catch (error) {
+        reportHookFailure('metrics', recorder, error);
+      }
+    }
   }
-
-  readonly #record = (decision: Decision, context: HookContext): void => {
-    for (const recorder of this.#recorders) recorder.record(decision, context);
-  };
 
   /** What hooks are told of a call. */
   context(call: Call, source: DecisionSource, storeMs: number): HookContext {
