@@ -162,6 +162,11 @@ export interface Store {
    * primaries' traffic to the failure policy. Absent or `undefined`: the store is one shard.
    */
   shardOf?(request: StoreRequest): string | undefined;
+  /**
+   * Told once of each limiter made on this store, with how long it waits for an answer, so that
+   * the store can warn of client settings that outlast it. Optional.
+   */
+  attached?(limiter: { readonly name: string; readonly timeoutMs: number }): void;
   /** Deletes one identifier's state for a limiter. */
   reset(name: string, identifier: string, tag?: string): Promise<void>;
   /** The key under which an identifier's state is kept, for tools and tests. */

@@ -8,7 +8,7 @@ import { GlideClient, Logger } from '@valkey/valkey-glide';
 import { Cluster, Redis } from 'ioredis';
 import { Valkey } from 'iovalkey';
 import { createClient } from 'redis';
-import { RedisStore } from '../src/index.js';
+import { createLimiter, fixedWindow, RedisStore } from '../src/index.js';
 import { type RedisServer, startRedis } from './helpers/redis-server.js';
 
 let server: RedisServer;
@@ -163,7 +163,7 @@ describe('cluster and other client settings', () => {
     }
   });
 
-  test("Valkey GLIDE: requestTimeout longer than the limiter's timeoutMs and a long reconnect backoff are named", async () => {
+  test("Valkey GLIDE: a requestTimeout longer than a limiter's timeoutMs and a long reconnect backoff are named", async () => {
     Logger.setLoggerConfig('off');
     const addresses = [{ host: '127.0.0.1', port: server.port }];
     const defaults = await GlideClient.createClient({ addresses });
@@ -173,14 +173,35 @@ describe('cluster and other client settings', () => {
       requestTimeout: 50,
       connectionBackoff: { numberOfRetries: 10, factor: 100, exponentBase: 2 },
     });
+    const limiterOn = (store: RedisStore, name: string, timeoutMs?: number) =>
+      createLimiter({
+        store,
+        policy: fixedWindow({ limit: 10, windowMs: 1000 }),
+        name,
+        ...(timeoutMs === undefined ? {} : { timeoutMs }),
+      });
     try {
-      const first = await warningsWhile(() => new RedisStore({ client: defaults }));
+      // requestTimeout depends on the limiters: the store alone says nothing of it.
+      let store = new RedisStore({ client: defaults });
+      assert.deepEqual(await warningsWhile(() => limiterOn(store, 'patient', 400)), []);
+      const first = await warningsWhile(() => {
+        limiterOn(store, 'api');
+        limiterOn(store, 'again');
+      });
       assert.equal(first.length, 1);
       assert.match(
         first[0]?.message ?? '',
-        /this valkey-glide client .*requestTimeout is 250 ms \(GLIDE's default\), longer than the limiter's timeoutMs \(50 ms\)/,
+        /this valkey-glide client .*requestTimeout is 250 ms \(GLIDE's default\), longer than the timeoutMs of limiter "api" \(50 ms\)/,
       );
-      assert.deepEqual(await warningsWhile(() => new RedisStore({ client: good })), []);
+      // Held against the limiter's own timeoutMs, not the default.
+      store = new RedisStore({ client: good });
+      assert.deepEqual(await warningsWhile(() => limiterOn(store, 'api')), []);
+      const tight = await warningsWhile(() => limiterOn(store, 'tight', 20));
+      assert.equal(tight.length, 1);
+      assert.match(
+        tight[0]?.message ?? '',
+        /requestTimeout is 50 ms, longer than the timeoutMs of limiter "tight" \(20 ms\)/,
+      );
       const backoff = await warningsWhile(() => new RedisStore({ client: slowBack }));
       assert.equal(backoff.length, 1);
       assert.match(backoff[0]?.message ?? '', /connectionBackoff lets reconnect attempts grow to 102400 ms/);

@@ -10,15 +10,7 @@ import {
   reportHookFailure,
 } from '../hooks.js';
 import type { ResolvedLimiterOptions } from '../options.js';
-import type {
-  Decision,
-  Operation,
-  Policy,
-  Store,
-  StoreFailure,
-  StoreRequest,
-  StoreResult,
-} from '../types.js';
+import type { Decision, Operation, Policy, Store, StoreFailure, StoreResult } from '../types.js';
 import { Call, checkCost, checkIdentifier, checkTag, policyFor, readClock } from './call.js';
 import { Deadlines } from './deadlines.js';
 import { DenyCache } from './deny-cache.js';
@@ -62,6 +54,7 @@ export class Member {
     this.clock = options.clock;
     this.enforce = options.enforce;
     this.deadlines = new Deadlines(options.timeoutMs);
+    store.attached?.({ name, timeoutMs: options.timeoutMs });
     this.health = new Health(options.onStoreError, (up, shard) => {
       for (const recorder of this.#recorders) recorder.health(name, up, shard);
     });

@@ -16,8 +16,6 @@ export const EXPECTED_SETTINGS: Readonly<Record<ClientLibrary, string>> = {
   'valkey-glide': `{ requestTimeout } no longer than the limiter's timeoutMs and a connectionBackoff that stays under ${MAX_BACKOFF_MS} ms`,
 };
 
-/** The limiter's default `timeoutMs`, which GLIDE's `requestTimeout` is held against. */
-const LIMITER_TIMEOUT_MS = 50;
 /** GLIDE's default `requestTimeout`. */
 const GLIDE_REQUEST_TIMEOUT_MS = 250;
 
@@ -78,19 +76,23 @@ function nodeRedisProblems(client: Record<string, unknown>, cluster: boolean): s
   return problems;
 }
 
-function glideProblems(client: Record<string, unknown>, limiterTimeoutMs: number): string[] {
+/**
+ * GLIDE holds a request through reconnections and retries until `requestTimeout`: one held longer
+ * than a limiter waits (its `timeoutMs`) runs after the limiter has answered for it.
+ */
+function glideTimeoutProblem(client: Record<string, unknown>, limiter: LimiterDeadline): string | undefined {
+  const config = record(client.config);
+  if (config === undefined) return undefined;
+  const requestTimeout =
+    typeof config.requestTimeout === 'number' ? config.requestTimeout : GLIDE_REQUEST_TIMEOUT_MS;
+  if (requestTimeout <= limiter.timeoutMs) return undefined;
+  return `requestTimeout is ${requestTimeout} ms${config.requestTimeout === undefined ? " (GLIDE's default)" : ''}, longer than the timeoutMs of limiter ${JSON.stringify(limiter.name)} (${limiter.timeoutMs} ms): a command GLIDE holds through a reconnection runs after the limiter has answered for it`;
+}
+
+function glideProblems(client: Record<string, unknown>): string[] {
   const config = record(client.config);
   if (config === undefined) return [];
   const problems: string[] = [];
-  // GLIDE holds a request through reconnections and retries until requestTimeout: one held longer
-  // than the limiter waits runs after the limiter has answered for it.
-  const requestTimeout =
-    typeof config.requestTimeout === 'number' ? config.requestTimeout : GLIDE_REQUEST_TIMEOUT_MS;
-  if (requestTimeout > limiterTimeoutMs) {
-    problems.push(
-      `requestTimeout is ${requestTimeout} ms${config.requestTimeout === undefined ? " (GLIDE's default)" : ''}, longer than the limiter's timeoutMs (${limiterTimeoutMs} ms): a command GLIDE holds through a reconnection runs after the limiter has answered for it`,
-    );
-  }
   const backoff = record(config.connectionBackoff);
   if (backoff !== undefined) {
     const { factor, exponentBase, numberOfRetries } = backoff;
@@ -112,22 +114,49 @@ function glideProblems(client: Record<string, unknown>, limiterTimeoutMs: number
 
 /**
  * What is wrong with a client's settings for sluice, in words; empty when nothing is. GLIDE's
- * `requestTimeout` is held against `limiterTimeoutMs` (the limiter's default `timeoutMs` unless given).
+ * `requestTimeout` depends on the limiters: see {@link warnAboutRequestTimeout}.
  */
-export function clientSettingProblems(
-  client: unknown,
-  library: ClientLibrary,
-  cluster: boolean,
-  limiterTimeoutMs = LIMITER_TIMEOUT_MS,
-): string[] {
+export function clientSettingProblems(client: unknown, library: ClientLibrary, cluster: boolean): string[] {
   const object = record(client);
   if (object === undefined) return [];
   if (library === 'node-redis') return nodeRedisProblems(object, cluster);
-  if (library === 'valkey-glide') return glideProblems(object, limiterTimeoutMs);
+  if (library === 'valkey-glide') return glideProblems(object);
   return ioredisProblems(object, cluster);
 }
 
+/** A limiter made on a store, as the store is told of it (Store.attached). */
+export interface LimiterDeadline {
+  readonly name: string;
+  readonly timeoutMs: number;
+}
+
 const checked = new WeakSet<object>();
+const checkedTimeouts = new WeakSet<object>();
+
+function warn(library: ClientLibrary, problems: readonly string[]): void {
+  process.emitWarning(
+    `sluice: this ${library} client is not set up for rate limiting: ${problems.join('; ')}. Create it with ${EXPECTED_SETTINGS[library]} (see sluice/docs/redis.md#client-settings). Shown once per client.`,
+    { type: 'SluiceWarning', code: 'SLUICE_CLIENT_SETTINGS' },
+  );
+}
+
+/**
+ * Emits one process warning per GLIDE client whose `requestTimeout` outlasts the `timeoutMs` of a
+ * limiter made on it (the first such limiter is named). Other clients fail fast while disconnected,
+ * whatever the limiter waits.
+ */
+export function warnAboutRequestTimeout(
+  client: unknown,
+  library: ClientLibrary,
+  limiter: LimiterDeadline,
+): void {
+  if (library !== 'valkey-glide' || typeof client !== 'object' || client === null) return;
+  if (checkedTimeouts.has(client)) return;
+  const problem = glideTimeoutProblem(client as Record<string, unknown>, limiter);
+  if (problem === undefined) return;
+  checkedTimeouts.add(client);
+  warn(library, [problem]);
+}
 
 /**
  * Emits one process warning per client whose settings would let commands wait behind a dead
@@ -138,9 +167,5 @@ export function warnAboutClientSettings(client: unknown, library: ClientLibrary,
   if (typeof client !== 'object' || client === null || checked.has(client)) return;
   checked.add(client);
   const problems = clientSettingProblems(client, library, cluster);
-  if (problems.length === 0) return;
-  process.emitWarning(
-    `sluice: this ${library} client is not set up for rate limiting: ${problems.join('; ')}. Create it with ${EXPECTED_SETTINGS[library]} (see sluice/docs/redis.md#client-settings). Shown once per client.`,
-    { type: 'SluiceWarning', code: 'SLUICE_CLIENT_SETTINGS' },
-  );
+  if (problems.length > 0) warn(library, problems);
 }

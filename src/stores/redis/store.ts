@@ -13,7 +13,7 @@ import {
 import { durationMs, keyPart, knownKeys, optionsObject, positiveInteger } from '../../validate.js';
 import { atomicRequestsError } from '../atomic.js';
 import { toCommander } from './adapters.js';
-import { warnAboutClientSettings } from './client-settings.js';
+import { warnAboutClientSettings, warnAboutRequestTimeout } from './client-settings.js';
 import type { ClientLibrary, Commander } from './commander.js';
 import { Readiness } from './readiness.js';
 import { Recovery } from './recovery.js';
@@ -150,6 +150,8 @@ export class RedisStore implements Store {
   readonly maxBatch: number;
   readonly connectTimeoutMs: number;
   readonly #commander: Commander;
+  /** The client as given, whose settings are checked against each limiter's timeoutMs. */
+  readonly #client: unknown;
   readonly #readiness: Readiness;
   readonly #recovery = new Recovery((reason, key) => this.#repair(reason, key));
   #queue: Pending[] = [];
@@ -161,6 +163,7 @@ export class RedisStore implements Store {
     const raw = optionsObject('RedisStore options', options, true);
     knownKeys('RedisStore', raw, ['client', 'prefix', 'mode', 'maxBatch', 'connectTimeoutMs']);
     this.#commander = toCommander(raw.client);
+    this.#client = raw.client;
     warnAboutClientSettings(raw.client, this.#commander.library, this.#commander.cluster);
     this.prefix = raw.prefix === undefined ? DEFAULTS.prefix : keyPart('RedisStore.prefix', raw.prefix);
     if (raw.mode !== undefined && raw.mode !== 'scripts' && raw.mode !== 'functions') {
@@ -194,6 +197,11 @@ export class RedisStore implements Store {
    */
   ready(): Promise<void> {
     return this.#readiness.ready();
+  }
+
+  /** Warns once per client when a GLIDE client holds commands longer than a limiter waits for them. */
+  attached(limiter: { readonly name: string; readonly timeoutMs: number }): void {
+    warnAboutRequestTimeout(this.#client, this.#commander.library, limiter);
   }
 
   untilReady(): Promise<void> | undefined {
