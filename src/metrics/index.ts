@@ -13,7 +13,7 @@ export {
   type PrometheusRegistry,
   prometheusMetrics,
 } from './prometheus.js';
-export { type HeavyHitter, SpaceSaving } from './space-saving.js';
+export { type HeavyHitter, RecentHeavyHitters, SpaceSaving } from './space-saving.js';
 export {
   DecisionMetrics,
   type DecisionMetricsOptions,

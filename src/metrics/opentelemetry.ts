@@ -1,7 +1,7 @@
 // openTelemetryMetrics(): the same instruments on an OpenTelemetry meter, counters observed at collection time.
 import { invalidOption } from '../errors.js';
 import { INSTRUMENTS, OUTCOMES, SKIP_REASONS, STORE_SECONDS_BUCKETS } from './definitions.js';
-import { resolveMetricsOptions } from './options.js';
+import { type HotOptions, resolveMetricsOptions } from './options.js';
 import { DecisionMetrics, type DecisionMetricsOptions, type LimiterTally } from './tally.js';
 
 type Attributes = Record<string, string>;
@@ -42,8 +42,8 @@ class OpenTelemetryRecorder extends DecisionMetrics {
   // One attributes object per limiter, made once: the SDK reads it on every observation.
   readonly #attributes = new WeakMap<LimiterTally, Attributes>();
 
-  constructor(hotIdentifiers: number, meter: OpenTelemetryMeter) {
-    super(hotIdentifiers);
+  constructor(hot: HotOptions, meter: OpenTelemetryMeter) {
+    super(hot);
     const options = (instrument: keyof typeof INSTRUMENTS): InstrumentOptions => ({
       description: INSTRUMENTS[instrument].help,
       unit: INSTRUMENTS[instrument].unit,
@@ -109,7 +109,7 @@ class OpenTelemetryRecorder extends DecisionMetrics {
  * const limiter = createLimiter({ store, policy, name: 'api', metrics: recorder });
  */
 export function openTelemetryMetrics(options: OpenTelemetryMetricsOptions): DecisionMetrics {
-  const { raw, hotIdentifiers } = resolveMetricsOptions('openTelemetryMetrics', options, ['meter'], true);
+  const { raw, hot } = resolveMetricsOptions('openTelemetryMetrics', options, ['meter'], true);
   const meter = raw.meter as OpenTelemetryMeter | undefined;
   if (
     typeof meter !== 'object' ||
@@ -123,5 +123,5 @@ export function openTelemetryMetrics(options: OpenTelemetryMetricsOptions): Deci
       meter,
     );
   }
-  return new OpenTelemetryRecorder(hotIdentifiers, meter);
+  return new OpenTelemetryRecorder(hot, meter);
 }

@@ -1,7 +1,7 @@
 // prometheusMetrics(): decision counts exposed through a prom-client registry, read at scrape time.
 import { invalidOption } from '../errors.js';
 import { INSTRUMENTS, OUTCOMES, SKIP_REASONS, type SkipReason } from './definitions.js';
-import { resolveMetricsOptions } from './options.js';
+import { type HotOptions, resolveMetricsOptions } from './options.js';
 import {
   cumulativeBuckets,
   DecisionMetrics,
@@ -74,8 +74,8 @@ const SKIP_FIELDS: Readonly<Record<SkipReason, 'timeout' | 'storeError' | 'skipp
 class PrometheusRecorder extends DecisionMetrics implements PrometheusMetrics {
   readonly ready: Promise<void>;
 
-  constructor(hotIdentifiers: number, registry: PrometheusRegistry | undefined, prefix: string) {
-    super(hotIdentifiers);
+  constructor(hot: HotOptions, registry: PrometheusRegistry | undefined, prefix: string) {
+    super(hot);
     const metrics = this.#metrics(prefix);
     const register = (target: PrometheusRegistry): void => {
       for (const metric of metrics) target.registerMetric(metric as never);
@@ -231,12 +231,7 @@ function histogramSamples(name: string, tally: LimiterTally): Sample[] {
  * app.get('/metrics', async (_req, res) => res.type(registry.contentType).send(await registry.metrics()));
  */
 export function prometheusMetrics(options?: PrometheusMetricsOptions): PrometheusMetrics {
-  const { raw, hotIdentifiers } = resolveMetricsOptions(
-    'prometheusMetrics',
-    options,
-    ['registry', 'prefix'],
-    false,
-  );
+  const { raw, hot } = resolveMetricsOptions('prometheusMetrics', options, ['registry', 'prefix'], false);
   const registry = raw.registry as PrometheusRegistry | undefined;
   if (
     registry !== undefined &&
@@ -252,5 +247,5 @@ export function prometheusMetrics(options?: PrometheusMetricsOptions): Prometheu
       prefix,
     );
   }
-  return new PrometheusRecorder(hotIdentifiers, registry, prefix);
+  return new PrometheusRecorder(hot, registry, prefix);
 }

@@ -51,6 +51,19 @@ export class SpaceSaving {
     return this.#items.length;
   }
 
+  /** Whether `item` holds a counter. */
+  holds(item: string): boolean {
+    return this.#slotOf.has(item);
+  }
+
+  /** The smallest count held (0 while a counter is free): what an item not held may have had at most. */
+  get smallest(): number {
+    if (this.#items.length < this.capacity) return 0;
+    let smallest = Number.POSITIVE_INFINITY;
+    for (const count of this.#counts) if (count < smallest) smallest = count;
+    return smallest;
+  }
+
   /** Counts `weight` occurrences of `item`. */
   add(item: string, weight = 1): void {
     this.#total += weight;
@@ -97,5 +110,76 @@ export class SpaceSaving {
     this.#counts.fill(0);
     this.#errors.fill(0);
     this.#total = 0;
+  }
+}
+
+/**
+ * The heavy hitters of recent time: two space-saving sketches, the current window's and the one
+ * before, turned over every window by `rotate()`. `top()` merges them, so it covers the last one to
+ * two windows: an identifier denied yesterday does not outrank the one denied now.
+ */
+export class RecentHeavyHitters {
+  #current: SpaceSaving;
+  #previous: SpaceSaving;
+
+  constructor(capacity: number) {
+    this.#current = new SpaceSaving(capacity);
+    this.#previous = new SpaceSaving(capacity);
+  }
+
+  get capacity(): number {
+    return this.#current.capacity;
+  }
+
+  /** Counts `weight` occurrences of `item` in the current window. */
+  add(item: string, weight = 1): void {
+    this.#current.add(item, weight);
+  }
+
+  /** Starts a new window: the current one becomes the previous, and the previous is forgotten. */
+  rotate(): void {
+    const forgotten = this.#previous;
+    forgotten.clear();
+    this.#previous = this.#current;
+    this.#current = forgotten;
+  }
+
+  /**
+   * The `limit` items with the highest counts over both windows, highest first. An item one full
+   * sketch does not hold may have had up to that sketch's smallest count there: it is added to `error`.
+   */
+  top(limit = this.capacity): HeavyHitter[] {
+    const sketches = [this.#current, this.#previous];
+    const merged = new Map<string, { count: number; error: number }>();
+    for (const sketch of sketches) {
+      for (const hitter of sketch.top()) {
+        const entry = merged.get(hitter.identifier);
+        if (entry === undefined) merged.set(hitter.identifier, { count: hitter.count, error: hitter.error });
+        else {
+          entry.count += hitter.count;
+          entry.error += hitter.error;
+        }
+      }
+    }
+    for (const sketch of sketches) {
+      if (sketch.size < sketch.capacity) continue;
+      const smallest = sketch.smallest;
+      for (const [identifier, entry] of merged) {
+        if (!sketch.holds(identifier)) {
+          entry.count += smallest;
+          entry.error += smallest;
+        }
+      }
+    }
+    return [...merged]
+      .map(([identifier, { count, error }]) => ({ identifier, count, error }))
+      .sort((a, b) => b.count - a.count || a.error - b.error)
+      .slice(0, limit);
+  }
+
+  /** Forgets everything. */
+  clear(): void {
+    this.#current.clear();
+    this.#previous.clear();
   }
 }

@@ -2,8 +2,8 @@
 import type { HookContext, MetricsRecorder } from '../hooks.js';
 import { type Decision, isStoreFailure, type Policy, type Store } from '../types.js';
 import { type Outcome, type SkipReason, STORE_MS_BUCKETS, STORE_SECONDS_BUCKETS } from './definitions.js';
-import { resolveMetricsOptions } from './options.js';
-import { type HeavyHitter, SpaceSaving } from './space-saving.js';
+import { type HotOptions, resolveMetricsOptions } from './options.js';
+import { type HeavyHitter, RecentHeavyHitters } from './space-saving.js';
 
 /** One limiter's counts. Plain fields: a decision costs a few additions, no lookup by label. */
 export class LimiterTally {
@@ -29,11 +29,11 @@ export class LimiterTally {
   readonly downShards = new Set<string>();
   /** When the first shard of the current outage went down (ms since the epoch). */
   downSince: number | undefined;
-  readonly hot: SpaceSaving | undefined;
+  readonly hot: RecentHeavyHitters | undefined;
 
   constructor(name: string, hotCapacity: number) {
     this.name = name;
-    this.hot = hotCapacity > 0 ? new SpaceSaving(hotCapacity) : undefined;
+    this.hot = hotCapacity > 0 ? new RecentHeavyHitters(hotCapacity) : undefined;
   }
 
   /** The bucket and time of the last timed decision, which stand for the untimed ones. */
@@ -92,7 +92,7 @@ export interface LimiterMetrics {
   readonly downShards: readonly string[];
   /** When the current outage started (ms since the epoch), or `undefined` while the store is up. */
   readonly downSinceMs: number | undefined;
-  /** The most-denied identifiers, most first. */
+  /** The most-denied identifiers over the last one to two `hotWindowMs`, most first. */
   readonly topDenied: readonly HeavyHitter[];
 }
 
@@ -104,6 +104,12 @@ export interface DecisionMetricsOptions {
    * @default 20
    */
   readonly hotIdentifiers?: number;
+  /**
+   * How long a window of the most-denied list lasts: the list covers the last one to two windows,
+   * so that it names who is denied now rather than since the process started. 0 counts since the start.
+   * @default 300000 (five minutes)
+   */
+  readonly hotWindowMs?: number;
 }
 
 /**
@@ -126,8 +132,15 @@ export class DecisionMetrics implements MetricsRecorder {
   #lastName: string | undefined;
   #last: LimiterTally | undefined;
 
-  constructor(hotIdentifiers: number) {
-    this.#hotCapacity = hotIdentifiers;
+  constructor(hot: HotOptions) {
+    this.#hotCapacity = hot.hotIdentifiers;
+    if (hot.hotIdentifiers > 0 && hot.hotWindowMs > 0) {
+      // One timer per recorder, not per limiter or identifier; it does not keep the process alive.
+      const rotation = setInterval(() => {
+        for (const tally of this.#tallies.values()) tally.hot?.rotate();
+      }, hot.hotWindowMs);
+      rotation.unref();
+    }
   }
 
   /** Makes the limiter's counters (all at 0) and remembers its policy, store and mode. */
@@ -182,7 +195,7 @@ export class DecisionMetrics implements MetricsRecorder {
     else tally.downSince ??= Date.now();
   }
 
-  /** The most-denied identifiers of a limiter, most first (none when it has not registered or denied). */
+  /** The most-denied identifiers of a limiter over the last one to two `hotWindowMs`, most first (none when it has not registered or denied). */
   topDenied(limiter: string, limit?: number): HeavyHitter[] {
     return this.#tallies.get(limiter)?.hot?.top(limit) ?? [];
   }
@@ -262,5 +275,5 @@ function describe(tally: LimiterTally): LimiterMetrics {
  * setInterval(() => console.log(metrics.topDenied('login', 3)), 60_000).unref();
  */
 export function decisionMetrics(options?: DecisionMetricsOptions): DecisionMetrics {
-  return new DecisionMetrics(resolveMetricsOptions('decisionMetrics', options, [], false).hotIdentifiers);
+  return new DecisionMetrics(resolveMetricsOptions('decisionMetrics', options, [], false).hot);
 }

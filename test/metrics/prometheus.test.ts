@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import promClient, { Registry } from 'prom-client';
 import { MemoryStore, SluiceError } from '../../src/index.js';
-import { prometheusMetrics } from '../../src/metrics/index.js';
+import { decisionMetrics, prometheusMetrics } from '../../src/metrics/index.js';
 import { countedLimiter } from './limiters.js';
 import { histogram, outcomes, scrape, skipped } from './scrape.js';
 
@@ -136,6 +136,10 @@ describe('prometheusMetrics on the memory store', () => {
         { hotIdentifiers: -1 },
         /^Expected `hotIdentifiers` to be a whole number from 0 to 1000, got -1 \(number\)\. See sluice\/docs\/errors\.md#err_sluice_invalid_option$/,
       ],
+      [
+        { hotWindowMs: 1.5 },
+        /^Expected `hotWindowMs` to be a whole number of milliseconds from 0 \(count since the start\) to 2147483647, got 1\.5 \(number\)/,
+      ],
       [{ registry: new Registry(), buckets: [1] }, /^Unknown option `prometheusMetrics\.buckets`/],
     ];
     for (const [options, message] of cases) {
@@ -169,5 +173,27 @@ describe('prometheusMetrics on the memory store', () => {
       ['h3', 'h1'],
     );
     assert.deepEqual(none.topDenied('none'), []);
+  });
+
+  test('the most-denied list covers the last one to two hotWindowMs: an identifier denied before drops out', async () => {
+    const metrics = decisionMetrics({ hotWindowMs: 40 });
+    const forever = decisionMetrics({ hotWindowMs: 0 });
+    const recent = countedLimiter(store, metrics, 'recent', 1);
+    const kept = countedLimiter(store, forever, 'kept', 1);
+    for (let i = 0; i < 5; i++) {
+      await recent.limit('yesterday');
+      await kept.limit('yesterday');
+    }
+    assert.deepEqual(metrics.topDenied('recent'), [{ identifier: 'yesterday', count: 4, error: 0 }]);
+    const until = Date.now() + 10_000;
+    while (metrics.topDenied('recent').length > 0 && Date.now() < until) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    assert.deepEqual(metrics.topDenied('recent'), []);
+    await recent.limit('now');
+    await recent.limit('now');
+    assert.deepEqual(metrics.topDenied('recent'), [{ identifier: 'now', count: 1, error: 0 }]);
+    // With 0, the list counts since the start.
+    assert.deepEqual(forever.topDenied('kept'), [{ identifier: 'yesterday', count: 4, error: 0 }]);
   });
 });

@@ -1,7 +1,7 @@
 // The space-saving sketch: its error bound, its heavy-hitter guarantee, and its fixed size.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { SpaceSaving } from '../../src/metrics/index.js';
+import { RecentHeavyHitters, SpaceSaving } from '../../src/metrics/index.js';
 import { seeded } from '../helpers/random.js';
 
 /** Feeds a stream to the sketch and to an exact count. */
@@ -96,5 +96,68 @@ describe('SpaceSaving', () => {
     assert.deepEqual([sketch.size, sketch.total, sketch.top()], [0, 0, []]);
     feed(sketch, ['e']);
     assert.deepEqual(sketch.top(), [{ identifier: 'e', count: 1, error: 0 }]);
+  });
+});
+
+describe('RecentHeavyHitters', () => {
+  test('merges the current and the previous window, and forgets what is two rotations old', () => {
+    const recent = new RecentHeavyHitters(4);
+    for (const item of ['old', 'old', 'old', 'both']) recent.add(item);
+    recent.rotate();
+    for (const item of ['both', 'both', 'new']) recent.add(item);
+    assert.deepEqual(recent.top(), [
+      { identifier: 'both', count: 3, error: 0 },
+      { identifier: 'old', count: 3, error: 0 },
+      { identifier: 'new', count: 1, error: 0 },
+    ]);
+    recent.rotate();
+    // 'old' and the first 'both' were two windows ago.
+    assert.deepEqual(recent.top(), [
+      { identifier: 'both', count: 2, error: 0 },
+      { identifier: 'new', count: 1, error: 0 },
+    ]);
+    recent.rotate();
+    assert.deepEqual(recent.top(), []);
+  });
+
+  test('over random streams with rotations, every true count of the last two windows lies within [count - error, count], and heavy hitters are listed', () => {
+    const capacity = 10;
+    const random = seeded(41).next;
+    const recent = new RecentHeavyHitters(capacity);
+    let windows: Array<Map<string, number>> = [new Map()];
+    for (let window = 0; window < 12; window++) {
+      const length = 500 + Math.floor(random() * 3000);
+      const exact = windows[windows.length - 1] as Map<string, number>;
+      for (const item of attackStream(length, random)) {
+        // The heavy identifiers change from window to window.
+        const named = item.startsWith('tail-') ? item : `${item}@${window % 3}`;
+        recent.add(named);
+        exact.set(named, (exact.get(named) ?? 0) + 1);
+      }
+      const truth = new Map<string, number>();
+      for (const counts of windows.slice(-2)) {
+        for (const [item, count] of counts) truth.set(item, (truth.get(item) ?? 0) + count);
+      }
+      const total = [...truth.values()].reduce((a, b) => a + b, 0);
+      const top = recent.top();
+      assert.ok(top.length <= 2 * capacity);
+      for (const { identifier, count, error } of top) {
+        const real = truth.get(identifier) ?? 0;
+        assert.ok(
+          real <= count && count - error <= real,
+          `${identifier}: ${real} not in [${count - error}, ${count}]`,
+        );
+      }
+      // An identifier with more than a capacity's share of either window is listed.
+      for (const [item, count] of truth) {
+        if (count > total / capacity)
+          assert.ok(
+            top.some((entry) => entry.identifier === item),
+            item,
+          );
+      }
+      recent.rotate();
+      windows = [...windows.slice(-1), new Map()];
+    }
   });
 });

@@ -102,7 +102,7 @@ function makeCard(policy) {
   legend.append(allowedTotal, deniedTotal, shadowTotal);
   card.append(legend);
 
-  card.append(el('h3', '', 'Most denied'));
+  card.append(el('h3', '', 'Most denied, last 5 to 10 minutes'));
   const top = el('ol', 'top-denied');
   card.append(top);
   return {
