@@ -43,20 +43,37 @@ export interface HookContext {
  * `openTelemetryMetrics()`). One recorder may serve many limiters; it is told of each at creation.
  */
 export interface MetricsRecorder {
-  /** A limiter was created with this recorder: its label values can be made ready (counters at 0). */
+  /**
+   * A limiter was created with this recorder: its label values can be made ready (counters at 0).
+   * A recorder may return a {@link DecisionCounter} for this limiter, which is then called instead of
+   * `record`, without a context object.
+   */
   register(limiter: {
     readonly name: string;
     readonly policy: Policy;
     readonly store: Store;
     readonly enforced: boolean;
-  }): void;
+    // biome-ignore lint/suspicious/noConfusingVoidType: a recorder whose register() returns nothing (void) stays valid
+  }): DecisionCounter | undefined | void;
   /**
    * Once per decision, with the verdict as the policy gave it (before shadow mode), after
-   * `onDecision`. The context object is reused for the next decision: read it, do not keep it.
+   * `onDecision`, unless `register` returned a counter. The context object is reused for the next
+   * decision: read it, do not keep it.
    */
   record(decision: Decision, context: HookContext): void;
   /** The store's health as a limiter sees it changed: `up` is false while the failure policy answers. */
   health(name: string, up: boolean, shard: string | undefined): void;
+}
+
+/** What a {@link DecisionCounter} is told of the call behind a decision (read it, do not keep it). */
+export type CountedCall = Pick<HookContext, 'identifier' | 'operation' | 'cost'>;
+
+/**
+ * Counts one limiter's decisions for a recorder: what `register` may return, so that a decision
+ * costs a call with the parts the recorder reads rather than a context object filled for it.
+ */
+export interface DecisionCounter {
+  count(decision: Decision, call: CountedCall, source: DecisionSource, storeMs: number): void;
 }
 
 /**

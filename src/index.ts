@@ -22,7 +22,15 @@ export {
 export type { CombinedDecision, MemberDecision } from './core/combined-decision.js';
 export { DENY_RETRY_AFTER_MS, type FailureMode } from './core/health.js';
 export { ERROR_CODES, type ErrorCode, SluiceError } from './errors.js';
-export type { DecisionHook, DecisionSource, ErrorHook, HookContext, MetricsRecorder } from './hooks.js';
+export type {
+  CountedCall,
+  DecisionCounter,
+  DecisionHook,
+  DecisionSource,
+  ErrorHook,
+  HookContext,
+  MetricsRecorder,
+} from './hooks.js';
 export { type CallOptions, createLimiter, type KeyOptions, type Limiter } from './limiter.js';
 export {
   type LoginBudget,

@@ -3,7 +3,9 @@
 import { performance } from 'node:perf_hooks';
 import { ERROR_CODES, SluiceError } from '../errors.js';
 import {
+  type CountedCall,
   callHook,
+  type DecisionCounter,
   type DecisionSource,
   type HookContext,
   type MetricsRecorder,
@@ -38,6 +40,8 @@ export class Member {
   readonly #onError: ResolvedLimiterOptions['onError'];
   /** Where decisions are counted: the limiter's `metrics`, and those attached by all() and the like. */
   readonly #recorders: MetricsRecorder[] = [];
+  /** What counts for each recorder, in the same order: its own counter, or its `record` through #scratch. */
+  readonly #counters: DecisionCounter[] = [];
   /** Whether anyone listens to decisions: only then are contexts built and store times taken. */
   observed: boolean;
   #untimed = 0;
@@ -81,9 +85,22 @@ export class Member {
   /** Counts this limiter's decisions in a recorder too, from now on (once per recorder). */
   attach(recorder: MetricsRecorder): void {
     if (this.#recorders.includes(recorder)) return;
+    const counter = recorder.register({
+      name: this.name,
+      policy: this.policy,
+      store: this.store,
+      enforced: this.enforce,
+    });
     this.#recorders.push(recorder);
+    this.#counters.push(
+      typeof counter === 'object' && counter !== null && typeof counter.count === 'function'
+        ? counter
+        : {
+            count: (decision, call, source, storeMs) =>
+              this.#record(recorder, decision, call, source, storeMs),
+          },
+    );
     this.observed = true;
-    recorder.register({ name: this.name, policy: this.policy, store: this.store, enforced: this.enforce });
   }
 
   /**
@@ -257,7 +274,14 @@ export class Member {
       if (this.#onDecision !== undefined) {
         callHook('onDecision', this.#onDecision, decision, this.context(call, source, storeMs));
       }
-      if (this.#recorders.length > 0) this.#count(call, decision, source, storeMs);
+      const counters = this.#counters;
+      for (let i = 0; i < counters.length; i++) {
+        try {
+          (counters[i] as DecisionCounter).count(decision, call, source, storeMs);
+        } catch (error) {
+          reportHookFailure('metrics', this.#recorders[i] as MetricsRecorder, error);
+        }
+      }
     }
     if (this.enforce) return decision;
     const shadowed: Decision = {
@@ -271,23 +295,25 @@ export class Member {
     return decision.reason === undefined ? shadowed : { ...shadowed, reason: decision.reason };
   }
 
-  /** Hands the decision to the recorder in the reused context; a recorder that throws is reported once. */
-  #count(call: Call, decision: Decision, source: DecisionSource, storeMs: number): void {
+  /** Hands the decision to a recorder without a counter of its own, in the reused context. */
+  #record(
+    recorder: MetricsRecorder,
+    decision: Decision,
+    call: CountedCall,
+    source: DecisionSource,
+    storeMs: number,
+  ): void {
     const context = this.#scratch;
     context.identifier = call.identifier;
     context.operation = call.operation;
     context.cost = call.cost;
     context.source = source;
     context.storeMs = storeMs;
-    context.error = call.error;
-    context.shard = call.shard;
-    for (const recorder of this.#recorders) {
-      try {
-        recorder.record(decision, context as HookContext);
-      } catch (error) {
-        reportHookFailure('metrics', recorder, error);
-      }
-    }
+    // Counters are handed the pipeline's call itself.
+    const pipelineCall = call as Call;
+    context.error = pipelineCall.error;
+    context.shard = pipelineCall.shard;
+    recorder.record(decision, context as HookContext);
   }
 
   /** What hooks are told of a call. */

@@ -155,8 +155,7 @@ class PrometheusRecorder extends DecisionMetrics implements PrometheusMetrics {
         each((t) => histogramSamples(`${prefix}${INSTRUMENTS.storeSeconds.prometheus}`, t)),
         () =>
           this.#zero((t) => {
-            t.buckets.fill(0);
-            t.storeMsSum = 0;
+            t.clearHistogram();
           }),
       ),
       metric(
@@ -204,7 +203,7 @@ function histogramSamples(name: string, tally: LimiterTally): Sample[] {
     metricName: `${name}_bucket`,
   }));
   samples.push(
-    { value: tally.storeMsSum / 1000, labels: { limiter: tally.name }, metricName: `${name}_sum` },
+    { value: tally.histogram().sumMs / 1000, labels: { limiter: tally.name }, metricName: `${name}_sum` },
     {
       value: buckets[buckets.length - 1]?.count ?? 0,
       labels: { limiter: tally.name },

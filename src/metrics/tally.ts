@@ -1,5 +1,5 @@
 // Counts decisions per limiter in plain numbers, which every exporter and the dashboard read.
-import type { HookContext, MetricsRecorder } from '../hooks.js';
+import type { CountedCall, DecisionCounter, DecisionSource, HookContext, MetricsRecorder } from '../hooks.js';
 import { type Decision, isStoreFailure, type Policy, type Store } from '../types.js';
 import { type Outcome, type SkipReason, STORE_MS_BUCKETS, STORE_SECONDS_BUCKETS } from './definitions.js';
 import { type HotOptions, resolveMetricsOptions } from './options.js';
@@ -22,9 +22,11 @@ export class LimiterTally {
   storeError = 0;
   skipped = 0;
   fallback = 0;
-  /** Store decisions per histogram bucket (not cumulative); the last one is above 1 s. */
-  readonly buckets = new Float64Array(STORE_MS_BUCKETS.length + 1);
-  storeMsSum = 0;
+  /** Store decisions per histogram bucket (not cumulative); the last one is above 1 s. See histogram(). */
+  readonly #buckets = new Float64Array(STORE_MS_BUCKETS.length + 1);
+  #storeMsSum = 0;
+  /** Untimed decisions since the last timed one, not yet in #buckets (see observe). */
+  #untimed = 0;
   /** Shards whose failures send this limiter's decisions to its failure policy ('' for a single shard). */
   readonly downShards = new Set<string>();
   /** When the first shard of the current outage went down (ms since the epoch). */
@@ -45,19 +47,42 @@ export class LimiterTally {
    * others): those count as the last timed one did, so the count stays exact.
    */
   observe(storeMs: number): number {
-    let i = this.#lastBucket;
+    // Untimed ones are counted, and put in the last timed one's bucket when it changes or is read.
     if (Number.isNaN(storeMs)) {
-      storeMs = this.#lastMs;
-    } else {
-      const bounds = STORE_MS_BUCKETS;
-      i = 0;
-      while (i < bounds.length && storeMs > (bounds[i] as number)) i++;
-      this.#lastBucket = i;
-      this.#lastMs = storeMs;
+      this.#untimed++;
+      return this.#lastMs;
     }
-    this.buckets[i] = (this.buckets[i] as number) + 1;
-    this.storeMsSum += storeMs;
+    this.#settle();
+    const bounds = STORE_MS_BUCKETS;
+    let i = 0;
+    while (i < bounds.length && storeMs > (bounds[i] as number)) i++;
+    this.#lastBucket = i;
+    this.#lastMs = storeMs;
+    this.#buckets[i] = (this.#buckets[i] as number) + 1;
+    this.#storeMsSum += storeMs;
     return storeMs;
+  }
+
+  #settle(): void {
+    const untimed = this.#untimed;
+    if (untimed === 0) return;
+    const i = this.#lastBucket;
+    this.#buckets[i] = (this.#buckets[i] as number) + untimed;
+    this.#storeMsSum += untimed * this.#lastMs;
+    this.#untimed = 0;
+  }
+
+  /** The store time histogram: decisions per bucket (not cumulative; the last is above 1 s) and their sum in ms. */
+  histogram(): { readonly buckets: Float64Array; readonly sumMs: number } {
+    this.#settle();
+    return { buckets: this.#buckets, sumMs: this.#storeMsSum };
+  }
+
+  /** Empties the store time histogram. */
+  clearHistogram(): void {
+    this.#buckets.fill(0);
+    this.#storeMsSum = 0;
+    this.#untimed = 0;
   }
 }
 
@@ -143,36 +168,57 @@ export class DecisionMetrics implements MetricsRecorder {
     }
   }
 
-  /** Makes the limiter's counters (all at 0) and remembers its policy, store and mode. */
+  /**
+   * Makes the limiter's counters (all at 0) and remembers its policy, store and mode; returns what
+   * counts its decisions (the tally is found once, here, not per decision).
+   */
   register(limiter: {
     readonly name: string;
     readonly policy: Policy;
     readonly store: Store;
     readonly enforced: boolean;
-  }): void {
+  }): DecisionCounter {
     const tally = this.tally(limiter.name);
     tally.policy = limiter.policy.description;
     tally.store = limiter.store.kind;
     tally.enforced = limiter.enforced;
+    const enforced = limiter.enforced;
+    return {
+      count: (decision, call, source, storeMs) =>
+        this.count(tally, decision, call, source, storeMs, enforced),
+    };
   }
 
   /** Counts one decision (the verdict before shadow mode, as limiters report it). */
   record(decision: Decision, context: HookContext): void {
     const name = context.name;
     const tally = name === this.#lastName ? (this.#last as LimiterTally) : this.tally(name);
-    const source = context.source;
-    if (source === 'store') this.observe(tally, context.storeMs);
-    if (context.operation !== 'limit') return;
-    tally.units += context.cost;
+    // `reset` reaches onError only, never a recorder.
+    const call = context as CountedCall;
+    this.count(tally, decision, call, context.source, context.storeMs, context.enforced);
+  }
+
+  /** Counts one decision in a limiter's tally. */
+  protected count(
+    tally: LimiterTally,
+    decision: Decision,
+    call: CountedCall,
+    source: DecisionSource,
+    storeMs: number,
+    enforced: boolean,
+  ): void {
+    if (source === 'store') this.observe(tally, storeMs);
+    if (call.operation !== 'limit') return;
+    tally.units += call.cost;
     if (decision.allowed) {
       tally.allowed++;
       // At least 80% of the limit used: remaining <= limit / 5, without a division.
       if (decision.remaining * 5 <= decision.limit) tally.nearLimit++;
     } else {
-      if (context.enforced) tally.denied++;
+      if (enforced) tally.denied++;
       else tally.shadowDenied++;
       // A failure policy that denies everyone says nothing about who is hot.
-      if (tally.hot !== undefined && !isStoreFailure(decision.reason)) tally.hot.add(context.identifier);
+      if (tally.hot !== undefined && !isStoreFailure(decision.reason)) tally.hot.add(call.identifier);
     }
     if (source === 'store') return;
     if (source === 'cache') tally.cacheHits++;
@@ -231,8 +277,9 @@ export class DecisionMetrics implements MetricsRecorder {
 /** Cumulative histogram buckets in seconds, as Prometheus and the snapshot report them. */
 export function cumulativeBuckets(tally: LimiterTally): Array<{ le: number; count: number }> {
   let count = 0;
+  const { buckets } = tally.histogram();
   return [...STORE_SECONDS_BUCKETS, Number.POSITIVE_INFINITY].map((le, i) => {
-    count += tally.buckets[i] as number;
+    count += buckets[i] as number;
     return { le, count };
   });
 }
@@ -256,7 +303,7 @@ function describe(tally: LimiterTally): LimiterMetrics {
     },
     storeDecisionSeconds: {
       buckets,
-      sum: tally.storeMsSum / 1000,
+      sum: tally.histogram().sumMs / 1000,
       count: buckets[buckets.length - 1]?.count ?? 0,
     },
     storeUp: tally.downShards.size === 0,
