@@ -76,6 +76,41 @@ export async function waitForPing(port: number, timeoutMs = 5000): Promise<void>
   }
 }
 
+/**
+ * The `process_id` of the server that answers on a port (`INFO server`); 'unknown' when it refuses
+ * to say (an error reply), undefined when nothing answers.
+ */
+function answeringPid(port: number): Promise<number | 'unknown' | undefined> {
+  return new Promise((resolve) => {
+    const socket = createConnection({ host: '127.0.0.1', port });
+    let data = '';
+    socket.setTimeout(2000);
+    socket.on('connect', () => socket.write('INFO server\r\n'));
+    socket.on('data', (chunk) => {
+      data += chunk.toString();
+      if (data.startsWith('-')) {
+        socket.destroy();
+        resolve('unknown');
+        return;
+      }
+      const match = /process_id:(\d+)/.exec(data);
+      if (match !== null) {
+        socket.destroy();
+        resolve(Number(match[1]));
+      }
+    });
+    socket.on('error', () => resolve(undefined));
+    socket.on('timeout', () => {
+      socket.destroy();
+      resolve(undefined);
+    });
+    socket.on('close', () => resolve(undefined));
+  });
+}
+
+/** Another process's server answered on the port this one was to listen on. */
+class PortTaken extends Error {}
+
 function exited(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => child.once('exit', () => resolve()));
@@ -105,8 +140,8 @@ export async function startRedis(options: StartOptions = {}): Promise<RedisServe
   const binary = options.binary ?? SERVER_FAMILY.server;
   requireRedisBinary(binary);
   const dir = mkdtempSync(join(tmpdir(), 'sluice-redis-'));
-  const port = options.port ?? (await freePort());
-  const args = [
+  let port = options.port ?? (await freePort());
+  const args = () => [
     ...(options.configFile === undefined ? [] : [options.configFile]),
     '--port',
     String(port),
@@ -126,12 +161,31 @@ export async function startRedis(options: StartOptions = {}): Promise<RedisServe
   ];
   let child: ChildProcess;
   const launch = async (): Promise<void> => {
-    child = spawn(binary, args, { stdio: ['ignore', 'ignore', 'pipe'] });
-    running.add(child);
-    child.once('exit', () => running.delete(child));
+    const started = spawn(binary, args(), { stdio: ['ignore', 'ignore', 'pipe'] });
+    child = started;
+    running.add(started);
+    started.once('exit', () => running.delete(started));
     await waitForPing(port);
+    // "Free a moment ago": a suite running beside this one may have taken the port meanwhile, and
+    // its server would answer PING for ours (which could not bind). Only ours will do.
+    const pid = await answeringPid(port);
+    if (pid !== started.pid && pid !== 'unknown') {
+      started.kill('SIGKILL');
+      await exited(started);
+      throw new PortTaken(
+        `port ${port} is served by process ${pid}, not by the server just started (${started.pid})`,
+      );
+    }
   };
-  await launch();
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await launch();
+      break;
+    } catch (error) {
+      if (!(error instanceof PortTaken) || options.port !== undefined || attempt === 5) throw error;
+      port = await freePort();
+    }
+  }
   const server: RedisServer = {
     host: '127.0.0.1',
     port,
