@@ -1,6 +1,13 @@
 // The rate-limit headers of one policy's decision, with the choice of styles made once per policy.
 import { type HeaderStyle, STYLE_WRITERS } from '../http/header-styles.js';
-import { type PolicyDecision, retryAfterSeconds } from '../http/header-values.js';
+import {
+  type PolicyDecision,
+  retryAfterSeconds,
+  secondsUntilMore,
+  sfString,
+  wholeSeconds,
+  wholeUnits,
+} from '../http/header-values.js';
 import { chosenStyles } from '../http/headers.js';
 import { type Decision, isStoreFailure } from '../index.js';
 
@@ -25,8 +32,9 @@ export function headerRenderer(
   windowMs: number,
   styles: readonly HeaderStyle[],
 ): (decision: Decision, nowMs: number) => RenderedHeaders {
-  const writers = chosenStyles(styles).map((style) => STYLE_WRITERS[style]);
-  return (decision, nowMs) => {
+  const chosen = chosenStyles(styles);
+  const writers = chosen.map((style) => STYLE_WRITERS[style]);
+  const general = (decision: Decision, nowMs: number): RenderedHeaders => {
     const headers: Record<string, string> = {};
     const entries: PolicyDecision[] = [{ name, windowMs, decision }];
     // Shadow decisions and decisions made without the store have no numbers worth telling.
@@ -43,5 +51,43 @@ export function headerRenderer(
       json += `${json === '{' ? '' : ','}"${field}":${JSON.stringify(value)}`;
     }
     return { flat, json: `${json}}` };
+  };
+  if (chosen.length !== 1 || chosen[0] !== 'ietf') return general;
+  return ietfRenderer(name, windowMs, general);
+}
+
+/**
+ * The default style alone, the service's usual case: the two IETF fields written straight from the
+ * decision's numbers, with the policy's item name and `w` made once, and `RateLimit-Policy` kept
+ * while the limit stays the same. Anything else (shadow mode, a failure policy's answer, a
+ * refusal) goes the general way, which a test holds this one to.
+ */
+function ietfRenderer(
+  name: string,
+  windowMs: number,
+  general: (decision: Decision, nowMs: number) => RenderedHeaders,
+): (decision: Decision, nowMs: number) => RenderedHeaders {
+  const item = sfString(name);
+  // The item inside a JSON string: its quotes and backslashes escaped once more.
+  const itemJson = JSON.stringify(item).slice(1, -1);
+  const w = Math.max(1, wholeSeconds(windowMs));
+  let policyLimit = Number.NaN;
+  let policyValue = '';
+  let policyJson = '';
+  return (decision, nowMs) => {
+    if (!decision.allowed || decision.wouldAllow !== undefined || decision.reason !== undefined) {
+      return general(decision, nowMs);
+    }
+    if (decision.limit !== policyLimit) {
+      policyLimit = decision.limit;
+      const q = wholeUnits(policyLimit);
+      policyValue = `${item};q=${q};w=${w}`;
+      policyJson = `"RateLimit-Policy":"${itemJson};q=${q};w=${w}"`;
+    }
+    const rest = `;r=${wholeUnits(decision.remaining)};t=${secondsUntilMore(decision)}`;
+    return {
+      flat: ['RateLimit-Policy', policyValue, 'RateLimit', `${item}${rest}`],
+      json: `{${policyJson},"RateLimit":"${itemJson}${rest}"}`,
+    };
   };
 }

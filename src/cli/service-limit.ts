@@ -146,6 +146,17 @@ function parseBody(
   return { served, key, cost };
 }
 
+/**
+ * A decision's members as JSON, without the braces, in the order the library sets them: what
+ * `JSON.stringify(decision).slice(1, -1)` gives (a test holds it to that), written directly.
+ */
+export function decisionMembers(decision: Decision): string {
+  let text = `"allowed":${decision.allowed},"limit":${decision.limit},"remaining":${decision.remaining},"resetMs":${decision.resetMs},"retryAfterMs":${decision.retryAfterMs}`;
+  if (decision.wouldAllow !== undefined) text += `,"wouldAllow":${decision.wouldAllow}`;
+  if (decision.reason !== undefined) text += `,"reason":${JSON.stringify(decision.reason)}`;
+  return text;
+}
+
 /** Builds the POST /v1/limit handler for these policies; `failed` hears of store failures. */
 export function limitRoute(
   limiters: ReadonlyMap<string, Limiter>,
@@ -201,7 +212,7 @@ export function limitRoute(
       if (details !== undefined) problem = `,"problem":${JSON.stringify(details)}`;
     }
     // The decision's own members as the library made them, between the request's and the headers.
-    const members = JSON.stringify(decision).slice(1, -1);
+    const members = decisionMembers(decision);
     const text = `{"policy":${served.nameJson},"key":${JSON.stringify(key)},"cost":${cost},${members},"headers":${headers.json}${problem}}\n`;
     // A refusal the store did not make (a policy that fails closed while Redis is down) is the
     // service's trouble, not the client's overuse: 503, as the HTTP middleware answers.

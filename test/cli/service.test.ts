@@ -5,6 +5,7 @@ import { describe, mock, test } from 'node:test';
 import { RequestLog } from '../../src/cli/request-log.js';
 import { createService, Rejection } from '../../src/cli/service.js';
 import { headerRenderer } from '../../src/cli/service-headers.js';
+import { decisionMembers } from '../../src/cli/service-limit.js';
 import { type HeaderStyle, rateLimitHeaders } from '../../src/http/index.js';
 import { createLimiter, type Decision, fixedWindow, MemoryStore } from '../../src/index.js';
 import { seeded } from '../helpers/random.js';
@@ -52,6 +53,43 @@ describe('the service, in process', () => {
         assert.deepEqual(Object.keys(pairs), Object.keys(expected), 'in the same order');
         assert.deepEqual(JSON.parse(json), expected);
       }
+    }
+  });
+
+  test('decisionMembers writes what JSON.stringify writes of the decisions limiters make', async () => {
+    const store = new MemoryStore();
+    try {
+      const policy = fixedWindow({ limit: 2, windowMs: 60_000 });
+      const plain = createLimiter({ store, policy, name: 'plain' });
+      const shadow = createLimiter({ store, policy, name: 'shadow', enforce: false });
+      const cached = createLimiter({ store, policy, name: 'cached', denyCache: true });
+      const decisions: Decision[] = [];
+      for (let i = 0; i < 4; i++) {
+        for (const limiter of [plain, shadow, cached]) decisions.push(await limiter.limit('k', { cost: 1 }));
+      }
+      decisions.push(await plain.peek('k'), await plain.refund('k'));
+      assert.ok(decisions.some((d) => d.reason === 'cached'));
+      assert.ok(decisions.some((d) => d.wouldAllow === false));
+      const random = seeded(9);
+      for (let i = 0; i < 2000; i++) {
+        const allowed = random.next() < 0.5;
+        decisions.push({
+          allowed,
+          limit: random.pick([1, 100, 2 ** 40]),
+          remaining: random.pick([0, 3, 99]),
+          resetMs: random.pick([0, 1, 59_999.5, 86_400_000]),
+          retryAfterMs: allowed ? 0 : random.pick([1, 1500]),
+          ...(random.next() < 0.3 ? { wouldAllow: random.next() < 0.5 } : {}),
+          ...(random.next() < 0.3
+            ? { reason: random.pick(['store-error', 'timeout', 'fallback', 'cached', 'skipped'] as const) }
+            : {}),
+        } as Decision);
+      }
+      for (const decision of decisions) {
+        assert.equal(decisionMembers(decision), JSON.stringify(decision).slice(1, -1));
+      }
+    } finally {
+      store.close();
     }
   });
 
