@@ -164,8 +164,23 @@ export async function startRedis(options: StartOptions = {}): Promise<RedisServe
     const started = spawn(binary, args(), { stdio: ['ignore', 'ignore', 'pipe'] });
     child = started;
     running.add(started);
-    started.once('exit', () => running.delete(started));
-    await waitForPing(port);
+    // Kept for the error below, and read so that the pipe never fills.
+    let stderr = '';
+    started.stderr?.on('data', (chunk: Buffer) => {
+      if (stderr.length < 4096) stderr += chunk.toString();
+    });
+    const exit = new Promise<void>((resolve) => started.once('exit', () => resolve()));
+    void exit.then(() => running.delete(started));
+    // A server that cannot bind (its port, or a cluster node's bus port 10000 above it, taken
+    // meanwhile) exits at once: known then, not after waitForPing's timeout.
+    const ping = waitForPing(port);
+    ping.catch(() => {}); // after an exit, its timeout is nobody's business
+    const answered = await Promise.race([ping.then(() => true), exit.then(() => false)]);
+    if (!answered) {
+      throw new PortTaken(
+        `${binary} on port ${port} exited before answering: ${stderr.trim() || '(no output)'}`,
+      );
+    }
     // "Free a moment ago": a suite running beside this one may have taken the port meanwhile, and
     // its server would answer PING for ours (which could not bind). Only ours will do.
     const pid = await answeringPid(port);
