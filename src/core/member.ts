@@ -3,7 +3,6 @@
 import { performance } from 'node:perf_hooks';
 import { ERROR_CODES, SluiceError } from '../errors.js';
 import {
-  type CountedCall,
   callHook,
   type DecisionCounter,
   type DecisionSource,
@@ -39,9 +38,11 @@ export class Member {
   readonly #onDecision: ResolvedLimiterOptions['onDecision'];
   readonly #onError: ResolvedLimiterOptions['onError'];
   /** Where decisions are counted: the limiter's `metrics`, and those attached by all() and the like. */
-  readonly #recorders: MetricsRecorder[] = [];
-  /** What counts for each recorder, in the same order: its own counter, or its `record` through #scratch. */
-  readonly #counters: DecisionCounter[] = [];
+  // Each with the counter its `register` returned, called instead of `record` when there is one.
+  readonly #recorders: Array<{
+    readonly recorder: MetricsRecorder;
+    readonly counter: DecisionCounter | undefined;
+  }> = [];
   /** Whether anyone listens to decisions: only then are contexts built and store times taken. */
   observed: boolean;
   #untimed = 0;
@@ -60,7 +61,7 @@ export class Member {
     this.deadlines = new Deadlines(options.timeoutMs);
     store.attached?.({ name, timeoutMs: options.timeoutMs });
     this.health = new Health(options.onStoreError, (up, shard) => {
-      for (const recorder of this.#recorders) recorder.health(name, up, shard);
+      for (const { recorder } of this.#recorders) recorder.health(name, up, shard);
     });
     this.denyCache = options.denyCacheMaxEntries > 0 ? new DenyCache(options.denyCacheMaxEntries) : undefined;
     this.inProcess = typeof store.decideNow === 'function';
@@ -84,22 +85,15 @@ export class Member {
 
   /** Counts this limiter's decisions in a recorder too, from now on (once per recorder). */
   attach(recorder: MetricsRecorder): void {
-    if (this.#recorders.includes(recorder)) return;
+    if (this.#recorders.some((attached) => attached.recorder === recorder)) return;
     const counter = recorder.register({
       name: this.name,
       policy: this.policy,
       store: this.store,
       enforced: this.enforce,
     });
-    this.#recorders.push(recorder);
-    this.#counters.push(
-      typeof counter === 'object' && counter !== null && typeof counter.count === 'function'
-        ? counter
-        : {
-            count: (decision, call, source, storeMs) =>
-              this.#record(recorder, decision, call, source, storeMs),
-          },
-    );
+    const counts = typeof counter === 'object' && counter !== null && typeof counter.count === 'function';
+    this.#recorders.push({ recorder, counter: counts ? counter : undefined });
     this.observed = true;
   }
 
@@ -274,12 +268,14 @@ export class Member {
       if (this.#onDecision !== undefined) {
         callHook('onDecision', this.#onDecision, decision, this.context(call, source, storeMs));
       }
-      const counters = this.#counters;
-      for (let i = 0; i < counters.length; i++) {
+      const recorders = this.#recorders;
+      for (let i = 0; i < recorders.length; i++) {
+        const { recorder, counter } = recorders[i] as (typeof recorders)[number];
         try {
-          (counters[i] as DecisionCounter).count(decision, call, source, storeMs);
+          if (counter !== undefined) counter.count(decision, call, source, storeMs);
+          else this.#record(recorder, decision, call, source, storeMs);
         } catch (error) {
-          reportHookFailure('metrics', this.#recorders[i] as MetricsRecorder, error);
+          reportHookFailure('metrics', recorder, error);
         }
       }
     }
@@ -299,7 +295,7 @@ export class Member {
   #record(
     recorder: MetricsRecorder,
     decision: Decision,
-    call: CountedCall,
+    call: Call,
     source: DecisionSource,
     storeMs: number,
   ): void {
@@ -309,10 +305,8 @@ export class Member {
     context.cost = call.cost;
     context.source = source;
     context.storeMs = storeMs;
-    // Counters are handed the pipeline's call itself.
-    const pipelineCall = call as Call;
-    context.error = pipelineCall.error;
-    context.shard = pipelineCall.shard;
+    context.error = call.error;
+    context.shard = call.shard;
     recorder.record(decision, context as HookContext);
   }
 
