@@ -47,6 +47,7 @@ export { RedisStore, type RedisStoreOptions } from './stores/redis/store.js';
 export type {
   Decision,
   DecisionReason,
+  LimiterDeadline,
   Operation,
   Outcome,
   Policy,

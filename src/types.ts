@@ -123,6 +123,13 @@ export interface QueuedRequest extends StoreRequest {
   fail(error: unknown): void;
 }
 
+/** A limiter made on a store, as the store is told of it (Store.attached). */
+export interface LimiterDeadline {
+  readonly name: string;
+  /** How long the limiter waits for the store's answer before its failure policy decides. */
+  readonly timeoutMs: number;
+}
+
 /** Where state lives. A store decides each request atomically and knows nothing of HTTP. */
 export interface Store {
   /** `redis` or `memory`, for logs and hooks. */
@@ -166,7 +173,7 @@ export interface Store {
    * Told once of each limiter made on this store, with how long it waits for an answer, so that
    * the store can warn of client settings that outlast it. Optional.
    */
-  attached?(limiter: { readonly name: string; readonly timeoutMs: number }): void;
+  attached?(limiter: LimiterDeadline): void;
   /** Deletes one identifier's state for a limiter. */
   reset(name: string, identifier: string, tag?: string): Promise<void>;
   /** The key under which an identifier's state is kept, for tools and tests. */

@@ -1,5 +1,6 @@
 // The client settings sluice expects, checked once per client: a client that queues commands while
 // disconnected runs them late, after the limiter has answered for them.
+import type { LimiterDeadline } from '../../types.js';
 import type { ClientLibrary } from './commander.js';
 
 /** A reconnect delay beyond this leaves decisions to the failure policy long after the server is back. */
@@ -122,12 +123,6 @@ export function clientSettingProblems(client: unknown, library: ClientLibrary, c
   if (library === 'node-redis') return nodeRedisProblems(object, cluster);
   if (library === 'valkey-glide') return glideProblems(object);
   return ioredisProblems(object, cluster);
-}
-
-/** A limiter made on a store, as the store is told of it (Store.attached). */
-export interface LimiterDeadline {
-  readonly name: string;
-  readonly timeoutMs: number;
 }
 
 const checked = new WeakSet<object>();

@@ -7,7 +7,7 @@ export type ClientLibrary = 'ioredis' | 'iovalkey' | 'node-redis' | 'valkey-glid
 export interface Commander {
   readonly library: ClientLibrary;
   readonly cluster: boolean;
-  /** Where the client connects, for messages: `host:port`, or the cluster's seed nodes. */
+  /** Where the client connects, for messages: `host:port`, or the cluster's startup nodes. */
   readonly address: string;
   /** Sends one command; on a cluster it goes to the primary that owns `key`. */
   send(args: readonly string[], key: string): Promise<unknown>;

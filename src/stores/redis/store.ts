@@ -2,6 +2,7 @@
 import { ERROR_CODES, invalidOption, SluiceError } from '../../errors.js';
 import { stateKey } from '../../keys.js';
 import {
+  type LimiterDeadline,
   OPERATION_CODE,
   type Operation,
   type Policy,
@@ -200,7 +201,7 @@ export class RedisStore implements Store {
   }
 
   /** Warns once per client when a GLIDE client holds commands longer than a limiter waits for them. */
-  attached(limiter: { readonly name: string; readonly timeoutMs: number }): void {
+  attached(limiter: LimiterDeadline): void {
     warnAboutRequestTimeout(this.#client, this.#commander.library, limiter);
   }
 
