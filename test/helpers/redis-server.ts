@@ -47,29 +47,47 @@ export function freePort(): Promise<number> {
   });
 }
 
+/**
+ * Sends one inline command on a fresh connection and reads the reply until `read` makes something
+ * of it; undefined when nothing answers within `timeoutMs` (or the connection fails or closes).
+ */
+function probe<T>(
+  port: number,
+  command: string,
+  read: (reply: string) => T | undefined,
+  timeoutMs: number,
+): Promise<T | undefined> {
+  return new Promise((resolve) => {
+    const socket = createConnection({ host: '127.0.0.1', port });
+    let reply = '';
+    const settle = (value: T | undefined): void => {
+      socket.destroy();
+      resolve(value);
+    };
+    socket.setTimeout(timeoutMs);
+    socket.on('connect', () => socket.write(`${command}\r\n`));
+    socket.on('data', (chunk) => {
+      reply += chunk.toString();
+      const value = read(reply);
+      if (value !== undefined) settle(value);
+    });
+    socket.on('error', () => settle(undefined));
+    socket.on('timeout', () => settle(undefined));
+    socket.on('close', () => settle(undefined));
+  });
+}
+
 /** Resolves once the server answers PING with PONG, or rejects after `timeoutMs`. */
 export async function waitForPing(port: number, timeoutMs = 5000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const ok = await new Promise<boolean>((resolve) => {
-      const socket = createConnection({ host: '127.0.0.1', port });
-      let data = '';
-      socket.setTimeout(500);
-      socket.on('connect', () => socket.write('PING\r\n'));
-      socket.on('data', (chunk) => {
-        data += chunk.toString();
-        if (data.includes('\r\n')) {
-          socket.destroy();
-          resolve(data.startsWith('+PONG'));
-        }
-      });
-      socket.on('error', () => resolve(false));
-      socket.on('timeout', () => {
-        socket.destroy();
-        resolve(false);
-      });
-    });
-    if (ok) return;
+    const ok = await probe(
+      port,
+      'PING',
+      (reply) => (reply.includes('\r\n') ? reply.startsWith('+PONG') : undefined),
+      500,
+    );
+    if (ok === true) return;
     if (Date.now() > deadline)
       throw new Error(`The server on port ${port} did not answer PING within ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 20));
@@ -81,31 +99,16 @@ export async function waitForPing(port: number, timeoutMs = 5000): Promise<void>
  * to say (an error reply), undefined when nothing answers.
  */
 function answeringPid(port: number): Promise<number | 'unknown' | undefined> {
-  return new Promise((resolve) => {
-    const socket = createConnection({ host: '127.0.0.1', port });
-    let data = '';
-    socket.setTimeout(2000);
-    socket.on('connect', () => socket.write('INFO server\r\n'));
-    socket.on('data', (chunk) => {
-      data += chunk.toString();
-      if (data.startsWith('-')) {
-        socket.destroy();
-        resolve('unknown');
-        return;
-      }
-      const match = /process_id:(\d+)/.exec(data);
-      if (match !== null) {
-        socket.destroy();
-        resolve(Number(match[1]));
-      }
-    });
-    socket.on('error', () => resolve(undefined));
-    socket.on('timeout', () => {
-      socket.destroy();
-      resolve(undefined);
-    });
-    socket.on('close', () => resolve(undefined));
-  });
+  return probe<number | 'unknown'>(
+    port,
+    'INFO server',
+    (reply) => {
+      if (reply.startsWith('-')) return 'unknown';
+      const match = /process_id:(\d+)/.exec(reply);
+      return match === null ? undefined : Number(match[1]);
+    },
+    2000,
+  );
 }
 
 /** Another process's server answered on the port this one was to listen on. */
