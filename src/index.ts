@@ -54,7 +54,9 @@ export type {
   ScriptName,
   Store,
   StoreFailure,
+  StoreReply,
   StoreRequest,
   StoreResult,
+  Together,
 } from './types.js';
 export { isStoreFailure } from './types.js';

@@ -1,14 +1,17 @@
 // loginGuard(): failed logins logged per username and per IP in sliding logs, failing closed when the store fails.
 import { slidingLog } from './algorithms/sliding-log.js';
-import type { Call } from './core/call.js';
-import { checkIdentifier } from './core/call.js';
-import type { Member } from './core/member.js';
-import { decideOne } from './core/pipeline.js';
-import { ERROR_CODES, SluiceError } from './errors.js';
+import { checkIdentifier, Pipeline, RateLimiter } from './core/index.js';
+import { SluiceError } from './errors.js';
 import type { MetricsRecorder } from './hooks.js';
-import { createLimiter, type Limiter, limiterMember } from './limiter.js';
-import { resolveRecorder } from './options.js';
-import { type Decision, isStoreFailure, type Policy, type Store, type StoreFailure } from './types.js';
+import { resolveLimiterOptions, resolveRecorder } from './options.js';
+import {
+  type Decision,
+  isStoreFailure,
+  type Limiter,
+  type Policy,
+  type Store,
+  type StoreFailure,
+} from './types.js';
 import { durationMs, keyPart, knownKeys, optionsObject, positiveInteger } from './validate.js';
 
 /** One dimension's budget of failures. */
@@ -125,10 +128,121 @@ function budget(option: string, value: unknown, fallback: LoginBudget): LoginBud
   };
 }
 
-function asSluiceError(error: unknown): SluiceError {
-  if (error instanceof SluiceError) return error;
-  const message = error instanceof Error ? error.message : String(error);
-  return new SluiceError(ERROR_CODES.STORE, `The store failed: ${message}`, { cause: error });
+/** The guard's options, validated, with their defaults. */
+interface GuardSettings {
+  readonly store: Store;
+  readonly perUsername: LoginBudget;
+  readonly perIp: LoginBudget;
+  readonly name: string;
+  readonly timeoutMs: number;
+  readonly clock: (() => number) | undefined;
+  readonly metrics: MetricsRecorder | undefined;
+}
+
+function guardSettings(options: LoginGuardOptions): GuardSettings {
+  const raw = optionsObject('loginGuard options', options, true);
+  knownKeys('loginGuard', raw, ['store', 'perUsername', 'perIp', 'name', 'timeoutMs', 'clock', 'metrics']);
+  return {
+    // The limiters validate the store and the clock, naming them.
+    store: raw.store as Store,
+    perUsername: budget('loginGuard.perUsername', raw.perUsername, DEFAULTS.perUsername),
+    perIp: budget('loginGuard.perIp', raw.perIp, DEFAULTS.perIp),
+    name: raw.name === undefined ? DEFAULTS.name : keyPart('loginGuard.name', raw.name),
+    timeoutMs:
+      raw.timeoutMs === undefined
+        ? DEFAULTS.timeoutMs
+        : positiveInteger('loginGuard.timeoutMs', raw.timeoutMs, 2 ** 31 - 1),
+    clock: raw.clock as (() => number) | undefined,
+    metrics: resolveRecorder('loginGuard.metrics', raw.metrics),
+  };
+}
+
+/** One dimension's failure log: a sliding log that waits `timeoutMs` for the store and fails closed, as a login check should. */
+function dimension(settings: GuardSettings, budgetOf: LoginBudget, suffix: string): Pipeline {
+  const { store, timeoutMs, clock, metrics } = settings;
+  const policy: Policy = slidingLog(budgetOf);
+  return new Pipeline(
+    resolveLimiterOptions({
+      store,
+      policy,
+      name: `${settings.name}:${suffix}`,
+      timeoutMs,
+      onStoreError: 'deny',
+      ...(clock === undefined ? {} : { clock }),
+      ...(metrics === undefined ? {} : { metrics }),
+    }),
+  );
+}
+
+/** The username (normalized) and the IP of an attempt, or the error naming the bad one. */
+function attemptKeys(user: unknown, address: unknown): [string, string] | SluiceError {
+  const invalid = checkIdentifier(user, 'username') ?? checkIdentifier(address, 'ip');
+  if (invalid !== undefined) return invalid;
+  const normalized = normalizeUsername(user as string);
+  return checkIdentifier(normalized, 'username (normalized)') ?? [normalized, address as string];
+}
+
+const DIMENSIONS: readonly LoginDimension[] = ['username', 'ip'];
+
+/** The guard's answer from each dimension's decision, and the store error behind a failed one. */
+function verdict(
+  decisions: readonly Decision[],
+  errors: readonly (SluiceError | undefined)[],
+): LoginDecision {
+  const blockedBy: LoginDimension[] = [];
+  let retryAfterMs = 0;
+  let reason: StoreFailure | undefined;
+  let error: SluiceError | undefined;
+  decisions.forEach((decision, i) => {
+    const dimension = DIMENSIONS[i] as LoginDimension;
+    if (isStoreFailure(decision.reason)) {
+      // The limiter answered for a failed store (it fails closed): the guard refuses, saying why.
+      blockedBy.push(dimension);
+      reason ??= decision.reason;
+      error ??= errors[i];
+    } else if (!decision.allowed) {
+      blockedBy.push(dimension);
+      if (decision.retryAfterMs > retryAfterMs) retryAfterMs = decision.retryAfterMs;
+    }
+  });
+  const answered = (decision: Decision | undefined): Decision | undefined =>
+    decision === undefined || isStoreFailure(decision.reason) ? undefined : decision;
+  const decision: LoginDecision = {
+    allowed: blockedBy.length === 0,
+    blockedBy,
+    retryAfterMs,
+    username: answered(decisions[0]),
+    ip: answered(decisions[1]),
+  };
+  if (reason === undefined) return decision;
+  return error === undefined ? { ...decision, reason } : { ...decision, reason, error };
+}
+
+/**
+ * Asks each dimension on its own (a failure is recorded in both logs even when one is full, the
+ * strict side for a login), through its pipeline.
+ */
+async function askBoth(
+  pipelines: readonly Pipeline[],
+  operation: 'peek' | 'limit',
+  user: string,
+  address: string,
+): Promise<LoginDecision> {
+  const keys = attemptKeys(user, address);
+  if (keys instanceof SluiceError) throw keys;
+  const calls = pipelines.map((pipeline, i) => {
+    const call = pipeline.prepare(operation, keys[i], 1);
+    if (call instanceof SluiceError) throw call;
+    const now = pipeline.time();
+    if (now instanceof SluiceError) throw now;
+    call.now = now;
+    return call;
+  });
+  const decisions = await Promise.all(calls.map((call, i) => (pipelines[i] as Pipeline).decide(call)));
+  return verdict(
+    decisions,
+    calls.map((call) => call.error),
+  );
 }
 
 /**
@@ -144,100 +258,23 @@ function asSluiceError(error: unknown): SluiceError {
  * else await guard.failed(username, ip);
  */
 export function loginGuard(options: LoginGuardOptions): LoginGuard {
-  const raw = optionsObject('loginGuard options', options, true);
-  knownKeys('loginGuard', raw, ['store', 'perUsername', 'perIp', 'name', 'timeoutMs', 'clock', 'metrics']);
-  const perUsername = budget('loginGuard.perUsername', raw.perUsername, DEFAULTS.perUsername);
-  const perIp = budget('loginGuard.perIp', raw.perIp, DEFAULTS.perIp);
-  const name = raw.name === undefined ? DEFAULTS.name : keyPart('loginGuard.name', raw.name);
-  const timeoutMs =
-    raw.timeoutMs === undefined
-      ? DEFAULTS.timeoutMs
-      : positiveInteger('loginGuard.timeoutMs', raw.timeoutMs, 2 ** 31 - 1);
-  // createLimiter validates the store and the clock, naming them.
-  const store = raw.store as Store;
-  const clock = raw.clock as (() => number) | undefined;
-  const metrics = resolveRecorder('loginGuard.metrics', raw.metrics);
-  // The limiters wait `timeoutMs` for the store and fail closed, as a login check should.
-  const limiter = (policy: Policy, suffix: string): Limiter =>
-    createLimiter({
-      store,
-      policy,
-      name: `${name}:${suffix}`,
-      timeoutMs,
-      onStoreError: 'deny',
-      ...(clock === undefined ? {} : { clock }),
-      ...(metrics === undefined ? {} : { metrics }),
-    });
-  const username = limiter(slidingLog(perUsername), 'user');
-  const ip = limiter(slidingLog(perIp), 'ip');
-  const dimensions: ReadonlyArray<[LoginDimension, Member]> = [
-    ['username', limiterMember(username) as Member],
-    ['ip', limiterMember(ip) as Member],
-  ];
-
-  function inputs(user: unknown, address: unknown): [string, string] | SluiceError {
-    const invalid = checkIdentifier(user, 'username') ?? checkIdentifier(address, 'ip');
-    if (invalid !== undefined) return invalid;
-    const normalized = normalizeUsername(user as string);
-    return checkIdentifier(normalized, 'username (normalized)') ?? [normalized, address as string];
-  }
-
-  // Each dimension is asked on its own, through the pipeline: a failure is recorded in both logs
-  // even when one is full, the strict side for a login.
-  async function both(operation: 'peek' | 'limit', user: string, address: string): Promise<LoginDecision> {
-    const keys = inputs(user, address);
-    if (keys instanceof SluiceError) throw keys;
-    const calls: Call[] = [];
-    for (const [i, [, member]] of dimensions.entries()) {
-      const call = member.call(operation, keys[i] as string, 1, 'cost', undefined, undefined);
-      if (call instanceof SluiceError) throw call;
-      calls.push(call);
-    }
-    const decisions = await Promise.all(calls.map(decideOne));
-    const blockedBy: LoginDimension[] = [];
-    let retryAfterMs = 0;
-    let reason: StoreFailure | undefined;
-    let error: SluiceError | undefined;
-    decisions.forEach((decision, i) => {
-      const dimension = (dimensions[i] as [LoginDimension, Member])[0];
-      if (isStoreFailure(decision.reason)) {
-        // The limiter answered for a failed store (it fails closed): the guard refuses, saying why.
-        blockedBy.push(dimension);
-        reason ??= decision.reason;
-        error ??= calls[i]?.error;
-      } else if (!decision.allowed) {
-        blockedBy.push(dimension);
-        if (decision.retryAfterMs > retryAfterMs) retryAfterMs = decision.retryAfterMs;
-      }
-    });
-    const answered = (decision: Decision | undefined): Decision | undefined =>
-      decision === undefined || isStoreFailure(decision.reason) ? undefined : decision;
-    const decision: LoginDecision = {
-      allowed: blockedBy.length === 0,
-      blockedBy,
-      retryAfterMs,
-      username: answered(decisions[0]),
-      ip: answered(decisions[1]),
-    };
-    if (reason === undefined) return decision;
-    return error === undefined ? { ...decision, reason } : { ...decision, reason, error };
-  }
-
+  const settings = guardSettings(options);
+  const pipelines = [
+    dimension(settings, settings.perUsername, 'user'),
+    dimension(settings, settings.perIp, 'ip'),
+  ] as const;
   return {
-    limiters: { username, ip },
-    check: (user, address) => both('peek', user, address),
-    failed: (user, address) => both('limit', user, address),
+    limiters: { username: new RateLimiter(pipelines[0]), ip: new RateLimiter(pipelines[1]) },
+    check: (user, address) => askBoth(pipelines, 'peek', user, address),
+    failed: (user, address) => askBoth(pipelines, 'limit', user, address),
     succeeded: async (user) => {
       const invalid = checkIdentifier(user, 'username');
       if (invalid !== undefined) throw invalid;
       const normalized = normalizeUsername(user);
       const empty = checkIdentifier(normalized, 'username (normalized)');
       if (empty !== undefined) throw empty;
-      try {
-        await username.reset(normalized);
-      } catch (error) {
-        throw asSluiceError(error);
-      }
+      // Rejects with the store's failure (ERR_SLUICE_STORE, or ERR_SLUICE_TIMEOUT).
+      await pipelines[0].reset(normalized, undefined);
     },
   };
 }

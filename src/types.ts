@@ -32,11 +32,11 @@ export interface Decision {
   readonly wouldAllow?: boolean;
 }
 
-/** What a request asks of a policy: take units, look without taking, or give units back. */
+/**
+ * What a request asks of a policy: take units, look without taking, or give units back. What each
+ * one means to the scripts, the stores and the limiter is one entry of `OPERATIONS` (operations.ts).
+ */
 export type Operation = 'limit' | 'peek' | 'refund';
-
-/** The wire code of each operation, shared by the Lua scripts (ARGV[1]) and the twins. */
-export const OPERATION_CODE: Readonly<Record<Operation, string>> = { limit: '0', peek: '1', refund: '2' };
 
 /** The algorithm names, also the names of the Lua scripts (`src/algorithms/<name>.lua`). */
 export type ScriptName = 'fixed-window' | 'sliding-log' | 'sliding-window' | 'gcra';
@@ -53,6 +53,8 @@ export interface Outcome<S> {
   readonly retryAfterMs: number;
   readonly state: S | undefined;
   readonly ttlMs: number;
+  /** An operation's own result fields (see {@link StoreResult.fields}); absent for limit, peek and refund. */
+  readonly fields?: readonly number[];
 }
 
 /**
@@ -83,7 +85,13 @@ export interface Policy<S = unknown> {
    * twins update in place and return (the log is large; the windows' small objects would otherwise
    * be replaced on every request); `now` is in milliseconds.
    */
-  decide(state: S | undefined, now: number, operation: Operation, cost: number): Outcome<S>;
+  decide(
+    state: S | undefined,
+    now: number,
+    operation: Operation,
+    cost: number,
+    operands?: readonly string[],
+  ): Outcome<S>;
   /**
    * The same policy with a quota of `limit` units instead of its own, for one call (plans, tenants):
    * the windows' and the log's `limit`; GCRA's rate with its burst scaled alike; the token bucket's
@@ -99,6 +107,11 @@ export interface StoreResult {
   readonly remaining: number;
   readonly resetMs: number;
   readonly retryAfterMs: number;
+  /**
+   * An operation's own result fields after the decision's, as many as its entry's `fields` (a wait,
+   * a lease); absent for limit, peek and refund, whose results carry none.
+   */
+  readonly fields?: readonly number[] | undefined;
 }
 
 /** One request to a store, already validated. */
@@ -113,14 +126,30 @@ export interface StoreRequest {
   readonly cost: number;
   /** Milliseconds from the limiter's clock, or `undefined` to let the store read its own. */
   readonly now: number | undefined;
+  /**
+   * An operation's own arguments after `cost`, as many as its entry's `operands` (a lease id, a
+   * longest wait), as its script reads them; absent for limit, peek and refund.
+   */
+  readonly operands?: readonly string[] | undefined;
 }
 
-/** A request a store answers by calling it back, without a promise of its own (see Store.enqueue). */
-export interface QueuedRequest extends StoreRequest {
-  /** The store's result. */
-  answer(result: StoreResult): void;
-  /** The store's failure. */
-  fail(error: unknown): void;
+/**
+ * Where a store sends the answers to the requests handed to `submit`: each request's answer or
+ * failure once, with the request it answers. Owned by whoever submitted them (the limiter).
+ */
+export interface StoreReply<R extends StoreRequest = StoreRequest> {
+  answered(request: R, result: StoreResult): void;
+  failed(request: R, error: unknown): void;
+}
+
+/**
+ * Requests that one script decides together (see `Store.submit`): every key is looked at, and
+ * `limit` takes from each only when all allow. Checked beforehand by the caller: one operation that
+ * may be atomic, one `now`, distinct keys of one cluster slot.
+ */
+export interface Together {
+  /** The requests' keys in this store (`keyFor`), in request order, computed once by the caller. */
+  readonly keys: readonly string[];
 }
 
 /** A limiter made on a store, as the store is told of it (Store.attached). */
@@ -134,28 +163,24 @@ export interface LimiterDeadline {
 export interface Store {
   /** `redis` or `memory`, for logs and hooks. */
   readonly kind: string;
-  /** Decides one request atomically. */
+  /**
+   * Decides one request atomically. All a store of one's own needs: a limiter hands a store without
+   * `submit` its requests one by one through it.
+   */
   decide(request: StoreRequest): Promise<StoreResult>;
   /**
-   * `decide` without a promise: the store calls `request.answer` or `request.fail`, once. Optional;
-   * the limiter uses it when present (a promise and its callbacks per decision add up).
+   * How a limiter decides: each request on its own (a store may decide those of one tick in one
+   * call), or, with `together`, all of them by one script. Answers each request through `reply`,
+   * once, possibly before `submit` returns (a store in process does). `requests` is the caller's:
+   * read it before returning. Optional: without it, a limiter calls `decide` per request, and an atomic
+   * all() of limiters on the store is refused.
    */
-  enqueue?(request: QueuedRequest): void;
+  submit?<R extends StoreRequest>(requests: readonly R[], reply: StoreReply<R>, together?: Together): void;
   /**
-   * Decides at once, for stores that need no I/O (the memory store). A limiter calls it instead of
-   * `decide` when present, and then needs no timeout.
+   * Decides at once, for stores that need no I/O (the memory store): the in-process fast path. A
+   * limiter calls it for single requests when present, and then needs no timeout.
    */
   decideNow?(request: StoreRequest): StoreResult;
-  /**
-   * Decides several requests (one key each, every key of one cluster slot) together and atomically:
-   * `limit` takes from every key only when every key allows, so a denial takes nothing anywhere.
-   * All requests have the same operation (`limit` or `peek`) and the same `now`. Results are in
-   * request order. Rejects with ERR_SLUICE_CROSS_SLOT, writing nothing, when the keys' slots differ.
-   * Optional: `all()` combines limiters on a store without it one by one, with refunds.
-   */
-  decideAll?(requests: readonly StoreRequest[]): Promise<StoreResult[]>;
-  /** `decideAll` at once, for stores that need no I/O; throws what `decideAll` rejects with. */
-  decideAllNow?(requests: readonly StoreRequest[]): StoreResult[];
   /**
    * `undefined` when the store can decide now. While its first connection is still being made, a
    * promise that resolves once it is made, or rejects (a SluiceError) when it cannot be within the
@@ -178,4 +203,59 @@ export interface Store {
   reset(name: string, identifier: string, tag?: string): Promise<void>;
   /** The key under which an identifier's state is kept, for tools and tests. */
   keyFor(name: string, identifier: string, tag?: string): string;
+}
+
+/** Options of one call. */
+export interface CallOptions {
+  /**
+   * Units this request takes (or, for `peek`, would take).
+   * @default 1
+   */
+  readonly cost?: number;
+  /**
+   * A hash tag shared with other keys: the key becomes `<prefix>:<name>:{<tag>}:<identifier>`, so
+   * limiters whose calls name the same tag keep their keys in one cluster slot and `all()` can
+   * decide them in one script (`rl:user:{tenant:9}:42` and `rl:tenant:{tenant:9}:9`). The
+   * tag is part of the key: calls with and without it count separately, so give it on every call
+   * for that identifier. Choose one per entity (a tenant), never a constant: a constant tag would
+   * put every identifier on one shard.
+   * @default undefined (the identifier is its own tag)
+   */
+  readonly tag?: string;
+  /**
+   * This call's quota instead of the policy's own, for plans, tenants and per-customer limits: the
+   * windows' and the log's `limit`; GCRA's `limit` per `periodMs`, its burst scaled alike; the
+   * token bucket's `capacity`, its refill rate scaled alike (the time to refill stays the same).
+   * The decision reports it as `limit`. What was used is kept when it changes: the windows and the
+   * log keep the units counted, so a lower limit may leave none; GCRA and the bucket keep the time
+   * until they are full again, so a plan twice as large has twice as many units left.
+   * @default the policy's own
+   */
+  readonly limit?: number;
+}
+
+/** Options of `reset` (and `refund`'s third argument). */
+export interface KeyOptions {
+  /** The tag the calls were made with, if any (see {@link CallOptions.tag}). */
+  readonly tag?: string;
+  /**
+   * For `refund`: the per-call `limit` the units were taken under, so that GCRA and the token
+   * bucket give back the same share of their period (see {@link CallOptions.limit}).
+   */
+  readonly limit?: number;
+}
+
+/** A rate limiter bound to one store, one policy and one name. */
+export interface Limiter {
+  readonly name: string;
+  readonly policy: Policy;
+  readonly store: Store;
+  /** Takes `cost` units if they are available; a denied request takes nothing. */
+  limit(identifier: string, options?: CallOptions): Promise<Decision>;
+  /** The decision `limit` would give, consuming nothing. `remaining` is what is left now. */
+  peek(identifier: string, options?: CallOptions): Promise<Decision>;
+  /** Gives back `amount` units (at most what is in use), e.g. for a request that turned out free. */
+  refund(identifier: string, amount?: number, options?: KeyOptions): Promise<Decision>;
+  /** Forgets the identifier: its next request starts with a full allowance. */
+  reset(identifier: string, options?: KeyOptions): Promise<void>;
 }

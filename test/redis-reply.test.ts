@@ -2,8 +2,12 @@
 // answers nobody (the store then rejects every call of the batch with ERR_SLUICE_BAD_REPLY).
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { settle } from '../src/stores/redis/reply.js';
+import { readRecords } from '../src/stores/redis/reply.js';
 import type { StoreResult } from '../src/types.js';
+
+/** Answers each item with its record of the reply (what the store does with a batch's items). */
+const settle = (items: ReadonlyArray<{ answer(result: StoreResult): void }>, reply: unknown): boolean =>
+  readRecords(reply, items.length, 0, (i, result) => items[i]?.answer(result));
 
 function items(count: number): {
   results: Array<StoreResult | undefined>;

@@ -5,6 +5,7 @@ import {
   type Limiter,
   type LimiterOptions,
   MemoryStore,
+  type MetricsRecorder,
   RedisStore,
   type Store,
 } from '../index.js';
@@ -144,6 +145,25 @@ function listen(server: Server, port: number, host: string): Promise<void> {
 }
 
 /**
+ * The recorder the limiters report to, also heard for the store's health: a policy whose store
+ * failed (see buildLimiters) says once that it answers again. Nothing is added per decision.
+ */
+function hearingHealth(
+  recorder: MetricsRecorder | undefined,
+  failing: Set<string>,
+  log: (line: string) => void,
+): MetricsRecorder {
+  return {
+    register: (limiter) => recorder?.register(limiter),
+    record: (decision, context) => recorder?.record(decision, context),
+    health: (name, up, shard) => {
+      recorder?.health(name, up, shard);
+      if (up && failing.delete(name)) log(`sluice serve: policy ${name}: Redis answers again`);
+    },
+  };
+}
+
+/**
  * One limiter per policy, with `extra` options (the dashboard's metrics recorder). Store failures
  * are decided by each policy's onStoreError; the log gets one line per policy and outage.
  */
@@ -155,6 +175,7 @@ function buildLimiters(
 ): Map<string, Limiter> {
   const limiters = new Map<string, Limiter>();
   const failing = new Set<string>();
+  const metrics = hearingHealth(extra.metrics, failing, log);
   for (const [name, policy] of config.policies) {
     const limiter = createLimiter({
       ...extra,
@@ -162,16 +183,13 @@ function buildLimiters(
       policy,
       name,
       ...config.failure.get(name),
+      metrics,
       onError: (error) => {
         if (failing.has(name)) return;
         failing.add(name);
         log(
           `sluice serve: policy ${name}: ${errorText(error)}; deciding by onStoreError until Redis answers`,
         );
-      },
-      onDecision: (decision) => {
-        if (decision.reason === undefined && failing.delete(name))
-          log(`sluice serve: policy ${name}: Redis answers again`);
       },
     });
     limiters.set(name, limiter);

@@ -6,9 +6,13 @@ import { performance } from 'node:perf_hooks';
 /** A call that may run out of time; the pipeline's calls are their own entries (no allocation per call). */
 export interface Expiring {
   deadline: number;
+  /** Answered, failed or expired: the deadline no longer applies. */
   settled: boolean;
-  /** Called once the deadline has passed and the call is still unsettled. */
-  expire(): void;
+}
+
+/** An entry of `race`, which expires through its own callback. */
+interface Racer extends Expiring {
+  readonly expire: () => void;
 }
 
 /**
@@ -21,18 +25,25 @@ export interface Expiring {
  * const deadlines = new Deadlines(50);
  * deadlines.race(() => store.decide(request), onAnswer, onError, onTimeout); // exactly one runs
  */
-export class Deadlines {
+export class Deadlines<E extends Expiring = Racer> {
   readonly timeoutMs: number;
+  /** Runs once for each entry whose deadline passed while it was still unsettled. */
+  readonly #expired: (entry: E) => void;
   /** Timers armed so far: at most one per sweep, not one per call. For tests. */
   timersArmed = 0;
-  #queue: Expiring[] = [];
+  #queue: E[] = [];
   #head = 0;
   #unsettled = 0;
   #timer: NodeJS.Timeout | undefined;
   #sweeping = false;
 
-  constructor(timeoutMs: number) {
+  /** `expired` hears of each entry that ran out of time; `race`'s entries bring their own. */
+  constructor(
+    timeoutMs: number,
+    expired: (entry: E) => void = (entry) => (entry as unknown as Racer).expire(),
+  ) {
     this.timeoutMs = timeoutMs;
+    this.#expired = expired;
   }
 
   /** Calls started and not yet answered, failed or expired. */
@@ -45,12 +56,13 @@ export class Deadlines {
    * What the promise settles with after the deadline is dropped (and a late rejection is handled).
    */
   race<T>(
+    this: Deadlines<Racer>,
     start: () => Promise<T>,
     answered: (value: T) => void,
     failed: (error: unknown) => void,
     expired: () => void,
   ): void {
-    const call: Expiring = { deadline: 0, settled: false, expire: expired };
+    const call: Racer = { deadline: 0, settled: false, expire: expired };
     let pending: Promise<T>;
     try {
       pending = start();
@@ -59,10 +71,10 @@ export class Deadlines {
     }
     pending.then(
       (value) => {
-        if (this.settle(call)) answered(value);
+        if (this.stop(call)) answered(value);
       },
       (error: unknown) => {
-        if (this.settle(call)) failed(error);
+        if (this.stop(call)) failed(error);
       },
     );
     this.track(call);
@@ -74,10 +86,10 @@ export class Deadlines {
   }
 
   /**
-   * Starts the clock on a call: `call.expire()` runs once `timeoutMs` has passed, unless `settle`
-   * was called first.
+   * Starts the clock on an entry: it expires once `timeoutMs` has passed, unless `stop` was called
+   * first.
    */
-  track(call: Expiring): void {
+  track(call: E): void {
     call.deadline = performance.now() + this.timeoutMs;
     // Calls mostly settle in the order they started: drop the settled ones at the head now, so the
     // queue (and the closures its entries hold) stays about the size of what is in flight, not of
@@ -87,7 +99,7 @@ export class Deadlines {
     this.#unsettled++;
     const timer = this.#timer;
     if (timer === undefined) {
-      // A call started from inside a sweep (by an expire() callback) is armed for by the sweep.
+      // A call started from inside a sweep (by an expiry) is armed for by the sweep.
       if (!this.#sweeping) this.#arm(this.timeoutMs);
     } else if (!timer.hasRef()) {
       timer.ref();
@@ -97,7 +109,7 @@ export class Deadlines {
   #trim(): void {
     const queue = this.#queue;
     let head = this.#head;
-    while (head < queue.length && (queue[head] as Expiring).settled) head++;
+    while (head < queue.length && (queue[head] as E).settled) head++;
     if (head === queue.length) {
       if (queue.length > 0) this.#queue = [];
       head = 0;
@@ -108,8 +120,8 @@ export class Deadlines {
     this.#head = head;
   }
 
-  /** Marks a tracked call answered. False when it was already settled (expired): drop the late answer. */
-  settle(call: Expiring): boolean {
+  /** Stops the clock on an answered entry. False when it had already run out: drop the late answer. */
+  stop(call: Expiring): boolean {
     if (call.settled) return false;
     call.settled = true;
     if (--this.#unsettled === 0) this.#timer?.unref();
@@ -136,14 +148,14 @@ export class Deadlines {
     const queue = this.#queue;
     let head = this.#head;
     while (head < queue.length) {
-      const call = queue[head] as Expiring;
+      const call = queue[head] as E;
       if (!call.settled) {
         if (call.deadline > now) break;
-        this.settle(call);
+        this.stop(call);
         try {
-          call.expire();
+          this.#expired(call);
         } catch {
-          // expire() settles a promise and calls guarded hooks: it does not throw, and one that did must not stop the sweep.
+          // Expiry resolves a promise and calls guarded hooks: it does not throw, and one that did must not stop the sweep.
         }
       }
       head++;
@@ -160,6 +172,6 @@ export class Deadlines {
       head = 0;
     }
     this.#head = head;
-    this.#arm((this.#queue[head] as Expiring).deadline - now);
+    this.#arm((this.#queue[head] as E).deadline - now);
   };
 }

@@ -1,22 +1,29 @@
 // Several limiters decided as one request: atomically by one script, or side by side; a refused
-// request takes nothing from any of them. all(), the HTTP middleware and the login guard use it.
-import { ERROR_CODES, SluiceError } from '../errors.js';
+// request takes nothing from any of them. all(), the HTTP middleware, Envoy and the login guard use it.
+import { describeValue, ERROR_CODES, invalidOption, SluiceError } from '../errors.js';
 import { atomicRequestsError } from '../stores/atomic.js';
-import type { Decision, Operation } from '../types.js';
-import { Call } from './call.js';
-import type { Member } from './member.js';
-import { consumed, type Decided, decideAtomic, decideOne } from './pipeline.js';
+import type { Decision, Operation, Policy } from '../types.js';
+import type { Call } from './call.js';
+import type { Pipeline } from './pipeline.js';
+import { type Decided, decideTogether, took } from './together.js';
 
 /** What a group's check took, to be given back once: when a later check refuses the request, or a count mode says so. */
 export class Grant {
+  readonly #pipelines: readonly Pipeline[];
   readonly #calls: readonly Call[];
   readonly #decisions: Decision[];
   readonly #taken: readonly boolean[];
   #given: Promise<void> | undefined;
 
-  constructor(calls: readonly Call[], decisions: Decision[], taken: readonly boolean[]) {
+  constructor(
+    pipelines: readonly Pipeline[],
+    calls: readonly Call[],
+    decided: Decided,
+    taken = decided.taken,
+  ) {
+    this.#pipelines = pipelines;
     this.#calls = calls;
-    this.#decisions = decisions;
+    this.#decisions = decided.decisions;
     this.#taken = taken;
   }
 
@@ -35,7 +42,7 @@ export class Grant {
       this.#calls.map(async (call, i) => {
         if (this.#taken[i] !== true) return;
         const decision = this.#decisions[i] as Decision;
-        const after = await giveBack(call, decision);
+        const after = await (this.#pipelines[i] as Pipeline).giveBack(call, decision);
         if (after !== undefined) {
           this.#decisions[i] = { ...decision, remaining: after.remaining, resetMs: after.resetMs };
         }
@@ -45,150 +52,204 @@ export class Grant {
   }
 }
 
-/** Gives back what one call took; the store's answer to the refund, if it made one. */
-async function giveBack(call: Call, decision: Decision): Promise<Decision | undefined> {
-  const member = call.member;
-  if (decision.reason === 'fallback') {
-    member.health.refundFallback(call);
-    return undefined;
-  }
-  const now = member.time();
-  if (now instanceof SluiceError) return undefined;
-  const refund = new Call(member, call.policy, 'refund', call.identifier, call.cost, call.tag, now);
-  const answer = await decideOne(refund);
-  return answer.reason === undefined ? answer : undefined;
-}
-
 /** The outcome of a group's check. */
 export interface GroupOutcome {
-  /** Whether every member allowed (as enforced: shadow members never refuse). */
+  /** Whether every limiter allowed (as enforced: shadow limiters never refuse). */
   readonly allowed: boolean;
-  /** Each member's decision, in order; after a refusal, what each has once given back. */
+  /** Each limiter's decision, in order; after a refusal, what each has once given back. */
   readonly decisions: readonly Decision[];
+  /** The policy each decision was made under: the limiter's, or its variant for the call's `limit`. */
+  readonly policies: readonly Policy[];
   /** What the check took (nothing, when refused); the middleware gives it back in its count modes. */
   readonly grant: Grant;
   /** The store failure behind each decision the failure policy made, in order. */
   readonly errors: readonly (SluiceError | undefined)[];
 }
 
-/** One call's parts for each member: a value for all, or one per member in order. */
+/** One call's parts for each limiter: a value for all, or one per limiter in order. */
 export type PerMember<T> = T | readonly T[];
+
+/** Identifiers for a group's call: one for every limiter, or one per limiter in order. */
+export type Identifiers = string | readonly string[];
+
+/** The options of a group's call. */
+export interface GroupCallOptions {
+  readonly cost?: PerMember<number> | undefined;
+  readonly limit?: PerMember<number | undefined> | undefined;
+  readonly tag?: string | undefined;
+}
+
+/** The checked calls of one group call, with their keys when one script decides them. */
+interface Prepared {
+  readonly calls: readonly Call[];
+  readonly keys: readonly string[] | undefined;
+}
 
 function part<T>(value: PerMember<T>, i: number): T {
   return Array.isArray(value) ? (value[i] as T) : (value as T);
 }
 
+/** The identifiers of a group's call, one per limiter, or the error. */
+export function identifiersFor(count: number, identifiers: Identifiers): readonly string[] | SluiceError {
+  if (typeof identifiers === 'string') return Array.from({ length: count }, () => identifiers);
+  if (!Array.isArray(identifiers) || identifiers.length !== count) {
+    return new SluiceError(
+      ERROR_CODES.INVALID_IDENTIFIER,
+      `Expected \`identifiers\` to be a string or an array of ${count} strings (one per limiter), got ${Array.isArray(identifiers) ? `an array of ${identifiers.length}` : describeValue(identifiers)}.`,
+    );
+  }
+  return identifiers;
+}
+
+function perMember(option: string, value: unknown, count: number): SluiceError | undefined {
+  if (!Array.isArray(value) || value.length === count) return undefined;
+  return invalidOption(option, `a value for every limiter, or an array of ${count} (one per limiter)`, value);
+}
+
 /**
  * Limiters decided as one. `atomic`: one script over every key (one store; the keys of a call
  * must share a slot). Otherwise each decides on its own and what others took is given back when
- * one refuses. Shadow members of an atomic group are decided beside it, so that their verdict can
- * never take units from, or refuse, the members that enforce.
+ * one refuses; a limiter may then appear more than once (one rule matched by two descriptors).
+ * Shadow limiters of an atomic group are decided beside it, so that their verdict can never take
+ * units from, or refuse, the limiters that enforce.
  */
 export class Group {
-  readonly members: readonly Member[];
+  readonly pipelines: readonly Pipeline[];
   readonly atomic: boolean;
 
-  constructor(members: readonly Member[], atomic: boolean) {
-    this.members = members;
+  constructor(pipelines: readonly Pipeline[], atomic: boolean) {
+    this.pipelines = pipelines;
     this.atomic = atomic;
   }
 
-  /** Makes every member's call, checked; rejects with the first problem, before anything is asked. */
-  calls(
+  /** Checks (`limit`) or looks (`peek`) once for every limiter; rejects before anything is asked when a part is bad. */
+  run(
     operation: Operation,
-    identifiers: readonly string[],
-    cost: PerMember<number>,
-    limit: PerMember<number | undefined>,
-    tag: string | undefined,
-  ): Call[] | SluiceError {
-    const policies = [];
-    for (let i = 0; i < this.members.length; i++) {
-      const member = this.members[i] as Member;
-      const policy = member.check(identifiers[i], part(cost, i), 'cost', tag, part(limit, i));
-      if (policy instanceof SluiceError) return policy;
-      policies.push(policy);
-    }
-    // One script runs at one time: an atomic group reads one clock (its members share it).
-    const shared = this.atomic ? (this.members[0] as Member).time() : undefined;
-    if (shared instanceof SluiceError) return shared;
+    identifiers: Identifiers,
+    options: GroupCallOptions | undefined,
+  ): Promise<GroupOutcome> {
+    const prepared = this.prepare(operation, identifiers, options);
+    return prepared instanceof SluiceError ? Promise.reject(prepared) : this.decide(prepared);
+  }
+
+  /** Makes every limiter's call, checked; the first problem, before anything is asked. */
+  prepare(
+    operation: Operation,
+    identifiers: Identifiers,
+    options: GroupCallOptions | undefined,
+  ): Prepared | SluiceError {
+    const count = this.pipelines.length;
+    const ids = identifiersFor(count, identifiers);
+    if (ids instanceof SluiceError) return ids;
+    const cost = options?.cost ?? 1;
+    const limit = options?.limit;
+    const tag = options?.tag;
+    const shape = perMember('cost', cost, count) ?? perMember('limit', limit, count);
+    if (shape !== undefined) return shape;
     const calls: Call[] = [];
-    for (let i = 0; i < this.members.length; i++) {
-      const member = this.members[i] as Member;
-      const now = this.atomic ? shared : member.time();
+    for (let i = 0; i < count; i++) {
+      const parts = { tag, limit: part(limit, i) };
+      const call = (this.pipelines[i] as Pipeline).prepare(operation, ids[i], part(cost, i), parts);
+      if (call instanceof SluiceError) return call;
+      calls.push(call);
+    }
+    return this.#timed(calls);
+  }
+
+  /** Reads the time of every call (one for all when one script decides them), and computes the keys once. */
+  #timed(calls: Call[]): Prepared | SluiceError {
+    const pipelines = this.pipelines;
+    // One script runs at one time: an atomic group reads one clock (its limiters share it).
+    const shared = this.atomic ? (pipelines[0] as Pipeline).time() : undefined;
+    if (shared instanceof SluiceError) return shared;
+    for (let i = 0; i < calls.length; i++) {
+      const now = this.atomic ? shared : (pipelines[i] as Pipeline).time();
       if (now instanceof SluiceError) return now;
-      const policy = policies[i] as Call['policy'];
-      calls.push(new Call(member, policy, operation, identifiers[i] as string, part(cost, i), tag, now));
+      (calls[i] as Call).now = now;
     }
-    if (this.atomic) {
-      const store = (this.members[0] as Member).store;
-      const keys = calls.map((call) => store.keyFor(call.name, call.identifier, call.tag));
-      // A combination the store would refuse (keys on several slots) is the caller's mistake, not an
-      // outage: refused here, before any failure policy could answer for it.
-      const refused = atomicRequestsError(calls, keys);
-      if (refused !== undefined) return refused;
-    }
-    return calls;
+    if (!this.atomic) return { calls, keys: undefined };
+    const store = (pipelines[0] as Pipeline).store;
+    const keys = calls.map((call) => store.keyFor(call.name, call.identifier, call.tag));
+    // A combination the store would refuse (keys on several slots) is the caller's mistake, not an
+    // outage: refused here, before any failure policy could answer for it.
+    return atomicRequestsError(calls, keys) ?? { calls, keys };
   }
 
-  /** Checks (`limit`) or looks (`peek`) once for every member; a refused request takes nothing. */
-  async decide(calls: readonly Call[]): Promise<GroupOutcome> {
-    const { decisions, taken } = await this.#decide(calls);
+  /** Forgets the identifiers in every limiter; rejects with a store's failure. */
+  async reset(identifiers: Identifiers, tag: string | undefined): Promise<void> {
+    const ids = identifiersFor(this.pipelines.length, identifiers);
+    if (ids instanceof SluiceError) throw ids;
+    await Promise.all(this.pipelines.map((pipeline, i) => pipeline.reset(ids[i] as string, tag)));
+  }
+
+  /** Decides prepared calls; a refused request takes nothing. */
+  async decide(prepared: Prepared): Promise<GroupOutcome> {
+    const { calls } = prepared;
+    const decided = await this.#decide(prepared);
+    const { decisions } = decided;
     const allowed = decisions.every((decision) => decision.allowed);
-    const grant = new Grant(calls, decisions, allowed ? taken : calls.map(() => false));
-    if (!allowed) await new Grant(calls, decisions, taken).refund();
-    return { allowed, decisions, grant, errors: calls.map((call) => call.error) };
+    const grant = new Grant(this.pipelines, calls, decided, allowed ? decided.taken : calls.map(() => false));
+    if (!allowed) await new Grant(this.pipelines, calls, decided).refund();
+    const policies = calls.map((call) => call.policy);
+    return { allowed, decisions, policies, grant, errors: calls.map((call) => call.error) };
   }
 
-  #decide(calls: readonly Call[]): Promise<Decided> | Decided {
-    if (!this.atomic) return sideBySide(calls);
-    const enforcing = calls.filter((call) => call.member.enforce);
-    if (enforcing.length === 0 || enforcing.length === calls.length) return decideAtomic(calls);
-    return mixed(calls, enforcing);
+  #decide({ calls, keys }: Prepared): Promise<Decided> | Decided {
+    const pipelines = this.pipelines;
+    if (keys === undefined) return sideBySide(pipelines, calls);
+    const enforcing = pipelines.filter((pipeline) => pipeline.enforce).length;
+    if (enforcing === 0 || enforcing === calls.length) return decideTogether(pipelines, calls, keys);
+    return mixed(pipelines, calls, keys);
   }
 }
 
-async function sideBySide(calls: readonly Call[]): Promise<Decided> {
-  const decisions = await Promise.all(calls.map(decideOne));
-  return {
-    decisions,
-    taken: decisions.map((decision, i) => calls[i]?.operation === 'limit' && consumed(decision)),
-  };
+async function sideBySide(pipelines: readonly Pipeline[], calls: readonly Call[]): Promise<Decided> {
+  const decisions = await Promise.all(calls.map((call, i) => (pipelines[i] as Pipeline).decide(call)));
+  return { decisions, taken: decisions.map((decision, i) => took(calls[i] as Call, decision)) };
 }
 
-/** Enforcing members by one script, shadow members beside them; results back in member order. */
-async function mixed(calls: readonly Call[], enforcing: readonly Call[]): Promise<Decided> {
-  const shadow = calls.filter((call) => !call.member.enforce);
-  const [together, beside] = await Promise.all([decideAtomic(enforcing), sideBySide(shadow)]);
+/** Enforcing limiters by one script, shadow limiters beside them; results back in order. */
+async function mixed(
+  pipelines: readonly Pipeline[],
+  calls: readonly Call[],
+  keys: readonly string[],
+): Promise<Decided> {
+  const enforcing = (_: unknown, i: number): boolean => (pipelines[i] as Pipeline).enforce;
+  const shadow = (_: unknown, i: number): boolean => !(pipelines[i] as Pipeline).enforce;
+  const [together, beside] = await Promise.all([
+    decideTogether(pipelines.filter(enforcing), calls.filter(enforcing), keys.filter(enforcing)),
+    sideBySide(pipelines.filter(shadow), calls.filter(shadow)),
+  ]);
   const decisions: Decision[] = [];
   const taken: boolean[] = [];
   let e = 0;
   let s = 0;
-  for (const call of calls) {
-    const from = call.member.enforce ? together : beside;
-    const at = call.member.enforce ? e++ : s++;
+  for (const pipeline of pipelines) {
+    const from = pipeline.enforce ? together : beside;
+    const at = pipeline.enforce ? e++ : s++;
     decisions.push(from.decisions[at] as Decision);
     taken.push(from.taken[at] === true);
   }
   return { decisions, taken };
 }
 
-/** Refuses an atomic group whose members cannot share one script. */
-export function atomicGroupError(members: readonly Member[]): SluiceError | undefined {
-  const store = members[0]?.store;
-  if (!members.every((member) => member.store === store)) {
+/** Refuses an atomic group whose limiters cannot share one script. */
+export function atomicGroupError(pipelines: readonly Pipeline[]): SluiceError | undefined {
+  const store = pipelines[0]?.store;
+  if (!pipelines.every((pipeline) => pipeline.store === store)) {
     return new SluiceError(
       ERROR_CODES.INVALID_OPTION,
       'Expected the limiters of all(limiters, { atomic: true }) to share one store: limiters on different stores cannot be decided by one script. Use { atomic: false } to decide them side by side, with grants refunded when one denies.',
     );
   }
-  if (store !== undefined && typeof store.decideAll !== 'function') {
+  if (store !== undefined && typeof store.submit !== 'function') {
     return new SluiceError(
       ERROR_CODES.INVALID_OPTION,
-      `Expected the store of all(limiters, { atomic: true }) to offer decideAll(), got a ${JSON.stringify(store.kind)} store without it. Use { atomic: false }.`,
+      `Expected the store of all(limiters, { atomic: true }) to offer submit(), got a ${JSON.stringify(store.kind)} store without it. Use { atomic: false }.`,
     );
   }
-  const clock = members[0]?.clock;
-  if (!members.every((member) => member.clock === clock)) {
+  const clock = pipelines[0]?.clock;
+  if (!pipelines.every((pipeline) => pipeline.clock === clock)) {
     return new SluiceError(
       ERROR_CODES.INVALID_OPTION,
       'Expected the limiters of an atomic all() to share one `clock` (or none): one script decides every key at one time.',

@@ -1,7 +1,7 @@
 // Store health per shard, and what the limiter decides while a shard fails: the failure policy.
 import type { SluiceError } from '../errors.js';
-import { MemoryStore } from '../stores/memory.js';
 import type { Decision, StoreFailure, StoreRequest } from '../types.js';
+import type { Fallback } from './fallback.js';
 
 /** `allow` fails open, `deny` fails closed, `fallback` decides in process with the same policy. */
 export type FailureMode = 'allow' | 'deny' | 'fallback';
@@ -34,12 +34,18 @@ export class Health {
   readonly mode: FailureMode;
   /** Shards known to be failing. Empty while all is well, which the hot path checks first. */
   readonly #outages = new Map<string, Outage>();
-  #fallback: MemoryStore | undefined;
+  /** Where `fallback` decides; cleared when every shard is back. */
+  readonly #fallback: Fallback;
   readonly #changed: (up: boolean, shard: string | undefined) => void;
 
   /** `changed` hears each shard going down and coming back. */
-  constructor(mode: FailureMode, changed: (up: boolean, shard: string | undefined) => void) {
+  constructor(
+    mode: FailureMode,
+    fallback: Fallback,
+    changed: (up: boolean, shard: string | undefined) => void,
+  ) {
     this.mode = mode;
+    this.#fallback = fallback;
     this.#changed = changed;
   }
 
@@ -74,7 +80,7 @@ export class Health {
     if (this.#outages.size === 0 || !this.#outages.delete(shard ?? WHOLE_STORE)) return;
     this.#changed(true, shard);
     // The next outage starts from a full allowance rather than from what this one left behind.
-    if (this.#outages.size === 0) this.#fallback?.clear();
+    if (this.#outages.size === 0) this.#fallback.clear();
   }
 
   /** The shard failed or ran out of time. A probe's failure lets the next call probe. */
@@ -102,11 +108,6 @@ export class Health {
     if (outage !== undefined) outage.probing = false;
   }
 
-  /** Forgets an identifier in the fallback store (on `reset`). */
-  forget(name: string, identifier: string, tag: string | undefined): void {
-    this.#fallback?.reset(name, identifier, tag);
-  }
-
   /** A decision made without the store, by the failure mode. `request.policy` may be a per-call variant. */
   decide(request: StoreRequest, reason: StoreFailure): Decision {
     const limit = request.policy.limit;
@@ -124,21 +125,6 @@ export class Health {
         reason,
       };
     }
-    // Created on the first failure: a limiter whose store never fails never holds one.
-    this.#fallback ??= new MemoryStore({ prefix: 'fallback' });
-    const result = this.#fallback.decideNow(request);
-    return {
-      allowed: result.allowed,
-      limit,
-      remaining: result.remaining,
-      resetMs: result.resetMs,
-      retryAfterMs: result.retryAfterMs,
-      reason: 'fallback',
-    };
-  }
-
-  /** Gives back units a fallback decision took (when a combined check is refused). */
-  refundFallback(request: StoreRequest): void {
-    this.#fallback?.decideNow({ ...request, operation: 'refund' });
+    return this.#fallback.decide(request);
   }
 }

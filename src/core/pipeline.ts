@@ -1,195 +1,340 @@
-// The decision pipeline: one call, or calls on one store decided as one script. Every phase is a
-// method of Member; these functions only put them in order.
+// One limiter's decision pipeline, from call to answer: checks, the store within a deadline, the answer.
 import { performance } from 'node:perf_hooks';
-import type { Decision, Store, StoreResult } from '../types.js';
-import type { Call } from './call.js';
-import type { Expiring } from './deadlines.js';
-import type { Member } from './member.js';
+import { ERROR_CODES, SluiceError } from '../errors.js';
+import type { MetricsRecorder } from '../hooks.js';
+import { OPERATIONS } from '../operations.js';
+import type { ResolvedLimiterOptions } from '../options.js';
+import type {
+  Decision,
+  Operation,
+  Policy,
+  Store,
+  StoreFailure,
+  StoreReply,
+  StoreRequest,
+  StoreResult,
+} from '../types.js';
+import { Answers, storeError } from './answers.js';
+import { Call } from './call.js';
+import { checkIdentifier, checkTag, policyFor, readClock } from './checks.js';
+import { Deadlines } from './deadlines.js';
+import { type Submitter, submitter } from './submit.js';
 
-/** Decisions of calls decided together, and which took units (what a refused group gives back). */
-export interface Decided {
-  readonly decisions: Decision[];
-  readonly taken: boolean[];
+/** The options of one call that the pipeline reads: `tag` and `limit` (CallOptions, KeyOptions). */
+export interface CallParts {
+  readonly tag?: string | undefined;
+  readonly limit?: number | undefined;
+}
+
+/** Why a group's store call has no results: the failure, and the store's error. */
+export interface Unanswered {
+  readonly failure: StoreFailure;
+  readonly error: unknown;
 }
 
 /**
- * Whether a decision took units: the policy's verdict allowed (in shadow mode too: a shadow
- * limiter counts as it would if enforced), and the store or the fallback store made it. A denial
- * takes nothing, nor does a cached denial or an answer of the failure policy's `allow` or `deny`.
- * After a timeout the server may still have taken the units: they are left to expire rather than
- * given back when they may never have been taken (the strict side).
+ * One limiter: the pipeline every call of it goes through. A call is plain data; the store answers
+ * this object (it is the store's reply), which finishes the decision and resolves the call's
+ * promise. What the answer is comes from its Answers (deny cache, health, failure policy, hooks).
  */
-export function consumed(decision: Decision): boolean {
-  return (
-    (decision.wouldAllow ?? decision.allowed) &&
-    (decision.reason === undefined || decision.reason === 'fallback')
-  );
-}
+export class Pipeline implements StoreReply<Call> {
+  readonly name: string;
+  readonly policy: Policy;
+  readonly store: Store;
+  readonly clock: (() => number) | undefined;
+  readonly enforce: boolean;
+  readonly timeoutMs: number;
+  readonly #answers: Answers;
+  readonly #calls: Deadlines<Call>;
+  /** Deadlines of resets and atomic groups, made at the first. */
+  #waits: Deadlines | undefined;
+  readonly #target: Submitter;
+  /** The store's in-process fast path (the memory store's `decideNow`), if it has one. */
+  readonly #now: ((request: StoreRequest) => StoreResult) | undefined;
+  /** The store said once it could decide: it has connected, and later outages are not waited for. */
+  #ready = false;
+  /** The call the next in-process decision of the limiter's own methods reuses (see run). */
+  #spare: Call | undefined;
 
-/**
- * Decides one call: the deny cache, then the store in process, or (once its first connection is
- * made) within the deadline, or the failure policy while the call's shard is failing.
- */
-export function decideOne(call: Call): Promise<Decision> {
-  const member = call.member;
-  const cached = member.cached(call);
-  if (cached !== undefined) return Promise.resolve(cached);
-  if (member.inProcess) return Promise.resolve(decideInProcess(member, call));
-  // A process just started waits for its connection rather than fail open (or closed) at once.
-  const connecting = member.store.untilReady?.();
-  if (connecting !== undefined) {
-    return connecting.then(
-      () => ask(member, call),
-      (error: unknown) => member.failed(call, 'store-error', error),
-    );
+  constructor(options: ResolvedLimiterOptions) {
+    const { store, policy, name } = options;
+    this.name = name;
+    this.policy = policy;
+    this.store = store;
+    this.clock = options.clock;
+    this.enforce = options.enforce;
+    this.timeoutMs = options.timeoutMs;
+    this.#answers = new Answers(options);
+    this.#calls = new Deadlines<Call>(options.timeoutMs, this.#expired);
+    store.attached?.({ name, timeoutMs: options.timeoutMs });
+    this.#target = submitter(store);
+    this.#now = typeof store.decideNow === 'function' ? store.decideNow.bind(store) : undefined;
+    if (this.#now !== undefined) this.#spare = new Call(name, policy, 'peek', '', 1, undefined);
+    if (options.metrics !== undefined) this.attach(options.metrics);
   }
-  return ask(member, call);
-}
 
-/**
- * Decides a transient call (see Member.transientCall): on a store that decides in process, the call
- * goes back to its limiter once decided, for the next one.
- */
-export function decideTransient(call: Call): Promise<Decision> {
-  const member = call.member;
-  if (!member.inProcess) return decideOne(call);
-  const decision =
-    member.denyCache === undefined
-      ? decideInProcess(member, call)
-      : (member.cached(call) ?? decideInProcess(member, call));
-  member.release(call);
-  return Promise.resolve(decision);
-}
-
-function decideInProcess(member: Member, call: Call): Decision {
-  // A decision is timed one in 16 (reading the clock twice costs about what an in-process decision does).
-  if (member.observed) call.askedAt = member.timesThisOne() ? performance.now() : Number.NaN;
-  let result: StoreResult;
-  try {
-    result = (member.store as Required<Pick<Store, 'decideNow'>>).decideNow(call);
-  } catch (error) {
-    return member.failed(call, 'store-error', error);
+  /** Whether the store decides in process, at once. */
+  get inProcess(): boolean {
+    return this.#now !== undefined;
   }
-  return member.answered(call, result);
-}
 
-/** Asks the store within the deadline; the first of its answer and the deadline settles the call. */
-function ask(member: Member, call: Call): Promise<Decision> {
-  if (!member.admit(call)) return Promise.resolve(member.skipped(call));
-  return new Promise<Decision>((resolve) => {
-    call.resolve = resolve;
-    if (member.observed) call.askedAt = member.timesThisOne() ? performance.now() : Number.NaN;
-    member.deadlines.track(call);
-    const store = member.store;
-    try {
-      // The call takes its answer itself where the store allows: no promise of the store's own.
-      if (store.enqueue !== undefined) store.enqueue(call);
-      else store.decide(call).then(call.answer.bind(call), call.fail.bind(call));
-    } catch (error) {
-      call.fail(error);
+  /** Counts this limiter's decisions in a recorder too, from now on (once per recorder). */
+  attach(recorder: MetricsRecorder): void {
+    this.#answers.attach(recorder);
+  }
+
+  /** The limiter's time for a call: its clock's reading, `undefined` for the store's, or the clock's error. */
+  time(): number | SluiceError | undefined {
+    return readClock(this.clock);
+  }
+
+  /** The policy a call runs under (the limiter's, or its variant for `limit`), or why the call is refused. */
+  check(operation: Operation, identifier: unknown, amount: unknown, parts?: CallParts): Policy | SluiceError {
+    const policy = parts?.limit === undefined ? this.policy : policyFor(this.policy, parts.limit);
+    if (policy instanceof SluiceError) return policy;
+    const entry = OPERATIONS[operation];
+    const invalid =
+      checkIdentifier(identifier) ??
+      entry.checkAmount(entry.amountOption, amount, policy) ??
+      checkTag(parts?.tag);
+    return invalid ?? policy;
+  }
+
+  /** A checked call, or why it is refused; its time (`now`) is the caller's to set (see `time`). */
+  prepare(operation: Operation, identifier: unknown, amount: unknown, parts?: CallParts): Call | SluiceError {
+    const policy = this.check(operation, identifier, amount, parts);
+    if (policy instanceof SluiceError) return policy;
+    return new Call(this.name, policy, operation, identifier as string, amount as number, parts?.tag);
+  }
+
+  /**
+   * A call of the limiter's own methods, checked and decided. Nothing keeps such a call once it is
+   * decided: in process, one object serves call after call (a hook that calls the limiter meanwhile
+   * gets a new one).
+   */
+  run(
+    operation: Operation,
+    identifier: string,
+    amount: number,
+    parts: CallParts | undefined,
+  ): Promise<Decision> {
+    const policy = this.check(operation, identifier, amount, parts);
+    if (policy instanceof SluiceError) return Promise.reject(policy);
+    const spare = this.#spare;
+    if (spare !== undefined && this.clock === undefined) {
+      this.#spare = undefined;
+      const decision = this.#decideNow(spare.renew(policy, operation, identifier, amount, parts?.tag));
+      this.#spare = spare;
+      return Promise.resolve(decision);
     }
-  });
-}
+    const call = new Call(this.name, policy, operation, identifier, amount, parts?.tag);
+    const now = this.time();
+    if (now instanceof SluiceError) return Promise.reject(now);
+    call.now = now;
+    return this.decide(call);
+  }
 
-/**
- * Decides calls on one store as one script: every key is looked at, and `limit` takes from all only
- * when all allow. The calls are checked, share one time, and their keys one slot (see all()).
- */
-export function decideAtomic(calls: readonly Call[]): Promise<Decided> | Decided {
-  const members = calls.map((call) => call.member);
-  const hits = calls.map((call) => call.member.cached(call));
-  if (hits.some((hit) => hit !== undefined)) return refusedFromCache(calls, hits);
-  const store = (members[0] as Member).store;
-  if (store.decideAllNow !== undefined) {
-    let results: StoreResult[];
-    try {
-      results = store.decideAllNow(calls);
-    } catch (error) {
-      return failedTogether(calls, error, 'store-error');
+  /**
+   * Decides one call: the deny cache, then the store in process, or (once its first connection is
+   * made) within the deadline, or the failure policy while the call's shard is failing.
+   */
+  decide(call: Call): Promise<Decision> {
+    if (this.#now !== undefined) return Promise.resolve(this.#decideNow(call));
+    const cached = this.#answers.cached(call);
+    if (cached !== undefined) return Promise.resolve(cached);
+    const connecting = this.#connecting();
+    if (connecting !== undefined) {
+      return connecting.then(
+        () => this.#ask(call),
+        (error: unknown) => this.#unanswered(call, 'store-error', error),
+      );
     }
-    return answeredTogether(calls, results);
+    return this.#ask(call);
   }
-  const connecting = store.untilReady?.();
-  if (connecting !== undefined) {
-    return connecting.then(
-      () => askTogether(calls),
-      (error: unknown) => failedTogether(calls, error, 'store-error'),
-    );
+
+  /** A process just started waits for its store's first connection rather than fail open (or closed) at once. */
+  #connecting(): Promise<void> | undefined {
+    if (this.#ready) return undefined;
+    const connecting = this.store.untilReady?.();
+    if (connecting === undefined) this.#ready = true;
+    return connecting;
   }
-  return askTogether(calls);
-}
 
-/**
- * A member's remembered denial refuses the group without asking the store. The members that were
- * not asked report what is known of them, nothing (a full allowance, as when the store fails open),
- * with `reason: 'cached'`; their hooks hear nothing, since nothing was decided for them.
- */
-function refusedFromCache(calls: readonly Call[], hits: readonly (Decision | undefined)[]): Decided {
-  const decisions = calls.map((call, i): Decision => {
-    const limit = call.policy.limit;
-    return (
-      hits[i] ?? { allowed: true, limit, remaining: limit, resetMs: 0, retryAfterMs: 0, reason: 'cached' }
-    );
-  });
-  return { decisions, taken: calls.map(() => false) };
-}
+  #decideNow(call: Call): Decision {
+    const answers = this.#answers;
+    if (answers.caching) {
+      const cached = answers.cached(call);
+      if (cached !== undefined) return cached;
+    }
+    answers.asking(call);
+    let result: StoreResult;
+    try {
+      result = (this.#now as (request: StoreRequest) => StoreResult)(call);
+    } catch (error) {
+      return this.#unanswered(call, 'store-error', error);
+    }
+    return answers.decision(call, result);
+  }
 
-function answeredTogether(calls: readonly Call[], results: readonly StoreResult[]): Decided {
-  const granted = calls[0]?.operation === 'limit' && results.every((result) => result.allowed);
-  const decisions = calls.map((call, i) => call.member.answered(call, results[i] as StoreResult));
-  return { decisions, taken: calls.map(() => granted) };
-}
-
-function failedTogether(calls: readonly Call[], error: unknown, failure: 'store-error' | 'timeout'): Decided {
-  const decisions = calls.map((call) => call.member.failed(call, failure, error));
-  // A fallback store decides each member on its own: what it granted is given back if one refuses.
-  return { decisions, taken: decisions.map((decision, i) => isLimit(calls, i) && consumed(decision)) };
-}
-
-function isLimit(calls: readonly Call[], i: number): boolean {
-  return calls[i]?.operation === 'limit';
-}
-
-function askTogether(calls: readonly Call[]): Promise<Decided> | Decided {
-  // Each member keeps its own view of the store's health: while any is probing after a failure,
-  // every member answers by its failure policy, and probes admitted meanwhile are released.
-  const admitted = calls.map((call) => call.member.admit(call));
-  if (admitted.includes(false)) {
-    const decisions = calls.map((call, i) => {
-      if (admitted[i] === true && call.probe) call.member.health.release(call.shard);
-      return call.member.skipped(call);
+  /** Asks the store within the deadline; the first of its answer and the deadline decides the call. */
+  #ask(call: Call): Promise<Decision> {
+    if (!this.#answers.admit(call)) return Promise.resolve(this.#answers.skipped(call));
+    return new Promise<Decision>((resolve, reject) => {
+      call.resolve = resolve;
+      call.reject = reject;
+      this.#answers.asking(call);
+      this.#calls.track(call);
+      try {
+        this.#target.submit([call], this);
+      } catch (error) {
+        this.failed(call, error);
+      }
     });
-    return { decisions, taken: decisions.map((decision, i) => isLimit(calls, i) && consumed(decision)) };
   }
-  // The group waits no longer than its most impatient member.
-  let first = calls[0] as Call;
-  for (const call of calls) {
-    if (call.member.deadlines.timeoutMs < first.member.deadlines.timeoutMs) first = call;
+
+  /** The store's answer to a call of `decide` (StoreReply); after the deadline it is dropped. */
+  answered(call: Call, result: StoreResult): void {
+    if (this.#calls.stop(call)) call.resolve(this.#answers.decision(call, result));
   }
-  const deadlines = first.member.deadlines;
-  return new Promise<Decided>((resolve) => {
-    const entry: Expiring = {
-      deadline: 0,
-      settled: false,
-      expire: () => resolve(failedTogether(calls, undefined, 'timeout')),
-    };
-    const askedAt = performance.now();
-    for (const call of calls) call.askedAt = askedAt;
-    deadlines.track(entry);
-    const store = first.member.store;
-    let pending: Promise<StoreResult[]>;
+
+  /** The store's failure of a call of `decide` (StoreReply); after the deadline it is dropped. */
+  failed(call: Call, error: unknown): void {
+    if (this.#calls.stop(call)) this.#finish(call, 'store-error', error);
+  }
+
+  readonly #expired = (call: Call): void => this.#finish(call, 'timeout', undefined);
+
+  #finish(call: Call, failure: StoreFailure, error: unknown): void {
     try {
-      pending = (store.decideAll as NonNullable<typeof store.decideAll>)(calls);
-    } catch (error) {
-      pending = Promise.reject(error);
+      call.resolve(this.#unanswered(call, failure, error));
+    } catch (rejected) {
+      call.reject(rejected as SluiceError);
     }
-    pending.then(
-      (results) => {
-        if (deadlines.settle(entry)) resolve(answeredTogether(calls, results));
-      },
-      (error: unknown) => {
-        if (deadlines.settle(entry)) resolve(failedTogether(calls, error, 'store-error'));
-      },
-    );
-  });
+  }
+
+  /**
+   * A call the store did not answer: the failure policy's decision, or, for an operation whose
+   * store failure rejects (OperationEntry.onStoreFailure), the error thrown.
+   */
+  #unanswered(call: Call, failure: StoreFailure, error: unknown): Decision {
+    if (OPERATIONS[call.operation].onStoreFailure === 'policy')
+      return this.#answers.failure(call, failure, error);
+    throw this.#answers.noted(call, failure, error);
+  }
+
+  /** The deny cache's phase for a call of a group (see Answers.cached). */
+  cached(call: Call): Decision | undefined {
+    return this.#answers.cached(call);
+  }
+
+  /** Whether a call of a group may go to the store (see Answers.admit). */
+  admit(call: Call): boolean {
+    return this.#answers.admit(call);
+  }
+
+  /** A call of a group admitted as a probe that was not sent (see Answers.unadmit). */
+  unadmit(call: Call): void {
+    this.#answers.unadmit(call);
+  }
+
+  /** The decision a store's result makes for a call of a group. */
+  decision(call: Call, result: StoreResult): Decision {
+    return this.#answers.decision(call, result);
+  }
+
+  /** The failure policy's decision for a call of a group the store failed. */
+  failure(call: Call, failure: StoreFailure, error: unknown): Decision {
+    return this.#answers.failure(call, failure, error);
+  }
+
+  /** The failure policy's decision for a call of a group not sent (another call probes its shard). */
+  skipped(call: Call): Decision {
+    return this.#answers.skipped(call);
+  }
+
+  /**
+   * Gives back what a call took (its operation's `undo`), where it was taken: in the store, or in the
+   * fallback store. The store's answer to the give-back, if it made one. One that fails leaves the
+   * units taken until they expire: the strict side.
+   */
+  async giveBack(call: Call, decision: Decision): Promise<Decision | undefined> {
+    const undo = OPERATIONS[call.operation].undo;
+    if (undo === undefined) return undefined;
+    const back = new Call(this.name, call.policy, undo, call.identifier, call.cost, call.tag);
+    if (decision.reason === 'fallback') {
+      back.now = call.now;
+      this.#answers.giveBackFallback(back);
+      return undefined;
+    }
+    const now = this.time();
+    if (now instanceof SluiceError) return undefined;
+    back.now = now;
+    const answer = await this.decide(back);
+    return answer.reason === undefined ? answer : undefined;
+  }
+
+  /**
+   * Asks the store to decide calls of this limiter's store together (see Store.submit), within the
+   * deadline: their results in order, or why there are none. The calls were checked (see Group).
+   */
+  together(calls: readonly Call[], keys: readonly string[]): Promise<StoreResult[] | Unanswered> {
+    const connecting = this.#connecting();
+    if (connecting !== undefined) {
+      return connecting.then(
+        () => this.together(calls, keys),
+        (error: unknown): Unanswered => ({ failure: 'store-error', error }),
+      );
+    }
+    return new Promise((resolve) => {
+      const askedAt = performance.now();
+      for (const call of calls) call.askedAt = askedAt;
+      const waits = this.#waitsFor();
+      const timedOut = (): void => resolve({ failure: 'timeout', error: undefined });
+      const entry = { deadline: 0, settled: false, expire: timedOut };
+      waits.track(entry);
+      const results: StoreResult[] = new Array(calls.length);
+      let answers = 0;
+      const reply: StoreReply<Call> = {
+        answered: (call, result) => {
+          results[calls.indexOf(call)] = result;
+          if (++answers === calls.length && waits.stop(entry)) resolve(results);
+        },
+        failed: (_, error) => {
+          if (waits.stop(entry)) resolve({ failure: 'store-error', error });
+        },
+      };
+      try {
+        this.#target.submit(calls, reply, { keys });
+      } catch (error) {
+        reply.failed(calls[0] as Call, error);
+      }
+    });
+  }
+
+  #waitsFor(): Deadlines {
+    this.#waits ??= new Deadlines(this.timeoutMs);
+    return this.#waits;
+  }
+
+  /** Forgets an identifier everywhere this limiter keeps it (OPERATIONS.reset); rejects with the store's error. */
+  reset(identifier: string, tag: string | undefined): Promise<void> {
+    const invalid = checkIdentifier(identifier) ?? checkTag(tag);
+    if (invalid !== undefined) return Promise.reject(invalid);
+    this.#answers.forget(this.name, identifier, tag);
+    const { store, name } = this;
+    return new Promise<void>((resolve, reject) => {
+      const fail = (error: SluiceError): void => {
+        const source = error.code === ERROR_CODES.TIMEOUT ? 'timeout' : 'store-error';
+        const context = { name, identifier, operation: 'reset', cost: 0, source, storeMs: 0 } as const;
+        this.#answers.resetFailed(error, { ...context, enforced: this.enforce });
+        reject(error);
+      };
+      this.#waitsFor().race(
+        () => (tag === undefined ? store.reset(name, identifier) : store.reset(name, identifier, tag)),
+        resolve,
+        (error) => fail(storeError(store.kind, error)),
+        () => fail(this.#answers.timeoutError()),
+      );
+    });
+  }
 }

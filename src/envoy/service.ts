@@ -2,7 +2,7 @@
 import { rateLimitHeaders } from '../http/headers.js';
 import { type Decision, isStoreFailure, type Store } from '../types.js';
 import type { EnvoyConfig, Level, Rule } from './config.js';
-import { callOptions, type Member, Together } from './decide.js';
+import { callOptions, type DescriptorCall, Together } from './decide.js';
 import { type AppliedLimit, RuleLimiters } from './limiters.js';
 import { descriptorParts, type Entry, identifierOf, matchDescriptor } from './match.js';
 import {
@@ -61,7 +61,7 @@ interface Snapshot {
 }
 
 /** Keeps a descriptor's decision once it is made. */
-async function settle(slot: Slot, decision: Promise<Decision>): Promise<void> {
+async function keep(slot: Slot, decision: Promise<Decision>): Promise<void> {
   slot.decision = await decision;
 }
 
@@ -192,10 +192,10 @@ export class EnvoyService {
       const member = { limiter, identifier: slot.identifier, cost: slot.hits, limit: applied.callLimit };
       if (slot.hits === 0) {
         // A check without hits looks and takes nothing; it can never make the request over.
-        alone.push(settle(slot, limiter.peek(slot.identifier, callOptions({ ...member, cost: 1 }, tag))));
+        alone.push(keep(slot, limiter.peek(slot.identifier, callOptions({ ...member, cost: 1 }, tag))));
       } else if (slot.shadow) {
         // A shadowed limit never refuses, so it decides on its own and counts as the reference does.
-        alone.push(settle(slot, limiter.limit(slot.identifier, callOptions(member, tag))));
+        alone.push(keep(slot, limiter.limit(slot.identifier, callOptions(member, tag))));
       } else enforced.push(slot);
     }
     alone.push(this.#decideEnforced(snapshot, enforced, tag));
@@ -207,7 +207,7 @@ export class EnvoyService {
     const asking = slots.filter((slot) => slot.staticOver !== true);
     if (asking.length === 0) return;
     // Descriptors on one key (the same entries twice) are one member asking for their hits together.
-    const members: Member[] = [];
+    const members: DescriptorCall[] = [];
     const maxCosts: number[] = [];
     const memberAt = new Map<string, number>();
     const slotMember: number[] = [];
@@ -222,7 +222,7 @@ export class EnvoyService {
         members.push({ limiter, identifier: slot.identifier, cost: slot.hits, limit: applied.callLimit });
         maxCosts.push(applied.maxCost);
       } else {
-        const member = members[at] as Member;
+        const member = members[at] as DescriptorCall;
         members[at] = { ...member, cost: member.cost + slot.hits };
         slotMember.push(at);
       }

@@ -1,5 +1,4 @@
 // What every middleware offers besides guarding requests: the key a request is charged under, and forgetting it.
-import type { Member } from '../core/member.js';
 import type { ResolvedOptions } from './options.js';
 import { type RequestKey, requestKey } from './request-key.js';
 import type { RequestView } from './view.js';
@@ -32,7 +31,7 @@ export function keyControls<Req, Args extends readonly unknown[]>(
       config,
       request,
       view,
-      group.members.length,
+      group.pipelines.length,
     );
     return 'missing' in keyed ? undefined : { group, keyed };
   };
@@ -42,11 +41,10 @@ export function keyControls<Req, Args extends readonly unknown[]>(
       const found = await find(args);
       if (found === undefined) return;
       const { group, keyed } = found;
-      const { identifiers, tag } = keyed;
-      const resets = group.members.map((member: Member, i) =>
-        member.reset(typeof identifiers === 'string' ? identifiers : (identifiers[i] as string), tag),
-      );
-      await Promise.all([...resets, config.penalties?.(group).reset(keyed.key)]);
+      await Promise.all([
+        group.reset(keyed.identifiers, keyed.tag),
+        config.penalties?.(group).reset(keyed.key),
+      ]);
     },
   };
 }

@@ -1,13 +1,10 @@
 // The one request path every adapter calls: skip, choose limiters, key, penalties, decide, headers, refusal, refunds.
-import { decideGroup } from '../combine.js';
-import { policyFor } from '../core/call.js';
-import type { Grant } from '../core/group.js';
-import type { Member } from '../core/member.js';
+import type { Grant, Group, GroupOutcome } from '../core/index.js';
 import { type Decision, isStoreFailure } from '../types.js';
-import { isEnforcedDenial, type PolicyDecision, rateLimitHeaders } from './headers.js';
+import { headersIn, isEnforcedDenial, type PolicyDecision } from './headers.js';
 import { type RateLimitInfo, rateLimitInfo } from './info.js';
-import type { RequestLimit, ResolvedOptions } from './options.js';
-import type { Held } from './penalties.js';
+import type { ResolvedOptions } from './options.js';
+import type { Held, Penalties } from './penalties.js';
 import {
   PROBLEM_CONTENT_TYPE,
   type ProblemDetails,
@@ -122,13 +119,6 @@ async function giveBack(state: RequestState, taken: readonly Taken[]): Promise<v
   }
 }
 
-/** The period a member's headers state: its policy's, or that of the variant for this request's limit. */
-function windowOf(member: Member, limit: RequestLimit, index: number): number {
-  const own = Array.isArray(limit) ? limit[index] : limit;
-  const policy = own === undefined ? member.policy : policyFor(member.policy, own);
-  return 'windowMs' in policy ? policy.windowMs : member.policy.windowMs;
-}
-
 /** A refused request takes nothing, here or in the middlewares that ran before on it. */
 async function refuse<Req>(
   config: ResolvedOptions<Req>,
@@ -145,6 +135,76 @@ async function refuse<Req>(
   return { kind: 'deny', refusal, key, entries: state.entries };
 }
 
+/** What decides a request, once it is known to be limited: its group and its cost. */
+async function chosen<Req>(
+  config: ResolvedOptions<Req>,
+  request: Req,
+  view: RequestView,
+): Promise<{ readonly group: Group; readonly cost: number } | undefined> {
+  if (config.skip !== undefined && (await config.skip(request))) return undefined;
+  const group = config.selectGroup(request, view);
+  if (group === undefined) return undefined;
+  const cost = typeof config.cost === 'number' ? config.cost : await config.cost(request);
+  return cost === 0 ? undefined : { group, cost };
+}
+
+/** Adds the group's decisions to the request's entries; what the group took, to be given back. */
+function entered(
+  state: RequestState,
+  group: Group,
+  outcome: GroupOutcome,
+  partitionKey: Uint8Array | undefined,
+): Taken {
+  const taken: Taken = { grant: outcome.grant, first: state.entries.length, decisions: outcome.decisions };
+  group.pipelines.forEach((pipeline, i) => {
+    // The period of the policy each decision was made under: the limiter's, or its variant for the request's limit.
+    const windowMs = (outcome.policies[i] ?? pipeline.policy).windowMs;
+    state.entries.push({
+      name: pipeline.name,
+      windowMs,
+      decision: outcome.decisions[i] as Decision,
+      partitionKey,
+    });
+  });
+  return taken;
+}
+
+/** The penalty a refused client earns: only for going over a quota, never for a limiter failing closed. */
+async function penalty(
+  outcome: GroupOutcome,
+  penalties: Penalties | undefined,
+  key: string,
+): Promise<Held | undefined> {
+  const overQuota = outcome.decisions.some(
+    (decision) => isEnforcedDenial(decision) && !isStoreFailure(decision.reason),
+  );
+  return overQuota ? await penalties?.refused(key) : undefined;
+}
+
+/** The request may go on: its headers, the decision for its handler, and how its count mode settles. */
+function allowed<Req>(
+  config: ResolvedOptions<Req>,
+  state: RequestState,
+  key: string,
+  taken: Taken,
+): Evaluation {
+  state.taken.push(taken);
+  let settle: ((status: number, finished: boolean) => void) | undefined;
+  if (config.count !== 'all' && !taken.grant.empty) {
+    let done = false;
+    settle = (status, finished) => {
+      if (done) return;
+      done = true;
+      const failed = !finished || config.isFailure(status);
+      if (failed !== (config.count === 'failed')) giveBack(state, [taken]).catch(config.onRefundError);
+    };
+  }
+  const { entries } = state;
+  const info = rateLimitInfo(entries, key) as RateLimitInfo;
+  state.info = info;
+  return { kind: 'allow', headers: headersIn(entries, config.styles), settle, key, entries, info };
+}
+
 /**
  * Runs the limiters for one request. `state` is an object that lives as long as the request (the
  * Node request, the fetch Request), where decisions of several middlewares are gathered. Rejects
@@ -159,14 +219,10 @@ export async function evaluate<Req>(
   view: RequestView,
   state: object,
 ): Promise<Evaluation> {
-  if (config.skip !== undefined && (await config.skip(request))) return { kind: 'skip' };
-  const group = config.selectGroup(request, view);
-  if (group === undefined) return { kind: 'skip' };
-  const cost = typeof config.cost === 'number' ? config.cost : await config.cost(request);
-  if (cost === 0) return { kind: 'skip' };
-
-  const members = group.members;
-  const keyed = await requestKey(config, request, view, members.length);
+  const limited = await chosen(config, request, view);
+  if (limited === undefined) return { kind: 'skip' };
+  const { group, cost } = limited;
+  const keyed = await requestKey(config, request, view, group.pipelines.length);
   if ('missing' in keyed) {
     return { kind: 'deny', refusal: missingKeyRefusal(keyed.missing), key: undefined, entries: [] };
   }
@@ -180,60 +236,12 @@ export async function evaluate<Req>(
     requestState.entries.push({ ...imposed.entry, partitionKey });
     return refuse(config, requestState, key, imposed);
   }
-
-  const outcome = await decideGroup(group, 'limit', keyed.identifiers, {
-    cost,
-    ...(tag === undefined ? {} : { tag }),
-    ...(limit === undefined ? {} : { limit }),
-  });
-  const taken: Taken = {
-    grant: outcome.grant,
-    first: requestState.entries.length,
-    decisions: outcome.decisions,
-  };
-  requestState.entries.push(
-    ...members.map((member, index) => ({
-      name: member.name,
-      windowMs: windowOf(member, limit, index),
-      decision: outcome.decisions[index] as Decision,
-      partitionKey,
-    })),
-  );
-  const entries = requestState.entries;
-
-  if (!outcome.allowed) {
-    // A limiter failing closed refuses without the client's doing: that earns no penalty.
-    const overQuota = outcome.decisions.some(
-      (decision) => isEnforcedDenial(decision) && !isStoreFailure(decision.reason),
-    );
-    const held = overQuota ? await penalties?.refused(key) : undefined;
-    if (held !== undefined) entries.push({ ...held.entry, partitionKey });
-    return refuse(config, requestState, key, held);
-  }
-  requestState.taken.push(taken);
-
-  let settle: ((status: number, finished: boolean) => void) | undefined;
-  if (config.count !== 'all' && !outcome.grant.empty) {
-    let done = false;
-    settle = (status, finished) => {
-      if (done) return;
-      done = true;
-      const failed = !finished || config.isFailure(status);
-      if (failed !== (config.count === 'failed')) {
-        giveBack(requestState, [taken]).catch(config.onRefundError);
-      }
-    };
-  }
-  const info = rateLimitInfo(entries, key) as RateLimitInfo;
-  requestState.info = info;
-  return {
-    kind: 'allow',
-    headers: rateLimitHeaders(entries, { style: config.styles }),
-    settle,
-    key,
-    entries,
-    info,
-  };
+  const outcome = await group.run('limit', keyed.identifiers, { cost, tag, limit });
+  const taken = entered(requestState, group, outcome, partitionKey);
+  if (outcome.allowed) return allowed(config, requestState, key, taken);
+  const held = await penalty(outcome, penalties, key);
+  if (held !== undefined) requestState.entries.push({ ...held.entry, partitionKey });
+  return refuse(config, requestState, key, held);
 }
 
 /** The information handed to a custom denial handler. */

@@ -77,11 +77,20 @@ export function rateLimitHeaders(
   entries: readonly PolicyDecision[],
   options: HeaderOptions = {},
 ): Record<string, string> {
+  return headersIn(entries, chosenStyles(options.style), options.now);
+}
+
+/** {@link rateLimitHeaders} in styles already chosen (see `chosenStyles`): the middleware chooses once. */
+export function headersIn(
+  entries: readonly PolicyDecision[],
+  styles: readonly HeaderStyle[],
+  now?: number,
+): Record<string, string> {
   const headers: Record<string, string> = {};
   const visible = perPolicy(entries.filter((entry) => isReportable(entry.decision)));
   if (visible.length > 0) {
-    const now = options.now ?? Date.now();
-    for (const style of chosenStyles(options.style)) STYLE_WRITERS[style](headers, visible, now);
+    const at = now ?? Date.now();
+    for (const style of styles) STYLE_WRITERS[style](headers, visible, at);
   }
   const retryAfter = retryAfterSeconds(entries);
   if (retryAfter !== undefined) headers['Retry-After'] = String(retryAfter);

@@ -1,11 +1,12 @@
 // Middleware options shared by every adapter: their types, defaults, and the one path that validates them.
-import type { Group } from '../core/group.js';
+import type { Group } from '../core/index.js';
 import { invalidOption } from '../errors.js';
 import type { MetricsRecorder } from '../hooks.js';
 import { resolveRecorder } from '../options.js';
 import { knownKeys, optionsObject } from '../validate.js';
 import { clientIp, isKeyExtractor, type KeyExtractor } from './client-key.js';
 import { HEADER_STYLES, type HeaderStyle, RATELIMIT_FIELD_STYLES } from './header-styles.js';
+import { chosenStyles } from './headers.js';
 import { type PartitionKeyOption, partitionKeyHasher } from './partition-key.js';
 import {
   type BanOptions,
@@ -148,6 +149,7 @@ export interface ResolvedOptions<Req> {
   readonly skip: ((request: Req) => boolean | Promise<boolean>) | undefined;
   readonly count: 'all' | 'failed' | 'successful';
   readonly isFailure: (status: number) => boolean;
+  /** The header styles to write, chosen once (duplicates dropped; see `chosenStyles`). */
   readonly styles: readonly HeaderStyle[];
   readonly problem: ProblemOptions;
   readonly onRefundError: (error: unknown) => void;
@@ -221,7 +223,8 @@ function headerStyles(value: unknown): readonly HeaderStyle[] {
       value,
     );
   }
-  return Object.freeze([...(list as HeaderStyle[])]);
+  // Chosen once here (duplicates dropped): requests write them as they are.
+  return Object.freeze(chosenStyles(list as HeaderStyle[]));
 }
 
 function isLimitValue(value: unknown): boolean {

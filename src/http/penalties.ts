@@ -3,12 +3,10 @@
 import { createHash } from 'node:crypto';
 import { gcra } from '../algorithms/gcra.js';
 import { slidingWindow } from '../algorithms/sliding-window.js';
-import { decideGroup, groupFor } from '../combine.js';
-import type { Group } from '../core/group.js';
-import type { Member } from '../core/member.js';
+import { type Group, groupFor, Pipeline, RateLimiter } from '../core/index.js';
 import { invalidOption } from '../errors.js';
-import { createLimiter, type Limiter } from '../limiter.js';
-import type { Decision } from '../types.js';
+import { resolveLimiterOptions } from '../options.js';
+import type { Decision, Limiter } from '../types.js';
 import { durationMs, knownKeys, optionsObject } from '../validate.js';
 import type { PolicyDecision } from './header-values.js';
 
@@ -79,10 +77,10 @@ function penaltyIdentifier(key: string): string {
 }
 
 /** The penalty limiters' names start with the names of the limiters they follow (`api+burst:ban`). */
-function baseName(members: readonly Member[]): string {
-  const joined = members.map((member) => member.name).join('+');
+function baseName(names: readonly string[]): string {
+  const joined = names.join('+');
   if (joined.length <= 100) return joined;
-  return `${members[0]?.name.slice(0, 60)}+${createHash('sha256').update(joined).digest('hex').slice(0, 12)}`;
+  return `${names[0]?.slice(0, 60)}+${createHash('sha256').update(joined).digest('hex').slice(0, 12)}`;
 }
 
 /** A decision that has just started a penalty: refused from now for as long as it lasts. */
@@ -101,19 +99,21 @@ export class Penalties {
   readonly #held403: readonly boolean[];
 
   constructor(group: Group, settings: PenaltySettings) {
-    const first = group.members[0] as Member;
-    const base = baseName(group.members);
+    const first = group.pipelines[0] as Pipeline;
+    const base = baseName(group.pipelines.map((pipeline) => pipeline.name));
     // The limiters' clock, so a test's clock moves penalties too; no deny cache: nothing per key in the process.
-    const make = (suffix: string, policy: Limiter['policy']): Limiter =>
-      createLimiter({
+    const make = (suffix: string, policy: Limiter['policy']): Limiter => {
+      const options = resolveLimiterOptions({
         store: first.store,
         policy,
         name: `${base}:${suffix}`,
         ...(first.clock === undefined ? {} : { clock: first.clock }),
-        timeoutMs: first.deadlines.timeoutMs,
+        timeoutMs: first.timeoutMs,
         // A penalty the store cannot confirm is not imposed: the limiters still decide.
         onStoreError: 'allow',
       });
+      return new RateLimiter(new Pipeline(options));
+    };
     // One unit per duration (GCRA): taking it starts the penalty, and looking says how long it has left.
     const { ban, block } = settings;
     this.#ban = ban === undefined ? undefined : make('ban', gcra({ limit: 1, periodMs: ban.durationMs }));
@@ -124,20 +124,20 @@ export class Penalties {
     this.#block =
       block === undefined ? undefined : make('block', gcra({ limit: 1, periodMs: block.durationMs }));
     const held = [this.#ban, this.#block].filter((limiter) => limiter !== undefined);
-    this.#held = groupFor(held, false);
+    this.#held = groupFor(held, { atomic: false });
     this.#held403 = held.map((limiter) => limiter === this.#ban);
   }
 
   /** The penalty a client is under, if any: a ban before a block. */
   async check(key: string): Promise<Held | undefined> {
-    const outcome = await decideGroup(this.#held, 'peek', penaltyIdentifier(key), undefined);
+    const outcome = await this.#held.run('peek', penaltyIdentifier(key), undefined);
     for (let i = 0; i < outcome.decisions.length; i++) {
       const decision = outcome.decisions[i] as Decision;
       if (decision.allowed) continue;
-      const member = this.#held.members[i] as Member;
+      const pipeline = this.#held.pipelines[i] as Pipeline;
       return {
         status: this.#held403[i] === true ? 403 : 429,
-        entry: { name: member.name, windowMs: member.policy.windowMs, decision },
+        entry: { name: pipeline.name, windowMs: pipeline.policy.windowMs, decision },
       };
     }
     return undefined;

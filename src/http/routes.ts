@@ -1,9 +1,8 @@
 // Which limiters decide a request: one set for all, one per matching route rule, or a function's choice.
-import { type CombinedLimiter, combinedGroup, groupFor } from '../combine.js';
-import type { Group } from '../core/group.js';
+import { type CombinedLimiter, combinedGroup, type Group, groupFor } from '../core/index.js';
 import { invalidOption } from '../errors.js';
 import type { MetricsRecorder } from '../hooks.js';
-import type { Limiter } from '../limiter.js';
+import type { Limiter } from '../types.js';
 import { knownKeys, optionsObject } from '../validate.js';
 import type { RequestView } from './view.js';
 
@@ -33,8 +32,8 @@ export function limiterSet(option: string, value: unknown): Group {
   if (list.length === 0) throw invalidOption(option, EXPECTED_LIMITERS, value);
   try {
     // One limiter decides as `limiter.limit()` does; atomicity only means something for several
-    // (and would ask its store for decideAll, which a store of one's own may lack).
-    return groupFor(list, list.length === 1 ? false : undefined, option);
+    // (and would ask its store for submit(), which a store of one's own may lack).
+    return groupFor(list, { atomic: list.length === 1 ? false : undefined, option });
   } catch (error) {
     if (list.length === 1) throw invalidOption(option, EXPECTED_LIMITERS, value);
     throw error;
@@ -112,7 +111,7 @@ export function groupSelector<Req>(
   if (!Array.isArray(routes)) throw invalidOption('routes', 'an array of { path, method?, limiter }', routes);
   const compiled = routes.map((rule, index) => compileRoute(index, rule));
   const counted = (group: Group): Group => {
-    if (metrics !== undefined) for (const member of group.members) member.attach(metrics);
+    if (metrics !== undefined) for (const pipeline of group.pipelines) pipeline.attach(metrics);
     return group;
   };
   for (const route of compiled) counted(route.group);

@@ -1,5 +1,6 @@
-// Checks shared by the stores' decideAll(): what one script may decide together, refused before anything is written.
+// What one script may decide together, checked before a group is handed to any store: nothing is written for a refusal.
 import { ERROR_CODES, SluiceError } from '../errors.js';
+import { OPERATIONS } from '../operations.js';
 import type { StoreRequest } from '../types.js';
 import { keySlot } from './redis/slot.js';
 
@@ -15,7 +16,7 @@ export function atomicRequestsError(
   const first = requests[0];
   const firstKey = keys[0];
   if (first === undefined || firstKey === undefined) return undefined;
-  if (first.operation !== 'limit' && first.operation !== 'peek') {
+  if (!OPERATIONS[first.operation].atomic) {
     return new SluiceError(
       ERROR_CODES.INVALID_OPTION,
       `Expected the operation of an atomic check to be 'limit' or 'peek', got ${JSON.stringify(first.operation)}.`,

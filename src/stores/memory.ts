@@ -1,8 +1,7 @@
 // The in-process store: runs each policy's pure twin over a bounded LRU map. No timer per key.
 import { stateKey } from '../keys.js';
-import type { Store, StoreRequest, StoreResult } from '../types.js';
+import type { Operation, Store, StoreReply, StoreRequest, StoreResult, Together } from '../types.js';
 import { keyPart, knownKeys, optionsObject, positiveInteger } from '../validate.js';
-import { atomicRequestsError } from './atomic.js';
 import { NIL, Slots } from './memory-slots.js';
 
 /** Options of {@link MemoryStore}. */
@@ -94,33 +93,45 @@ export class MemoryStore implements Store {
 
   /** Decides synchronously; what `decide` resolves to. */
   decideNow(request: StoreRequest): StoreResult {
-    return this.#decideAt(request, this.#now(request.now));
-  }
-
-  decideAll(requests: readonly StoreRequest[]): Promise<StoreResult[]> {
-    try {
-      return Promise.resolve(this.decideAllNow(requests));
-    } catch (error) {
-      return Promise.reject(error);
-    }
+    return this.#decideAt(request, request.operation, this.#now(request.now));
   }
 
   /**
-   * Decides several requests together, synchronously, as the Redis store's combined script does:
-   * every key is looked at first, and `limit` takes from each only when all allow. Throws
-   * ERR_SLUICE_CROSS_SLOT for keys that could not share a script on Redis Cluster, so that code
-   * tested on this store behaves the same on Redis.
+   * Answers every request before returning. Requests decided `together` are decided as the Redis
+   * store's combined script decides them: every key is looked at first, and `limit` takes from each
+   * only when all allow.
    */
-  decideAllNow(requests: readonly StoreRequest[]): StoreResult[] {
-    const keys = requests.map((r) => stateKey(this.prefix, r.name, r.identifier, r.tag));
-    const invalid = atomicRequestsError(requests, keys);
-    if (invalid !== undefined) throw invalid;
+  submit<R extends StoreRequest>(requests: readonly R[], reply: StoreReply<R>, together?: Together): void {
+    if (together === undefined) {
+      for (const request of requests) {
+        let result: StoreResult;
+        try {
+          result = this.decideNow(request);
+        } catch (error) {
+          reply.failed(request, error);
+          continue;
+        }
+        reply.answered(request, result);
+      }
+      return;
+    }
+    let results: StoreResult[];
+    try {
+      results = this.#together(requests);
+    } catch (error) {
+      for (const request of requests) reply.failed(request, error);
+      return;
+    }
+    for (let i = 0; i < requests.length; i++) reply.answered(requests[i] as R, results[i] as StoreResult);
+  }
+
+  #together(requests: readonly StoreRequest[]): StoreResult[] {
     const first = requests[0];
     if (first === undefined) return [];
     const now = this.#now(first.now);
-    const looked = requests.map((r) => this.#decideAt({ ...r, operation: 'peek' }, now));
+    const looked = requests.map((request) => this.#decideAt(request, 'peek', now));
     if (first.operation !== 'limit' || looked.some((result) => !result.allowed)) return looked;
-    return requests.map((r) => this.#decideAt(r, now));
+    return requests.map((request) => this.#decideAt(request, request.operation, now));
   }
 
   #now(given: number | undefined): number {
@@ -152,7 +163,8 @@ export class MemoryStore implements Store {
     this.#tableName = tag === undefined ? name : undefined;
   }
 
-  #decideAt(request: StoreRequest, now: number): StoreResult {
+  /** Decides a request as `operation` (an atomic group looks at every key before it takes). */
+  #decideAt(request: StoreRequest, operation: Operation, now: number): StoreResult {
     const identifier = request.identifier;
     this.#select(request.name, request.tag);
     const table = this.#table;
@@ -167,7 +179,7 @@ export class MemoryStore implements Store {
         state = slots.state(slot);
       }
     }
-    const outcome = request.policy.decide(state, now, request.operation, request.cost);
+    const outcome = request.policy.decide(state, now, operation, request.cost, request.operands);
     const ttlMs = outcome.ttlMs;
     if (ttlMs > 0 && outcome.state !== undefined) {
       if (slot === undefined) {

@@ -1,57 +1,71 @@
 // The reply of a batch script (lua/single.lua), checked whole, then turned into one result per key.
 import type { StoreResult } from '../../types.js';
 
-/** The integers a record of the reply takes (see lua/single.lua), from its first; 0 for anything else. */
+/** The integers a record's decision takes (see lua/single.lua), from its first; 0 for anything else. */
 function recordLength(head: unknown): number {
   if (typeof head !== 'number' || !Number.isSafeInteger(head)) return 0;
   if (head >= 0) return 1;
   return (-1 - head) % 2 === 0 ? 2 : 3;
 }
 
-/**
- * Answers each item with its record of a batch's reply (lua/single.lua): one integer for an allowed
- * key whose reset is the batch's shared one, two for another allowed key, three for a denied one.
- * Checks the whole reply first: false, resolving nothing, when it does not hold one record per item.
- */
-export function settle(items: ReadonlyArray<{ answer(result: StoreResult): void }>, reply: unknown): boolean {
-  if (!Array.isArray(reply)) return false;
-  const values = reply as unknown[];
+/** Whether the reply holds `count` records, each followed by `fields` integers, and nothing else. */
+function wellFormed(values: readonly unknown[], count: number, fields: number): boolean {
   let at = 1;
-  for (let i = 0; i < items.length; i++) {
+  for (let i = 0; i < count; i++) {
     const length = recordLength(values[at]);
     if (length === 0) return false;
-    for (let k = 1; k < length; k++) if (typeof values[at + k] !== 'number') return false;
-    at += length;
+    for (let k = 1; k < length + fields; k++) if (typeof values[at + k] !== 'number') return false;
+    at += length + fields;
   }
-  const shared = values[0];
-  if (at !== values.length || typeof shared !== 'number') return false;
-  at = 1;
-  for (let i = 0; i < items.length; i++) {
+  return at === values.length && typeof values[0] === 'number';
+}
+
+/**
+ * Reads the `count` records of a batch's reply (lua/single.lua), handing each to `answer` in order:
+ * one integer for an allowed key whose reset is the batch's shared one, two for another allowed
+ * key, three for a denied one; then, for an operation whose entry has `fields`, that many integers
+ * (the result's `fields`). Checks the whole reply first: false, answering nothing, when it does not
+ * hold one record per key.
+ */
+export function readRecords(
+  reply: unknown,
+  count: number,
+  fields: number,
+  answer: (index: number, result: StoreResult) => void,
+): boolean {
+  if (!Array.isArray(reply)) return false;
+  const values = reply as unknown[];
+  if (!wellFormed(values, count, fields)) return false;
+  const shared = values[0] as number;
+  let at = 1;
+  for (let i = 0; i < count; i++) {
     const head = values[at] as number;
-    const item = items[i] as (typeof items)[number];
+    let result: StoreResult;
     if (head >= 0) {
-      item.answer({ allowed: true, remaining: head, resetMs: shared, retryAfterMs: 0 });
+      result = { allowed: true, remaining: head, resetMs: shared, retryAfterMs: 0 };
       at += 1;
-      continue;
-    }
-    const twice = -1 - head;
-    if (twice % 2 === 0) {
-      item.answer({
+    } else if ((-1 - head) % 2 === 0) {
+      result = {
         allowed: true,
         remaining: values[at + 1] as number,
-        resetMs: twice / 2,
+        resetMs: (-1 - head) / 2,
         retryAfterMs: 0,
-      });
+      };
       at += 2;
     } else {
-      item.answer({
+      result = {
         allowed: false,
         remaining: values[at + 1] as number,
-        resetMs: (twice - 1) / 2,
+        resetMs: (-2 - head) / 2,
         retryAfterMs: values[at + 2] as number,
-      });
+      };
       at += 3;
     }
+    if (fields > 0) {
+      result = { ...result, fields: values.slice(at, at + fields) as number[] };
+      at += fields;
+    }
+    answer(i, result);
   }
   return true;
 }

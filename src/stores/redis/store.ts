@@ -1,24 +1,16 @@
 // The Redis store: one script call per batch of decisions, each key decided atomically on the server.
 import { ERROR_CODES, invalidOption, SluiceError } from '../../errors.js';
 import { stateKey } from '../../keys.js';
-import {
-  type LimiterDeadline,
-  OPERATION_CODE,
-  type Operation,
-  type Policy,
-  type QueuedRequest,
-  type Store,
-  type StoreRequest,
-  type StoreResult,
-} from '../../types.js';
+import { OPERATIONS } from '../../operations.js';
+import type { LimiterDeadline, Store, StoreReply, StoreRequest, StoreResult, Together } from '../../types.js';
 import { durationMs, keyPart, knownKeys, optionsObject, positiveInteger } from '../../validate.js';
-import { atomicRequestsError } from '../atomic.js';
 import { toCommander } from './adapters.js';
 import { warnAboutClientSettings, warnAboutRequestTimeout } from './client-settings.js';
+import { type Batch, byKey, coalesce, type Items, noItems } from './coalesce.js';
 import type { ClientLibrary, Commander } from './commander.js';
 import { Readiness } from './readiness.js';
 import { Recovery } from './recovery.js';
-import { settle } from './reply.js';
+import { readRecords } from './reply.js';
 import { LIBRARY_CODE, SCRIPTS, type Script } from './scripts.js';
 import { isTryAgain, storeError, type Unrun, unrunReason } from './server-errors.js';
 import { keySlot } from './slot.js';
@@ -60,58 +52,6 @@ export interface RedisStoreOptions {
   readonly maxBatch?: number;
 }
 
-/** A request in the queue, with its key, answered once. */
-interface Pending {
-  readonly request: StoreRequest;
-  readonly key: string;
-  answer(result: StoreResult): void;
-  fail(error: unknown): void;
-}
-
-/** A request that takes its answer itself (see Store.enqueue): no promise, no closures. */
-class Queued implements Pending {
-  readonly request: QueuedRequest;
-  readonly key: string;
-
-  constructor(request: QueuedRequest, key: string) {
-    this.request = request;
-    this.key = key;
-  }
-
-  answer(result: StoreResult): void {
-    this.request.answer(result);
-  }
-
-  fail(error: unknown): void {
-    this.request.fail(error);
-  }
-}
-
-interface Batch {
-  readonly policy: Policy;
-  readonly operation: Operation;
-  readonly now: number | undefined;
-  readonly items: Pending[];
-  /** Work in the batch, for the log: one sorted-set insert per unit of cost plus four commands per key. */
-  work: number;
-  /** Sent (a batch may be sent before the flush ends, to keep a key's calls in order). */
-  sent: boolean;
-}
-
-/** Whether a flush holds calls of more than one policy. */
-function mixedPolicies(queue: readonly Pending[]): boolean {
-  const first = queue[0]?.request.policy;
-  for (const item of queue) if (item.request.policy !== first) return true;
-  return false;
-}
-
-/**
- * The most log work one coalesced call may do: a log request costs about four commands and one
- * insert per unit, so a batch holds some fifty single-unit requests, and a request of cost 1000 goes
- * alone. Keeps every call within a few milliseconds of server time, out of SLOWLOG.
- */
-const MAX_LOG_BATCH_WORK = 256;
-
 const DEFAULTS = { prefix: 'rl', mode: 'scripts', maxBatch: 64, connectTimeoutMs: 5000 } as const;
 /**
  * Sends per batch when the server keeps answering that the script did not run (each after a
@@ -124,17 +64,6 @@ const SEND_TRIES = 3;
  */
 const REDIRECT_WAIT_MS = 50;
 const COSTS = Array.from({ length: 101 }, (_, i) => String(i));
-
-/** The items grouped by key, each group in arrival order. */
-function byKey(items: readonly Pending[]): Pending[][] {
-  const groups = new Map<string, Pending[]>();
-  for (const item of items) {
-    const group = groups.get(item.key);
-    if (group === undefined) groups.set(item.key, [item]);
-    else group.push(item);
-  }
-  return [...groups.values()];
-}
 
 /**
  * Keeps state in Redis, Valkey or Redis Cluster. Every decision is made by one Lua script (or
@@ -155,7 +84,7 @@ export class RedisStore implements Store {
   readonly #client: unknown;
   readonly #readiness: Readiness;
   readonly #recovery = new Recovery((reason, key) => this.#repair(reason, key));
-  #queue: Pending[] = [];
+  #queue: Items = noItems();
   #scheduled = false;
   /** Script or function calls sent, for tests and the benchmark's accounting. */
   calls = 0;
@@ -222,16 +151,29 @@ export class RedisStore implements Store {
   }
 
   decide(request: StoreRequest): Promise<StoreResult> {
-    const key = stateKey(this.prefix, request.name, request.identifier, request.tag);
-    return new Promise<StoreResult>((answer, fail) => this.#push({ request, key, answer, fail }));
+    return new Promise<StoreResult>((resolve, reject) =>
+      this.submit([request], {
+        answered: (_, result) => resolve(result),
+        failed: (_, error) => reject(error),
+      }),
+    );
   }
 
-  enqueue(request: QueuedRequest): void {
-    this.#push(new Queued(request, stateKey(this.prefix, request.name, request.identifier, request.tag)));
-  }
-
-  #push(pending: Pending): void {
-    this.#queue.push(pending);
+  /**
+   * Requests on their own join this tick's queue, sent as one script call per policy and slot (see
+   * #flush); requests `together` are one call of the combined script (lua/all.lua), not coalesced.
+   */
+  submit<R extends StoreRequest>(requests: readonly R[], reply: StoreReply<R>, together?: Together): void {
+    if (together !== undefined) {
+      this.#sendTogether(requests, reply as StoreReply, together.keys);
+      return;
+    }
+    const queue = this.#queue;
+    for (const request of requests) {
+      queue.requests.push(request);
+      queue.keys.push(stateKey(this.prefix, request.name, request.identifier, request.tag));
+      queue.replies.push(reply as StoreReply);
+    }
     if (!this.#scheduled) {
       this.#scheduled = true;
       // After every promise continuation of this tick: decisions they start join the batch.
@@ -241,52 +183,44 @@ export class RedisStore implements Store {
 
   /**
    * One call of the combined script (lua/all.lua) over every key: each is looked at, and `limit`
-   * takes from all only when all allow. Not coalesced with other calls: one call per check.
+   * takes from all only when all allow. The caller checked the keys (one slot, all distinct).
    */
-  decideAll(requests: readonly StoreRequest[]): Promise<StoreResult[]> {
-    const keys = requests.map((r) => stateKey(this.prefix, r.name, r.identifier, r.tag));
-    const invalid = atomicRequestsError(requests, keys);
-    if (invalid !== undefined) return Promise.reject(invalid);
+  #sendTogether(requests: readonly StoreRequest[], reply: StoreReply, keys: readonly string[]): void {
     const first = requests[0];
     const firstKey = keys[0];
-    if (first === undefined || firstKey === undefined) return Promise.resolve([]);
+    if (first === undefined || firstKey === undefined) return;
     const count = requests.length;
     // Slots 0 and 1 are the command and the script's name; #run fills them.
-    const args = [
-      '',
-      '',
-      String(count),
-      ...keys,
-      OPERATION_CODE[first.operation],
-      first.now === undefined ? '' : String(first.now),
-    ];
+    const args = ['', '', String(count), ...keys, OPERATIONS[first.operation].code as string];
+    args.push(first.now === undefined ? '' : String(first.now));
     for (const request of requests) {
       const [firstParameter, secondParameter] = request.policy.args;
       args.push(request.policy.script, String(request.cost), firstParameter ?? '', secondParameter ?? '');
     }
-    const script = SCRIPTS.all;
-    return this.#run(script, args, firstKey).then(
-      (reply) => {
-        if (!Array.isArray(reply) || reply.length !== count * 4) {
-          throw new SluiceError(
-            ERROR_CODES.BAD_REPLY,
-            `Expected ${count * 4} integers from the ${script.name} script, got ${Array.isArray(reply) ? `${reply.length} values` : typeof reply}.`,
+    const fail = (error: unknown): void => {
+      for (const request of requests) reply.failed(request, error);
+    };
+    this.#run(SCRIPTS.all, args, firstKey).then(
+      (answer) => {
+        if (!Array.isArray(answer) || answer.length !== count * 4) {
+          fail(
+            new SluiceError(
+              ERROR_CODES.BAD_REPLY,
+              `Expected ${count * 4} integers from the ${SCRIPTS.all.name} script, got ${Array.isArray(answer) ? `${answer.length} values` : typeof answer}.`,
+            ),
           );
+          return;
         }
-        const results: StoreResult[] = [];
-        for (let base = 0; base < reply.length; base += 4) {
-          results.push({
-            allowed: reply[base] === 1,
-            remaining: Number(reply[base + 1]),
-            resetMs: Number(reply[base + 2]),
-            retryAfterMs: Number(reply[base + 3]),
+        requests.forEach((request, i) => {
+          reply.answered(request, {
+            allowed: answer[i * 4] === 1,
+            remaining: Number(answer[i * 4 + 1]),
+            resetMs: Number(answer[i * 4 + 2]),
+            retryAfterMs: Number(answer[i * 4 + 3]),
           });
-        }
-        return results;
+        });
       },
-      (error: unknown) => {
-        throw storeError(error, this.#shardOfKey(firstKey));
-      },
+      (error: unknown) => fail(storeError(error, this.#shardOfKey(firstKey))),
     );
   }
 
@@ -306,108 +240,59 @@ export class RedisStore implements Store {
   readonly #flush = (): void => {
     this.#scheduled = false;
     const queue = this.#queue;
-    this.#queue = [];
-    const cluster = this.#commander.cluster;
-    // One open batch per policy and slot (on a cluster only keys of one slot may share a call). A
-    // request that cannot join it (another operation or time, or a full batch) sends it first, so
-    // each key sees its requests in the order they were made. Most ticks bring one policy and one
-    // slot: the last batch is tried before the table, which is only made for a second one.
-    let open: Map<Policy, Map<number, Batch>> | undefined;
-    let last: Batch | undefined;
-    let lastSlot = 0;
-    // Calls of one key under several policies (a per-call limit) must still run in order: a batch
-    // holding an earlier call for the key is sent before the key's next call joins another.
-    const lastBatch = mixedPolicies(queue) ? new Map<string, Batch>() : undefined;
-    for (const item of queue) {
-      const request = item.request;
-      const policy = request.policy;
-      const slot = cluster ? keySlot(item.key) : 0;
-      let batch: Batch | undefined;
-      if (last !== undefined && last.policy === policy && lastSlot === slot) batch = last;
-      else if (open !== undefined) batch = open.get(policy)?.get(slot);
-      if (
-        batch === undefined ||
-        batch.sent ||
-        batch.operation !== request.operation ||
-        batch.now !== request.now ||
-        batch.items.length >= this.maxBatch ||
-        (policy.script === 'sliding-log' && batch.work + request.cost + 4 > MAX_LOG_BATCH_WORK)
-      ) {
-        if (batch !== undefined && !batch.sent) this.#send(batch);
-        batch = { policy, operation: request.operation, now: request.now, items: [], work: 0, sent: false };
-        if (last !== undefined && (last.policy !== policy || lastSlot !== slot)) {
-          open ??= new Map([[last.policy, new Map([[lastSlot, last]])]]);
-        }
-        if (open !== undefined) {
-          let bySlot = open.get(policy);
-          if (bySlot === undefined) {
-            bySlot = new Map();
-            open.set(policy, bySlot);
-          }
-          bySlot.set(slot, batch);
-        }
-      }
-      if (lastBatch !== undefined) {
-        const earlier = lastBatch.get(item.key);
-        if (earlier !== undefined && earlier !== batch && !earlier.sent) this.#send(earlier);
-        lastBatch.set(item.key, batch);
-      }
-      batch.items.push(item);
-      batch.work += request.cost + 4;
-      last = batch;
-      lastSlot = slot;
-    }
-    if (open === undefined) {
-      if (last !== undefined && !last.sent) this.#send(last);
-      return;
-    }
-    for (const bySlot of open.values()) {
-      for (const batch of bySlot.values()) if (!batch.sent) this.#send(batch);
-    }
+    this.#queue = noItems();
+    coalesce(queue, this.#commander.cluster, this.maxBatch, this.#send);
   };
 
-  #send(batch: Batch): void {
+  /** One script call for a batch; each request answered with its record of the reply. */
+  readonly #send = (batch: Batch): void => {
     batch.sent = true;
-    const { items, policy } = batch;
+    const { requests, keys, replies, policy } = batch;
     const script = SCRIPTS[policy.script];
-    const count = items.length;
-    const args: string[] = new Array(5 + count * 2 + policy.args.length);
-    // Slots 0 and 1 are the command and the script's name; run() fills them.
+    const entry = OPERATIONS[batch.operation];
+    const count = requests.length;
+    const args: string[] = new Array(5 + count * (2 + entry.operands) + policy.args.length);
+    // Slots 0 and 1 are the command and the script's name; run() fills them. Then the keys, the
+    // operation, the time, the policy's parameters, one cost per key, and each key's operands.
     args[2] = String(count);
     let at = 3;
-    for (const item of items) args[at++] = item.key;
-    args[at++] = OPERATION_CODE[batch.operation];
+    for (const key of keys) args[at++] = key;
+    args[at++] = entry.code as string;
     args[at++] = batch.now === undefined ? '' : String(batch.now);
     for (const arg of policy.args) args[at++] = arg;
-    for (const item of items) {
-      const cost = item.request.cost;
+    for (const request of requests) {
+      const cost = request.cost;
       args[at++] = cost < COSTS.length ? (COSTS[cost] as string) : String(cost);
     }
-    this.#run(script, args, (items[0] as Pending).key).then(
+    if (entry.operands > 0)
+      for (const request of requests) for (const operand of request.operands ?? []) args[at++] = operand;
+    const answer = (i: number, result: StoreResult): void =>
+      (replies[i] as StoreReply).answered(requests[i] as StoreRequest, result);
+    this.#run(script, args, keys[0] as string).then(
       (reply) => {
-        if (!settle(items, reply)) {
-          const error = new SluiceError(
-            ERROR_CODES.BAD_REPLY,
-            `Expected one record per key (${count}) from the ${script.name} script, got ${Array.isArray(reply) ? `${reply.length} values that do not make them` : typeof reply}.`,
-          );
-          for (const item of items) item.fail(error);
-        }
+        if (readRecords(reply, count, entry.fields, answer)) return;
+        const error = new SluiceError(
+          ERROR_CODES.BAD_REPLY,
+          `Expected one record per key (${count}) from the ${script.name} script, got ${Array.isArray(reply) ? `${reply.length} values that do not make them` : typeof reply}.`,
+        );
+        for (let i = 0; i < count; i++) (replies[i] as StoreReply).failed(requests[i] as StoreRequest, error);
       },
       (error: unknown) => {
         // TRYAGAIN: the slot is being migrated and only some of these keys have moved. Redis refused
         // before running anything, and a call of one key cannot meet it (the client follows ASK).
         if (isTryAgain(error)) {
-          const parts = byKey(items);
+          const parts = byKey(batch);
           if (parts.length > 1) {
-            for (const part of parts) this.#send({ ...batch, items: part, sent: false });
+            for (const part of parts) this.#send(part);
             return;
           }
         }
-        const wrapped = storeError(error, this.#shardOfKey((items[0] as Pending).key));
-        for (const item of items) item.fail(wrapped);
+        const wrapped = storeError(error, this.#shardOfKey(keys[0] as string));
+        for (let i = 0; i < count; i++)
+          (replies[i] as StoreReply).failed(requests[i] as StoreRequest, wrapped);
       },
     );
-  }
+  };
 
   async #run(script: Script, args: string[], key: string): Promise<unknown> {
     // While a repair is under way, calls wait until the calls it repairs have been sent again.

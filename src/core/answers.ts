@@ -1,0 +1,191 @@
+// What a limiter answers a call: from the deny cache, the store's result, or the failure policy; reported, then enforced.
+import { performance } from 'node:perf_hooks';
+import { ERROR_CODES, SluiceError } from '../errors.js';
+import type { DecisionSource, HookContext, MetricsRecorder } from '../hooks.js';
+import { OPERATIONS } from '../operations.js';
+import type { ResolvedLimiterOptions } from '../options.js';
+import type { Decision, Store, StoreFailure, StoreResult } from '../types.js';
+import type { Call } from './call.js';
+import { DenyCache } from './deny-cache.js';
+import { Fallback } from './fallback.js';
+import { Health } from './health.js';
+import { Reporting } from './reporting.js';
+
+/** Wraps what a store threw: a SluiceError as it is, anything else as ERR_SLUICE_STORE with it as `cause`. */
+export function storeError(kind: string, error: unknown): SluiceError {
+  if (error instanceof SluiceError) return error;
+  const message = error instanceof Error ? error.message || error.name : String(error);
+  return new SluiceError(ERROR_CODES.STORE, `The ${kind} store failed: ${message}`, { cause: error });
+}
+
+/**
+ * The parts of a limiter that turn what happened to a call into its answer: the deny cache, the
+ * store's health and failure policy (with the fallback store), reporting to hooks and recorders, and
+ * shadow mode. Owned by the limiter's Pipeline, which asks each phase in turn.
+ */
+export class Answers {
+  readonly #store: Store;
+  readonly #enforce: boolean;
+  readonly #timeoutMs: number;
+  readonly #fallback = new Fallback();
+  readonly #health: Health;
+  readonly #denyCache: DenyCache | undefined;
+  readonly #reporting: Reporting;
+
+  constructor(options: ResolvedLimiterOptions) {
+    this.#store = options.store;
+    this.#enforce = options.enforce;
+    this.#timeoutMs = options.timeoutMs;
+    this.#reporting = new Reporting(options);
+    this.#health = new Health(options.onStoreError, this.#fallback, (up, shard) =>
+      this.#reporting.health(up, shard),
+    );
+    const entries = options.denyCacheMaxEntries;
+    this.#denyCache = entries > 0 ? new DenyCache(entries) : undefined;
+  }
+
+  /** Whether calls look at the deny cache first. */
+  get caching(): boolean {
+    return this.#denyCache !== undefined;
+  }
+
+  /** Counts the limiter's decisions in a recorder too, from now on (once per recorder). */
+  attach(recorder: MetricsRecorder): void {
+    this.#reporting.attach(recorder);
+  }
+
+  /** Notes when the store is asked, for `storeMs`: one decision in 16 is timed, NaN for the others. */
+  asking(call: Call): void {
+    const reporting = this.#reporting;
+    // Reading the clock twice costs about what an in-process decision does.
+    if (reporting.observed) call.askedAt = reporting.timesThisOne() ? performance.now() : Number.NaN;
+  }
+
+  /**
+   * The deny cache's phase, as the call's operation uses it (OperationEntry.denyCache): a call
+   * remembered as denied is answered here (`reason: 'cached'`); one that gives back forgets.
+   */
+  cached(call: Call): Decision | undefined {
+    const cache = this.#denyCache;
+    if (cache === undefined) return undefined;
+    call.startedAt = call.now ?? performance.now();
+    const use = OPERATIONS[call.operation].denyCache;
+    if (use === 'forget') {
+      cache.forget(call.identifier, call.tag);
+    } else if (use === 'lookup') {
+      const limit = call.policy.limit;
+      const hit = cache.lookup(call.identifier, call.tag, call.cost, limit, call.startedAt);
+      if (hit !== undefined) {
+        return this.#deliver(call, { allowed: false, limit, ...hit, reason: 'cached' }, 'cache', 0);
+      }
+    }
+    call.epoch = cache.epoch;
+    return undefined;
+  }
+
+  /**
+   * Whether the call may go to the store (see Health.admit); false when the failure policy is to
+   * answer without asking. Shards are looked up only during an outage.
+   */
+  admit(call: Call): boolean {
+    if (!this.#health.down) return true;
+    call.shard = this.#store.shardOf?.(call);
+    const admitted = this.#health.admit(call.shard);
+    call.probe = admitted === 'probe';
+    return admitted !== 'skip';
+  }
+
+  /** A call admitted as its shard's probe was not sent after all: the next call may probe. */
+  unadmit(call: Call): void {
+    if (call.probe) this.#health.release(call.shard);
+  }
+
+  /** The decision the store's result makes, reported and enforced. */
+  decision(call: Call, result: StoreResult): Decision {
+    if (this.#health.down) this.#health.answered(call.shard ?? this.#store.shardOf?.(call));
+    const decision: Decision = {
+      allowed: result.allowed,
+      limit: call.policy.limit,
+      remaining: result.remaining,
+      resetMs: result.resetMs,
+      retryAfterMs: result.retryAfterMs,
+    };
+    const observed = this.#reporting.observed;
+    // Most limiters remember no denials, report to no one and enforce: the decision is the answer.
+    if (this.#denyCache === undefined && !observed && this.#enforce) return decision;
+    if (
+      this.#denyCache !== undefined &&
+      !result.allowed &&
+      OPERATIONS[call.operation].denyCache === 'lookup'
+    ) {
+      const { identifier, tag, cost, startedAt, epoch } = call;
+      this.#denyCache.remember(identifier, tag, cost, decision.limit, result, startedAt, epoch);
+    }
+    // NaN for a call that was not timed (see Reporting.timesThisOne).
+    const storeMs = observed && !Number.isNaN(call.askedAt) ? performance.now() - call.askedAt : Number.NaN;
+    return this.#deliver(call, decision, 'store', observed ? storeMs : 0);
+  }
+
+  /** The store failed or ran out of time: the failure policy's decision, reported to `onError`. */
+  failure(call: Call, failure: StoreFailure, error: unknown): Decision {
+    this.noted(call, failure, error);
+    return this.#deliver(call, this.#health.decide(call, failure), failure, 0);
+  }
+
+  /** A store failure noted (the shard's health, `onError`, the call's `error`); the error, wrapped. */
+  noted(call: Call, failure: StoreFailure, error: unknown): SluiceError {
+    const wrapped = failure === 'timeout' ? this.timeoutError() : storeError(this.#store.kind, error);
+    call.shard ??= this.#store.shardOf?.(call);
+    this.#health.failed(call.shard, failure, wrapped, call.probe);
+    // The error is onError's first argument; the decision's hooks find it in their context.
+    const reporting = this.#reporting;
+    if (reporting.hearsFailures) reporting.failed(wrapped, reporting.context(call, failure, 0));
+    call.error = wrapped;
+    return wrapped;
+  }
+
+  /** The call's shard is failing and another call probes it: the failure policy answers without asking. */
+  skipped(call: Call): Decision {
+    const outage = this.#health.outage(call.shard);
+    call.error = outage.error;
+    return this.#deliver(call, this.#health.decide(call, outage.reason), 'skipped', 0);
+  }
+
+  /** Gives back, in the fallback store, what a fallback decision took (`back` is the call that gives back). */
+  giveBackFallback(back: Call): void {
+    this.#fallback.giveBack(back);
+  }
+
+  /** Forgets an identifier in the deny cache and the fallback store (`reset`). */
+  forget(name: string, identifier: string, tag: string | undefined): void {
+    this.#denyCache?.forget(identifier, tag);
+    this.#fallback.forget(name, identifier, tag);
+  }
+
+  /** A reset the store failed: `onError` hears of it. */
+  resetFailed(error: SluiceError, context: HookContext): void {
+    this.#reporting.failed(error, context);
+  }
+
+  timeoutError(): SluiceError {
+    return new SluiceError(
+      ERROR_CODES.TIMEOUT,
+      `The ${this.#store.kind} store did not answer within \`timeoutMs\` (${this.#timeoutMs} ms).`,
+    );
+  }
+
+  /** Reports the real decision to the hooks, and gives the caller the enforced one (shadow mode). */
+  #deliver(call: Call, decision: Decision, source: DecisionSource, storeMs: number): Decision {
+    if (this.#reporting.observed) this.#reporting.decided(call, decision, source, storeMs);
+    if (this.#enforce) return decision;
+    const shadowed: Decision = {
+      allowed: true,
+      limit: decision.limit,
+      remaining: decision.remaining,
+      resetMs: decision.resetMs,
+      retryAfterMs: 0,
+      wouldAllow: decision.allowed,
+    };
+    return decision.reason === undefined ? shadowed : { ...shadowed, reason: decision.reason };
+  }
+}

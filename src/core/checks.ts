@@ -1,0 +1,64 @@
+// The checks a call passes before anything is asked of a store: identifier, tag, per-call limit, clock.
+import { describeValue, ERROR_CODES, SluiceError } from '../errors.js';
+import type { Policy } from '../types.js';
+
+const MAX_IDENTIFIER_BYTES = 1024;
+
+/** Checks an identifier; `option` names it in the message. */
+export function checkIdentifier(identifier: unknown, option = 'identifier'): SluiceError | undefined {
+  if (typeof identifier !== 'string' || identifier.length === 0) {
+    return new SluiceError(
+      ERROR_CODES.INVALID_IDENTIFIER,
+      `Expected \`${option}\` to be a non-empty string, got ${describeValue(identifier)}.`,
+    );
+  }
+  // UTF-8 takes at most 3 bytes per UTF-16 unit: only long strings need measuring.
+  if (identifier.length * 3 > MAX_IDENTIFIER_BYTES && Buffer.byteLength(identifier) > MAX_IDENTIFIER_BYTES) {
+    return new SluiceError(
+      ERROR_CODES.INVALID_IDENTIFIER,
+      `Expected \`${option}\` to be at most ${MAX_IDENTIFIER_BYTES} bytes of UTF-8, got ${Buffer.byteLength(identifier)} bytes.`,
+    );
+  }
+  return undefined;
+}
+
+/** Checks a call's tag: absent, or a valid identifier (escaped into the key the same way). */
+export function checkTag(tag: unknown): SluiceError | undefined {
+  return tag === undefined ? undefined : checkIdentifier(tag, 'tag');
+}
+
+/** The policy for a call's `limit`: the limiter's own when absent, else its variant, or the error. */
+export function policyFor(policy: Policy, limit: unknown, option = 'limit'): Policy | SluiceError {
+  if (limit === undefined) return policy;
+  if (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 1) {
+    return new SluiceError(
+      ERROR_CODES.INVALID_LIMIT,
+      `Expected \`${option}\` to be a positive integer, got ${describeValue(limit)}.`,
+    );
+  }
+  if (policy.withLimit === undefined) {
+    return new SluiceError(
+      ERROR_CODES.INVALID_LIMIT,
+      `Expected no \`${option}\` for ${policy.description}: the policy does not take a limit per call (it has no withLimit()).`,
+    );
+  }
+  try {
+    return policy.withLimit(limit);
+  } catch (error) {
+    if (error instanceof SluiceError) return error;
+    throw error;
+  }
+}
+
+/** Reads a limiter's clock, validated: milliseconds, `undefined` for the store's clock, or the error. */
+export function readClock(clock: (() => number) | undefined): number | SluiceError | undefined {
+  if (clock === undefined) return undefined;
+  const value = clock();
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
+    return new SluiceError(
+      ERROR_CODES.INVALID_CLOCK,
+      `Expected \`clock\` to return a finite number of milliseconds of at least 0, got ${describeValue(value)}.`,
+    );
+  }
+  return value;
+}

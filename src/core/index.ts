@@ -1,0 +1,24 @@
+// The core's one entry for the rest of sluice: the limiter, groups of limiters, the checks they share.
+// Adapters, the Envoy service, the login guard and the penalties import from here; the public
+// modules (limiter.ts, combine.ts, index.ts) re-export what users see.
+export { checkIdentifier, checkTag, policyFor } from './checks.js';
+export {
+  Combined,
+  type CombinedCallOptions,
+  type CombinedLimiter,
+  combinedGroup,
+  type GroupSettings,
+  groupFor,
+} from './combined.js';
+export { type CombinedDecision, combineDecisions, type MemberDecision } from './combined-decision.js';
+export type {
+  Grant,
+  Group,
+  GroupCallOptions,
+  GroupOutcome,
+  Identifiers,
+  PerMember,
+} from './group.js';
+export { DENY_RETRY_AFTER_MS, type FailureMode } from './health.js';
+export { limiterPipeline, RateLimiter } from './limiter.js';
+export { Pipeline } from './pipeline.js';

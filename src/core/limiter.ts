@@ -1,0 +1,43 @@
+// What createLimiter() returns: a limiter whose methods run its Pipeline, and the way back from one to the other.
+import type { Limiter, Policy, Store } from '../types.js';
+import type { Pipeline } from './pipeline.js';
+
+let pipelineOf: (limiter: unknown) => Pipeline | undefined;
+
+/**
+ * A limiter made by createLimiter(): the face of one Pipeline. Its methods are its own properties,
+ * so that code which only calls them may be handed a plain object made with `{ ...limiter, limit }`;
+ * all(), the HTTP middleware and the login guard decide through the pipeline itself, and take only
+ * the limiter createLimiter() returned (a copy's methods would be passed by).
+ */
+export class RateLimiter implements Limiter {
+  readonly #pipeline: Pipeline;
+  readonly name: string;
+  readonly policy: Policy;
+  readonly store: Store;
+  readonly limit: Limiter['limit'];
+  readonly peek: Limiter['peek'];
+  readonly refund: Limiter['refund'];
+  readonly reset: Limiter['reset'];
+
+  static {
+    pipelineOf = (limiter) =>
+      typeof limiter === 'object' && limiter !== null && #pipeline in limiter ? limiter.#pipeline : undefined;
+  }
+
+  constructor(pipeline: Pipeline) {
+    this.#pipeline = pipeline;
+    this.name = pipeline.name;
+    this.policy = pipeline.policy;
+    this.store = pipeline.store;
+    this.limit = (identifier, options) => pipeline.run('limit', identifier, options?.cost ?? 1, options);
+    this.peek = (identifier, options) => pipeline.run('peek', identifier, options?.cost ?? 1, options);
+    this.refund = (identifier, amount = 1, options) => pipeline.run('refund', identifier, amount, options);
+    this.reset = (identifier, options) => pipeline.reset(identifier, options?.tag);
+  }
+}
+
+/** The pipeline behind a limiter made by createLimiter(), or undefined for any other value. */
+export function limiterPipeline(limiter: unknown): Pipeline | undefined {
+  return pipelineOf(limiter);
+}

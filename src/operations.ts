@@ -1,0 +1,106 @@
+// Every operation a limiter asks of a store, one entry each: its wire code and what the pipeline does around it.
+import { describeValue, ERROR_CODES, SluiceError } from './errors.js';
+import type { Operation, Policy } from './types.js';
+
+/** The operations of the table: the decisions (see {@link Operation}) and `reset`, which forgets. */
+export type OperationName = Operation | 'reset';
+
+/**
+ * What one operation is, for every layer that handles it: the scripts (its code), the stores (its
+ * extra arguments and result fields), and the pipeline (validation, deny cache, failure, refunds).
+ * Adding an operation is an entry here, its part of the Lua scripts and of the pure twins; see
+ * docs/contributing.md.
+ */
+export interface OperationEntry {
+  /** The code the scripts read as `op` (ARGV[1]); `undefined` when no script runs (`reset` is a DEL). */
+  readonly code: string | undefined;
+  /** The option that names the operation's amount in error messages: `cost`, `amount`. */
+  readonly amountOption: 'cost' | 'amount';
+  /** Checks the amount against the policy; the error names `amountOption`. */
+  readonly checkAmount: (option: string, amount: unknown, policy: Policy) => SluiceError | undefined;
+  /**
+   * Whether a granted call took units, where the store (or the fallback store) decided it: what a
+   * refused group gives back, with {@link OperationEntry.undo}.
+   */
+  readonly takes: boolean;
+  /** The operation that gives back what this one took (a refused group, the middleware's count modes). */
+  readonly undo: Operation | undefined;
+  /**
+   * The deny cache: `lookup`, a remembered denial answers and a new denial is remembered; `forget`,
+   * what is remembered of the identifier is dropped first (it may be granted more); `none`.
+   */
+  readonly denyCache: 'lookup' | 'forget' | 'none';
+  /**
+   * A store that fails or runs out of time: `policy`, the limiter's `onStoreError` answers (a
+   * decision with a `reason`); `reject`, the call rejects with the error.
+   */
+  readonly onStoreFailure: 'policy' | 'reject';
+  /** Whether the operation may be decided with others by one script (an atomic all()). */
+  readonly atomic: boolean;
+  /** Arguments each request carries to its script after the cost (`StoreRequest.operands`); 0 for none. */
+  readonly operands: number;
+  /** Integers each record of the script's reply carries after the decision (`StoreResult.fields`); 0 for none. */
+  readonly fields: number;
+}
+
+/** Units a request may take or give back: a positive safe integer, at most what the policy can ever grant. */
+export function checkUnits(option: string, amount: unknown, policy: Policy): SluiceError | undefined {
+  if (typeof amount !== 'number' || !Number.isSafeInteger(amount) || amount < 1) {
+    return new SluiceError(
+      ERROR_CODES.INVALID_COST,
+      `Expected \`${option}\` to be a positive integer, got ${describeValue(amount)}.`,
+    );
+  }
+  if (amount > policy.maxCost) {
+    return new SluiceError(
+      ERROR_CODES.COST_EXCEEDS_LIMIT,
+      `Expected \`${option}\` to be at most ${policy.maxCost}, the most ${policy.description} can ever grant, got ${amount} (number).`,
+    );
+  }
+  return undefined;
+}
+
+const DECISION = { checkAmount: checkUnits, onStoreFailure: 'policy', operands: 0, fields: 0 } as const;
+
+/** The table. The Lua scripts read the same codes (src/stores/redis/lua, src/algorithms/*.lua). */
+export const OPERATIONS: Readonly<Record<OperationName, OperationEntry>> = {
+  limit: {
+    ...DECISION,
+    code: '0',
+    amountOption: 'cost',
+    takes: true,
+    undo: 'refund',
+    denyCache: 'lookup',
+    atomic: true,
+  },
+  peek: {
+    ...DECISION,
+    code: '1',
+    amountOption: 'cost',
+    takes: false,
+    undo: undefined,
+    denyCache: 'lookup',
+    atomic: true,
+  },
+  refund: {
+    ...DECISION,
+    code: '2',
+    amountOption: 'amount',
+    takes: false,
+    undo: undefined,
+    denyCache: 'forget',
+    atomic: false,
+  },
+  reset: {
+    code: undefined,
+    amountOption: 'amount',
+    checkAmount: () => undefined,
+    takes: false,
+    undo: undefined,
+    denyCache: 'forget',
+    onStoreFailure: 'reject',
+    atomic: false,
+    operands: 0,
+    fields: 0,
+  },
+};
