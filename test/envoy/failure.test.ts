@@ -108,3 +108,44 @@ describe('Redis killed', () => {
     assert.match(log, /the store answers again/);
   });
 });
+
+const TWICE = `domain: twice
+descriptors:
+  - key: local
+    rate_limit:
+      unit: hour
+      requests_per_unit: 1
+      on_store_error: fallback
+      timeout: 300ms
+`;
+
+describe('one rule matched by two descriptors, Redis down, fallback', () => {
+  let redis: RedisServer;
+  let serve: EnvoyServe;
+  before(async () => {
+    redis = await startRedis();
+    serve = await startEnvoyServe(configDir({ 'twice.yaml': TWICE }), ['--redis', redis.url]);
+  });
+  after(async () => {
+    await serve.stop();
+    await redis.stop();
+  });
+
+  const ask = (...values: string[]) =>
+    serve.client.shouldRateLimit(
+      { domain: 'twice', descriptors: values.map((value) => ({ entries: [{ key: 'local', value }] })) },
+      5000,
+    );
+
+  test("a descriptor over its fallback limit gives back the other's fallback grant", async () => {
+    await redis.kill('SIGKILL');
+    // The fallback store, one per hour: b's one unit taken alone.
+    assert.equal((await ask('b')).overall_code, OK);
+    const both = await ask('a', 'b');
+    assert.equal(both.overall_code, OVER_LIMIT);
+    assert.equal(both.statuses[1]?.code, OVER_LIMIT);
+    // a was granted by the fallback store in the refused request, and given back: its unit is still there.
+    assert.equal((await ask('a')).overall_code, OK, 'the refused request took nothing from a');
+    assert.equal((await ask('a')).overall_code, OVER_LIMIT);
+  });
+});
