@@ -18,6 +18,17 @@ export function storeError(kind: string, error: unknown): SluiceError {
   return new SluiceError(ERROR_CODES.STORE, `The ${kind} store failed: ${message}`, { cause: error });
 }
 
+/** The decision a store's result makes under a policy's `limit`. */
+export function decisionOf(result: StoreResult, limit: number): Decision {
+  return {
+    allowed: result.allowed,
+    limit,
+    remaining: result.remaining,
+    resetMs: result.resetMs,
+    retryAfterMs: result.retryAfterMs,
+  };
+}
+
 /**
  * The parts of a limiter that turn what happened to a call into its answer: the deny cache, the
  * store's health and failure policy (with the fallback store), reporting to hooks and recorders, and
@@ -47,6 +58,14 @@ export class Answers {
   /** Whether calls look at the deny cache first. */
   get caching(): boolean {
     return this.#denyCache !== undefined;
+  }
+
+  /**
+   * Whether a store's result is the whole answer: no deny cache, no one to report to, enforcing,
+   * and every shard healthy (most limiters, most of the time). See `Pipeline.run`'s fast path.
+   */
+  get plain(): boolean {
+    return this.#denyCache === undefined && this.#enforce && !this.#reporting.observed && !this.#health.down;
   }
 
   /** Counts the limiter's decisions in a recorder too, from now on (once per recorder). */
@@ -103,13 +122,7 @@ export class Answers {
   /** The decision the store's result makes, reported and enforced. */
   decision(call: Call, result: StoreResult): Decision {
     if (this.#health.down) this.#health.answered(call.shard ?? this.#store.shardOf?.(call));
-    const decision: Decision = {
-      allowed: result.allowed,
-      limit: call.policy.limit,
-      remaining: result.remaining,
-      resetMs: result.resetMs,
-      retryAfterMs: result.retryAfterMs,
-    };
+    const decision = decisionOf(result, call.policy.limit);
     const observed = this.#reporting.observed;
     // Most limiters remember no denials, report to no one and enforce: the decision is the answer.
     if (this.#denyCache === undefined && !observed && this.#enforce) return decision;

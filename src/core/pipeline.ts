@@ -14,7 +14,7 @@ import type {
   StoreRequest,
   StoreResult,
 } from '../types.js';
-import { Answers, storeError } from './answers.js';
+import { Answers, decisionOf, storeError } from './answers.js';
 import { Call } from './call.js';
 import { checkIdentifier, checkTag, policyFor, readClock } from './checks.js';
 import { Deadlines } from './deadlines.js';
@@ -25,6 +25,9 @@ export interface CallParts {
   readonly tag?: string | undefined;
   readonly limit?: number | undefined;
 }
+
+/** A store that decides in process, at once (the memory store). */
+type InProcess = Required<Pick<Store, 'decideNow'>>;
 
 /** Why a group's store call has no results: the failure, and the store's error. */
 export interface Unanswered {
@@ -50,7 +53,7 @@ export class Pipeline implements StoreReply<Call> {
   #waits: Deadlines | undefined;
   readonly #target: Submitter;
   /** The store's in-process fast path (the memory store's `decideNow`), if it has one. */
-  readonly #now: ((request: StoreRequest) => StoreResult) | undefined;
+  readonly #inProcess: InProcess | undefined;
   /** The store said once it could decide: it has connected, and later outages are not waited for. */
   #ready = false;
   /** The call the next in-process decision of the limiter's own methods reuses (see run). */
@@ -68,14 +71,14 @@ export class Pipeline implements StoreReply<Call> {
     this.#calls = new Deadlines<Call>(options.timeoutMs, this.#expired);
     store.attached?.({ name, timeoutMs: options.timeoutMs });
     this.#target = submitter(store);
-    this.#now = typeof store.decideNow === 'function' ? store.decideNow.bind(store) : undefined;
-    if (this.#now !== undefined) this.#spare = new Call(name, policy, 'peek', '', 1, undefined);
+    this.#inProcess = typeof store.decideNow === 'function' ? (store as InProcess) : undefined;
+    if (this.#inProcess !== undefined) this.#spare = new Call(name, policy, 'peek', '', 1, undefined);
     if (options.metrics !== undefined) this.attach(options.metrics);
   }
 
   /** Whether the store decides in process, at once. */
   get inProcess(): boolean {
-    return this.#now !== undefined;
+    return this.#inProcess !== undefined;
   }
 
   /** Counts this limiter's decisions in a recorder too, from now on (once per recorder). */
@@ -122,8 +125,12 @@ export class Pipeline implements StoreReply<Call> {
     if (policy instanceof SluiceError) return Promise.reject(policy);
     const spare = this.#spare;
     if (spare !== undefined && this.clock === undefined) {
+      const call = spare.renew(policy, operation, identifier, amount, parts?.tag);
+      // In process with nothing but the store's result to answer (see Answers.plain): a path short
+      // enough for the compiler to take in whole, and no hook that could call the limiter meanwhile.
+      if (this.#answers.plain) return this.#plain(call);
       this.#spare = undefined;
-      const decision = this.#decideNow(spare.renew(policy, operation, identifier, amount, parts?.tag));
+      const decision = this.#decideNow(call);
       this.#spare = spare;
       return Promise.resolve(decision);
     }
@@ -139,7 +146,7 @@ export class Pipeline implements StoreReply<Call> {
    * made) within the deadline, or the failure policy while the call's shard is failing.
    */
   decide(call: Call): Promise<Decision> {
-    if (this.#now !== undefined) return Promise.resolve(this.#decideNow(call));
+    if (this.#inProcess !== undefined) return Promise.resolve(this.#decideNow(call));
     const cached = this.#answers.cached(call);
     if (cached !== undefined) return Promise.resolve(cached);
     const connecting = this.#connecting();
@@ -160,6 +167,17 @@ export class Pipeline implements StoreReply<Call> {
     return connecting;
   }
 
+  /** An in-process decision that the store's result answers alone (see Answers.plain). */
+  #plain(call: Call): Promise<Decision> {
+    let result: StoreResult;
+    try {
+      result = (this.#inProcess as InProcess).decideNow(call);
+    } catch (error) {
+      return Promise.resolve(this.#unanswered(call, 'store-error', error));
+    }
+    return Promise.resolve(decisionOf(result, call.policy.limit));
+  }
+
   #decideNow(call: Call): Decision {
     const answers = this.#answers;
     if (answers.caching) {
@@ -169,7 +187,7 @@ export class Pipeline implements StoreReply<Call> {
     answers.asking(call);
     let result: StoreResult;
     try {
-      result = (this.#now as (request: StoreRequest) => StoreResult)(call);
+      result = (this.#inProcess as InProcess).decideNow(call);
     } catch (error) {
       return this.#unanswered(call, 'store-error', error);
     }
