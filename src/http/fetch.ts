@@ -3,9 +3,14 @@ import { invalidOption } from '../errors.js';
 import { isKeyExtractor } from './client-key.js';
 import { type KeyControls, keyControls } from './controls.js';
 import { type DenialInfo, decisionsOn, denialInfo, evaluate, infoOn } from './handle.js';
-import { rateLimitHeaders } from './headers.js';
+import { headersIn } from './headers.js';
 import type { RateLimitInfo } from './info.js';
-import { adapterFunction, type RateLimitOptions, resolveRateLimitOptions } from './options.js';
+import {
+  adapterFunction,
+  type RateLimitOptions,
+  type ResolvedOptions,
+  resolveRateLimitOptions,
+} from './options.js';
 import { fetchRequestView } from './view.js';
 
 export { type ClientIpOptions, clientIp, headerKey } from './client-key.js';
@@ -64,6 +69,45 @@ function withHeaders(
   }
 }
 
+/** The peer's address function, which a fetch limiter keyed by address cannot go without (see `remoteAddress`). */
+function addressFunction(
+  config: ResolvedOptions<Request>,
+  remoteAddress: FetchRateLimitOptions['remoteAddress'],
+): FetchRateLimitOptions['remoteAddress'] {
+  const checked = adapterFunction('remoteAddress', remoteAddress);
+  const needsAddress = isKeyExtractor(config.key) && config.key.needsAddress === true;
+  if (checked === undefined && needsAddress && config.missingKey === 'shared') {
+    throw invalidOption(
+      'remoteAddress',
+      "a function returning the client's address (a Request carries none; keyed by address without it, every client would share one bucket), or give a `key` such as headerKey('x-api-key')",
+      checked,
+    );
+  }
+  return checked;
+}
+
+/** Runs a fetch handler behind the guard: headers on its response, and the count settled by its status. */
+function wrapper(
+  guard: (request: Request, ...context: unknown[]) => Promise<Response | undefined>,
+  complete: (request: Request, status: number, finished?: boolean) => void,
+  headersFor: (request: Request) => Record<string, string>,
+): (handler: FetchHandler) => WrappedFetchHandler {
+  return (handler) =>
+    async (request, ...context) => {
+      const refused = await guard(request, ...context);
+      if (refused !== undefined) return refused;
+      let response: Response;
+      try {
+        response = await handler(request, ...(context as never[]));
+      } catch (error) {
+        complete(request, 500, false);
+        throw error;
+      }
+      complete(request, response.status);
+      return withHeaders(response, headersFor(request), false);
+    };
+}
+
 /**
  * Rate limits any runtime built on web standards (Deno, Bun, Cloudflare Workers, Node's fetch
  * servers).
@@ -85,19 +129,7 @@ export function rateLimit(options: FetchRateLimitOptions): FetchRateLimiter {
     { addressRequired: true },
   );
   const onDenied = adapterFunction('onDenied', options.onDenied);
-  const remoteAddress = adapterFunction('remoteAddress', options.remoteAddress);
-  if (
-    remoteAddress === undefined &&
-    isKeyExtractor(config.key) &&
-    config.key.needsAddress === true &&
-    config.missingKey === 'shared'
-  ) {
-    throw invalidOption(
-      'remoteAddress',
-      "a function returning the client's address (a Request carries none; keyed by address without it, every client would share one bucket), or give a `key` such as headerKey('x-api-key')",
-      remoteAddress,
-    );
-  }
+  const remoteAddress = addressFunction(config, options.remoteAddress);
   const settlers = new WeakMap<Request, (status: number, finished: boolean) => void>();
   // The caller's functions declare what their runtime passes; we forward it untouched.
   const viewOf = (request: Request, context: readonly unknown[]) =>
@@ -105,7 +137,6 @@ export function rateLimit(options: FetchRateLimitOptions): FetchRateLimiter {
       request,
       remoteAddress === undefined ? undefined : remoteAddress(request, ...(context as never[])),
     );
-
   const guard = async (request: Request, ...context: unknown[]): Promise<Response | undefined> => {
     const evaluation = await evaluate(config, request, viewOf(request, context), request);
     if (evaluation.kind === 'skip') return undefined;
@@ -120,26 +151,11 @@ export function rateLimit(options: FetchRateLimitOptions): FetchRateLimiter {
     return withHeaders(await onDenied(request, denialInfo(evaluation)), refusal.headers, true);
   };
   const headersFor = (request: Request): Record<string, string> =>
-    rateLimitHeaders(decisionsOn(request), { style: config.styles });
+    headersIn(decisionsOn(request), config.styles);
   const complete = (request: Request, status: number, finished = true): void => {
     const settle = settlers.get(request);
     settlers.delete(request);
     settle?.(status, finished);
-  };
-  const wrap = (handler: FetchHandler): WrappedFetchHandler => {
-    return async (request, ...context) => {
-      const refused = await guard(request, ...context);
-      if (refused !== undefined) return refused;
-      let response: Response;
-      try {
-        response = await handler(request, ...(context as never[]));
-      } catch (error) {
-        complete(request, 500, false);
-        throw error;
-      }
-      complete(request, response.status);
-      return withHeaders(response, headersFor(request), false);
-    };
   };
   const controls = keyControls(config, (request: Request, ...context: unknown[]) => ({
     request,
@@ -148,7 +164,7 @@ export function rateLimit(options: FetchRateLimitOptions): FetchRateLimiter {
   return Object.assign(guard, controls, {
     headers: (request: Request) => new Headers(headersFor(request)),
     complete: (request: Request, status: number) => complete(request, status),
-    wrap,
+    wrap: wrapper(guard, complete, headersFor),
     info: (request: Request) => infoOn(request),
   });
 }
