@@ -2,12 +2,17 @@
 // answers nobody (the store then rejects every call of the batch with ERR_SLUICE_BAD_REPLY).
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { readRecords } from '../src/stores/redis/reply.js';
-import type { StoreResult } from '../src/types.js';
+import { answerRecords } from '../src/stores/redis/reply.js';
+import type { StoreRequest, StoreResult } from '../src/types.js';
 
-/** Answers each item with its record of the reply (what the store does with a batch's items). */
+/** Answers each item with its record of the reply, as the store answers a batch's requests. */
 const settle = (items: ReadonlyArray<{ answer(result: StoreResult): void }>, reply: unknown): boolean =>
-  readRecords(reply, items.length, 0, (i, result) => items[i]?.answer(result));
+  answerRecords(
+    reply,
+    items.map(() => ({}) as StoreRequest),
+    items.map((item) => ({ answered: (_, result) => item.answer(result), failed: () => {} })),
+    0,
+  );
 
 function items(count: number): {
   results: Array<StoreResult | undefined>;

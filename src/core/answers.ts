@@ -42,15 +42,21 @@ export class Answers {
   readonly #health: Health;
   readonly #denyCache: DenyCache | undefined;
   readonly #reporting: Reporting;
+  /** Whether anyone listens to decisions (Reporting.observed), kept here as it changes. */
+  #observed: boolean;
+  /** Whether some shard is failing (Health.down), kept here as it changes. */
+  #down = false;
 
   constructor(options: ResolvedLimiterOptions) {
     this.#store = options.store;
     this.#enforce = options.enforce;
     this.#timeoutMs = options.timeoutMs;
     this.#reporting = new Reporting(options);
-    this.#health = new Health(options.onStoreError, this.#fallback, (up, shard) =>
-      this.#reporting.health(up, shard),
-    );
+    this.#observed = this.#reporting.observed;
+    this.#health = new Health(options.onStoreError, this.#fallback, (up, shard) => {
+      this.#down = this.#health.down;
+      this.#reporting.health(up, shard);
+    });
     const entries = options.denyCacheMaxEntries;
     this.#denyCache = entries > 0 ? new DenyCache(entries) : undefined;
   }
@@ -65,19 +71,26 @@ export class Answers {
    * and every shard healthy (most limiters, most of the time). See `Pipeline.run`'s fast path.
    */
   get plain(): boolean {
-    return this.#denyCache === undefined && this.#enforce && !this.#reporting.observed && !this.#health.down;
+    return this.#denyCache === undefined && this.#enforce && !this.#observed && !this.#down;
   }
 
   /** Counts the limiter's decisions in a recorder too, from now on (once per recorder). */
   attach(recorder: MetricsRecorder): void {
     this.#reporting.attach(recorder);
+    this.#observed = true;
   }
 
   /** Notes when the store is asked, for `storeMs`: one decision in 16 is timed, NaN for the others. */
   asking(call: Call): void {
-    const reporting = this.#reporting;
     // Reading the clock twice costs about what an in-process decision does.
-    if (reporting.observed) call.askedAt = reporting.timesThisOne() ? performance.now() : Number.NaN;
+    if (this.#observed) call.askedAt = this.#reporting.timesThisOne() ? performance.now() : Number.NaN;
+  }
+
+  /** Whether the call goes to the store (see `admit`), noting when it was asked (see `asking`). */
+  ask(call: Call): boolean {
+    if (this.#down && !this.admit(call)) return false;
+    if (this.#observed) call.askedAt = this.#reporting.timesThisOne() ? performance.now() : Number.NaN;
+    return true;
   }
 
   /**
@@ -107,7 +120,7 @@ export class Answers {
    * answer without asking. Shards are looked up only during an outage.
    */
   admit(call: Call): boolean {
-    if (!this.#health.down) return true;
+    if (!this.#down) return true;
     call.shard = this.#store.shardOf?.(call);
     const admitted = this.#health.admit(call.shard);
     call.probe = admitted === 'probe';
@@ -121,9 +134,9 @@ export class Answers {
 
   /** The decision the store's result makes, reported and enforced. */
   decision(call: Call, result: StoreResult): Decision {
-    if (this.#health.down) this.#health.answered(call.shard ?? this.#store.shardOf?.(call));
+    if (this.#down) this.#health.answered(call.shard ?? this.#store.shardOf?.(call));
     const decision = decisionOf(result, call.policy.limit);
-    const observed = this.#reporting.observed;
+    const observed = this.#observed;
     // Most limiters remember no denials, report to no one and enforce: the decision is the answer.
     if (this.#denyCache === undefined && !observed && this.#enforce) return decision;
     if (
@@ -189,7 +202,7 @@ export class Answers {
 
   /** Reports the real decision to the hooks, and gives the caller the enforced one (shadow mode). */
   #deliver(call: Call, decision: Decision, source: DecisionSource, storeMs: number): Decision {
-    if (this.#reporting.observed) this.#reporting.decided(call, decision, source, storeMs);
+    if (this.#observed) this.#reporting.decided(call, decision, source, storeMs);
     if (this.#enforce) return decision;
     const shadowed: Decision = {
       allowed: true,

@@ -204,6 +204,12 @@ export class Group {
 }
 
 async function sideBySide(pipelines: readonly Pipeline[], calls: readonly Call[]): Promise<Decided> {
+  if (calls.length === 1) {
+    // A group of one (a middleware with one limiter): its decision, without gathering.
+    const call = calls[0] as Call;
+    const decision = await (pipelines[0] as Pipeline).decide(call);
+    return { decisions: [decision], taken: [took(call, decision)] };
+  }
   const decisions = await Promise.all(calls.map((call, i) => (pipelines[i] as Pipeline).decide(call)));
   return { decisions, taken: decisions.map((decision, i) => took(calls[i] as Call, decision)) };
 }

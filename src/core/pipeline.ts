@@ -4,16 +4,7 @@ import { ERROR_CODES, SluiceError } from '../errors.js';
 import type { MetricsRecorder } from '../hooks.js';
 import { OPERATIONS } from '../operations.js';
 import type { ResolvedLimiterOptions } from '../options.js';
-import type {
-  Decision,
-  Operation,
-  Policy,
-  Store,
-  StoreFailure,
-  StoreReply,
-  StoreRequest,
-  StoreResult,
-} from '../types.js';
+import type { Decision, Operation, Policy, Store, StoreFailure, StoreReply, StoreResult } from '../types.js';
 import { Answers, decisionOf, storeError } from './answers.js';
 import { Call } from './call.js';
 import { checkIdentifier, checkTag, policyFor, readClock } from './checks.js';
@@ -54,6 +45,8 @@ export class Pipeline implements StoreReply<Call> {
   readonly #target: Submitter;
   /** The store's in-process fast path (the memory store's `decideNow`), if it has one. */
   readonly #inProcess: InProcess | undefined;
+  /** Whether calls look at the deny cache first (Answers.caching). */
+  readonly #caching: boolean;
   /** The store said once it could decide: it has connected, and later outages are not waited for. */
   #ready = false;
   /** The call the next in-process decision of the limiter's own methods reuses (see run). */
@@ -68,6 +61,7 @@ export class Pipeline implements StoreReply<Call> {
     this.enforce = options.enforce;
     this.timeoutMs = options.timeoutMs;
     this.#answers = new Answers(options);
+    this.#caching = this.#answers.caching;
     this.#calls = new Deadlines<Call>(options.timeoutMs, this.#expired);
     store.attached?.({ name, timeoutMs: options.timeoutMs });
     this.#target = submitter(store);
@@ -88,7 +82,7 @@ export class Pipeline implements StoreReply<Call> {
 
   /** The limiter's time for a call: its clock's reading, `undefined` for the store's, or the clock's error. */
   time(): number | SluiceError | undefined {
-    return readClock(this.clock);
+    return this.clock === undefined ? undefined : readClock(this.clock);
   }
 
   /** The policy a call runs under (the limiter's, or its variant for `limit`), or why the call is refused. */
@@ -99,7 +93,7 @@ export class Pipeline implements StoreReply<Call> {
     const invalid =
       checkIdentifier(identifier) ??
       entry.checkAmount(entry.amountOption, amount, policy) ??
-      checkTag(parts?.tag);
+      (parts?.tag === undefined ? undefined : checkTag(parts.tag));
     return invalid ?? policy;
   }
 
@@ -147,9 +141,9 @@ export class Pipeline implements StoreReply<Call> {
    */
   decide(call: Call): Promise<Decision> {
     if (this.#inProcess !== undefined) return Promise.resolve(this.#decideNow(call));
-    const cached = this.#answers.cached(call);
+    const cached = this.#caching ? this.#answers.cached(call) : undefined;
     if (cached !== undefined) return Promise.resolve(cached);
-    const connecting = this.#connecting();
+    const connecting = this.#ready ? undefined : this.#connecting();
     if (connecting !== undefined) {
       return connecting.then(
         () => this.#ask(call),
@@ -161,7 +155,6 @@ export class Pipeline implements StoreReply<Call> {
 
   /** A process just started waits for its store's first connection rather than fail open (or closed) at once. */
   #connecting(): Promise<void> | undefined {
-    if (this.#ready) return undefined;
     const connecting = this.store.untilReady?.();
     if (connecting === undefined) this.#ready = true;
     return connecting;
@@ -180,7 +173,7 @@ export class Pipeline implements StoreReply<Call> {
 
   #decideNow(call: Call): Decision {
     const answers = this.#answers;
-    if (answers.caching) {
+    if (this.#caching) {
       const cached = answers.cached(call);
       if (cached !== undefined) return cached;
     }
@@ -196,11 +189,10 @@ export class Pipeline implements StoreReply<Call> {
 
   /** Asks the store within the deadline; the first of its answer and the deadline decides the call. */
   #ask(call: Call): Promise<Decision> {
-    if (!this.#answers.admit(call)) return Promise.resolve(this.#answers.skipped(call));
+    if (!this.#answers.ask(call)) return Promise.resolve(this.#answers.skipped(call));
     return new Promise<Decision>((resolve, reject) => {
       call.resolve = resolve;
       call.reject = reject;
-      this.#answers.asking(call);
       this.#calls.track(call);
       try {
         this.#target.submit([call], this);
@@ -296,7 +288,7 @@ export class Pipeline implements StoreReply<Call> {
    * deadline: their results in order, or why there are none. The calls were checked (see Group).
    */
   together(calls: readonly Call[], keys: readonly string[]): Promise<StoreResult[] | Unanswered> {
-    const connecting = this.#connecting();
+    const connecting = this.#ready ? undefined : this.#connecting();
     if (connecting !== undefined) {
       return connecting.then(
         () => this.together(calls, keys),

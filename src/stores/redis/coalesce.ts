@@ -77,6 +77,30 @@ export function byKey(batch: Batch): Batch[] {
 }
 
 /**
+ * The queue as one batch, when every request may share one call (one policy, operation and time,
+ * one slot, room for all): the common tick, sent without copying a request.
+ */
+function whole(queue: Items, cluster: boolean, maxBatch: number): Batch | undefined {
+  const { requests, keys } = queue;
+  const first = requests[0];
+  if (first === undefined || requests.length > maxBatch) return undefined;
+  const { policy, operation, now } = first;
+  const log = policy.script === 'sliding-log';
+  const slots = cluster && requests.length > 1;
+  const slot = slots ? keySlot(keys[0] as string) : 0;
+  let work = 0;
+  for (let i = 0; i < requests.length; i++) {
+    const request = requests[i] as StoreRequest;
+    work += request.cost + 4;
+    if (request.policy !== policy || request.operation !== operation || request.now !== now) return undefined;
+    if (i > 0 && ((log && work > MAX_LOG_BATCH_WORK) || (slots && keySlot(keys[i] as string) !== slot))) {
+      return undefined;
+    }
+  }
+  return { ...queue, policy, operation, now, work, sent: false };
+}
+
+/**
  * Hands `send` the batches of a tick's queue. One open batch per policy and slot (on a cluster only
  * keys of one slot may share a call). A request that cannot join it (another operation or time, or
  * a full batch) sends it first, so each key sees its requests in the order they were made. Most
@@ -89,6 +113,11 @@ export function coalesce(
   maxBatch: number,
   sendBatch: (batch: Batch) => void,
 ): void {
+  const one = whole(queue, cluster, maxBatch);
+  if (one !== undefined) {
+    sendBatch(one);
+    return;
+  }
   const send = (batch: Batch): void => {
     batch.sent = true;
     sendBatch(batch);

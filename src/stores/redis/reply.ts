@@ -1,5 +1,5 @@
 // The reply of a batch script (lua/single.lua), checked whole, then turned into one result per key.
-import type { StoreResult } from '../../types.js';
+import type { StoreReply, StoreRequest, StoreResult } from '../../types.js';
 
 /** The integers a record's decision takes (see lua/single.lua), from its first; 0 for anything else. */
 function recordLength(head: unknown): number {
@@ -21,20 +21,21 @@ function wellFormed(values: readonly unknown[], count: number, fields: number): 
 }
 
 /**
- * Reads the `count` records of a batch's reply (lua/single.lua), handing each to `answer` in order:
- * one integer for an allowed key whose reset is the batch's shared one, two for another allowed
- * key, three for a denied one; then, for an operation whose entry has `fields`, that many integers
- * (the result's `fields`). Checks the whole reply first: false, answering nothing, when it does not
- * hold one record per key.
+ * Answers each request of a batch with its record of the script's reply (lua/single.lua), through
+ * its reply, in order: one integer for an allowed key whose reset is the batch's shared one, two
+ * for another allowed key, three for a denied one; then, for an operation whose entry has `fields`,
+ * that many integers (the result's `fields`). Checks the whole reply first: false, answering
+ * nothing, when it does not hold one record per request.
  */
-export function readRecords(
+export function answerRecords(
   reply: unknown,
-  count: number,
+  requests: readonly StoreRequest[],
+  replies: readonly StoreReply[],
   fields: number,
-  answer: (index: number, result: StoreResult) => void,
 ): boolean {
   if (!Array.isArray(reply)) return false;
   const values = reply as unknown[];
+  const count = requests.length;
   if (!wellFormed(values, count, fields)) return false;
   const shared = values[0] as number;
   let at = 1;
@@ -65,7 +66,7 @@ export function readRecords(
       result = { ...result, fields: values.slice(at, at + fields) as number[] };
       at += fields;
     }
-    answer(i, result);
+    (replies[i] as StoreReply).answered(requests[i] as StoreRequest, result);
   }
   return true;
 }

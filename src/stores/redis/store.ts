@@ -10,7 +10,7 @@ import { type Batch, byKey, coalesce, type Items, noItems } from './coalesce.js'
 import type { ClientLibrary, Commander } from './commander.js';
 import { Readiness } from './readiness.js';
 import { Recovery } from './recovery.js';
-import { readRecords } from './reply.js';
+import { answerRecords } from './reply.js';
 import { LIBRARY_CODE, SCRIPTS, type Script } from './scripts.js';
 import { isTryAgain, storeError, type Unrun, unrunReason } from './server-errors.js';
 import { keySlot } from './slot.js';
@@ -266,11 +266,9 @@ export class RedisStore implements Store {
     }
     if (entry.operands > 0)
       for (const request of requests) for (const operand of request.operands ?? []) args[at++] = operand;
-    const answer = (i: number, result: StoreResult): void =>
-      (replies[i] as StoreReply).answered(requests[i] as StoreRequest, result);
     this.#run(script, args, keys[0] as string).then(
       (reply) => {
-        if (readRecords(reply, count, entry.fields, answer)) return;
+        if (answerRecords(reply, requests, replies, entry.fields)) return;
         const error = new SluiceError(
           ERROR_CODES.BAD_REPLY,
           `Expected one record per key (${count}) from the ${script.name} script, got ${Array.isArray(reply) ? `${reply.length} values that do not make them` : typeof reply}.`,
