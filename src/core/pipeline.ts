@@ -1,5 +1,3 @@
-// One limiter's decision pipeline, from call to answer: checks, the store within a deadline, the answer.
-import { performance } from 'node:perf_hooks';
 import { ERROR_CODES, SluiceError } from '../errors.js';
 import type { MetricsRecorder } from '../hooks.js';
 import { OPERATIONS } from '../operations.js';
@@ -10,6 +8,7 @@ import { Call } from './call.js';
 import { checkIdentifier, checkTag, policyFor, readClock } from './checks.js';
 import { Deadlines } from './deadlines.js';
 import { type Submitter, submitter } from './submit.js';
+import { type TogetherAnswer, type Unanswered, Waits } from './waits.js';
 
 /** The options of one call that the pipeline reads: `tag` and `limit` (CallOptions, KeyOptions). */
 export interface CallParts {
@@ -19,12 +18,6 @@ export interface CallParts {
 
 /** A store that decides in process, at once (the memory store). */
 type InProcess = Required<Pick<Store, 'decideNow'>>;
-
-/** Why a group's store call has no results: the failure, and the store's error. */
-export interface Unanswered {
-  readonly failure: StoreFailure;
-  readonly error: unknown;
-}
 
 /**
  * One limiter: the pipeline every call of it goes through. A call is plain data; the store answers
@@ -40,8 +33,8 @@ export class Pipeline implements StoreReply<Call> {
   readonly timeoutMs: number;
   readonly #answers: Answers;
   readonly #calls: Deadlines<Call>;
-  /** Deadlines of resets and atomic groups, made at the first. */
-  #waits: Deadlines | undefined;
+  /** Resets and calls decided together, within the deadline. */
+  readonly #waits: Waits;
   readonly #target: Submitter;
   /** The store's in-process fast path (the memory store's `decideNow`), if it has one. */
   readonly #inProcess: InProcess | undefined;
@@ -65,14 +58,10 @@ export class Pipeline implements StoreReply<Call> {
     this.#calls = new Deadlines<Call>(options.timeoutMs, this.#expired);
     store.attached?.({ name, timeoutMs: options.timeoutMs });
     this.#target = submitter(store);
+    this.#waits = new Waits(this.#target, options.timeoutMs);
     this.#inProcess = typeof store.decideNow === 'function' ? (store as InProcess) : undefined;
     if (this.#inProcess !== undefined) this.#spare = new Call(name, policy, 'peek', '', 1, undefined);
     if (options.metrics !== undefined) this.attach(options.metrics);
-  }
-
-  /** Whether the store decides in process, at once. */
-  get inProcess(): boolean {
-    return this.#inProcess !== undefined;
   }
 
   /** Counts this limiter's decisions in a recorder too, from now on (once per recorder). */
@@ -124,9 +113,9 @@ export class Pipeline implements StoreReply<Call> {
       // enough for the compiler to take in whole, and no hook that could call the limiter meanwhile.
       if (this.#answers.plain) return this.#plain(call);
       this.#spare = undefined;
-      const decision = this.#decideNow(call);
+      const answer = this.#decideNow(call);
       this.#spare = spare;
-      return Promise.resolve(decision);
+      return answer;
     }
     const call = new Call(this.name, policy, operation, identifier, amount, parts?.tag);
     const now = this.time();
@@ -140,7 +129,7 @@ export class Pipeline implements StoreReply<Call> {
    * made) within the deadline, or the failure policy while the call's shard is failing.
    */
   decide(call: Call): Promise<Decision> {
-    if (this.#inProcess !== undefined) return Promise.resolve(this.#decideNow(call));
+    if (this.#inProcess !== undefined) return this.#decideNow(call);
     const cached = this.#caching ? this.#answers.cached(call) : undefined;
     if (cached !== undefined) return Promise.resolve(cached);
     const connecting = this.#ready ? undefined : this.#connecting();
@@ -166,25 +155,35 @@ export class Pipeline implements StoreReply<Call> {
     try {
       result = (this.#inProcess as InProcess).decideNow(call);
     } catch (error) {
-      return Promise.resolve(this.#unanswered(call, 'store-error', error));
+      return this.#failedNow(call, error);
     }
     return Promise.resolve(decisionOf(result, call.policy.limit));
   }
 
-  #decideNow(call: Call): Decision {
+  /** Decides in process, at once: the promise is settled when it is returned. */
+  #decideNow(call: Call): Promise<Decision> {
     const answers = this.#answers;
     if (this.#caching) {
       const cached = answers.cached(call);
-      if (cached !== undefined) return cached;
+      if (cached !== undefined) return Promise.resolve(cached);
     }
     answers.asking(call);
     let result: StoreResult;
     try {
       result = (this.#inProcess as InProcess).decideNow(call);
     } catch (error) {
-      return this.#unanswered(call, 'store-error', error);
+      return this.#failedNow(call, error);
     }
-    return answers.decision(call, result);
+    return Promise.resolve(answers.decision(call, result));
+  }
+
+  /** An in-process store threw: the failure policy's answer, or the rejection (see #unanswered). */
+  #failedNow(call: Call, error: unknown): Promise<Decision> {
+    try {
+      return Promise.resolve(this.#unanswered(call, 'store-error', error));
+    } catch (rejected) {
+      return Promise.reject(rejected);
+    }
   }
 
   /** Asks the store within the deadline; the first of its answer and the deadline decides the call. */
@@ -287,43 +286,13 @@ export class Pipeline implements StoreReply<Call> {
    * Asks the store to decide calls of this limiter's store together (see Store.submit), within the
    * deadline: their results in order, or why there are none. The calls were checked (see Group).
    */
-  together(calls: readonly Call[], keys: readonly string[]): Promise<StoreResult[] | Unanswered> {
+  together(calls: readonly Call[], keys: readonly string[]): Promise<TogetherAnswer> {
     const connecting = this.#ready ? undefined : this.#connecting();
-    if (connecting !== undefined) {
-      return connecting.then(
-        () => this.together(calls, keys),
-        (error: unknown): Unanswered => ({ failure: 'store-error', error }),
-      );
-    }
-    return new Promise((resolve) => {
-      const askedAt = performance.now();
-      for (const call of calls) call.askedAt = askedAt;
-      const waits = this.#waitsFor();
-      const timedOut = (): void => resolve({ failure: 'timeout', error: undefined });
-      const entry = { deadline: 0, settled: false, expire: timedOut };
-      waits.track(entry);
-      const results: StoreResult[] = new Array(calls.length);
-      let answers = 0;
-      const reply: StoreReply<Call> = {
-        answered: (call, result) => {
-          results[calls.indexOf(call)] = result;
-          if (++answers === calls.length && waits.stop(entry)) resolve(results);
-        },
-        failed: (_, error) => {
-          if (waits.stop(entry)) resolve({ failure: 'store-error', error });
-        },
-      };
-      try {
-        this.#target.submit(calls, reply, { keys });
-      } catch (error) {
-        reply.failed(calls[0] as Call, error);
-      }
-    });
-  }
-
-  #waitsFor(): Deadlines {
-    this.#waits ??= new Deadlines(this.timeoutMs);
-    return this.#waits;
+    if (connecting === undefined) return this.#waits.together(calls, keys);
+    return connecting.then(
+      () => this.#waits.together(calls, keys),
+      (error: unknown): Unanswered => ({ failure: 'store-error', error }),
+    );
   }
 
   /** Forgets an identifier everywhere this limiter keeps it (OPERATIONS.reset); rejects with the store's error. */
@@ -332,19 +301,16 @@ export class Pipeline implements StoreReply<Call> {
     if (invalid !== undefined) return Promise.reject(invalid);
     this.#answers.forget(this.name, identifier, tag);
     const { store, name } = this;
-    return new Promise<void>((resolve, reject) => {
-      const fail = (error: SluiceError): void => {
-        const source = error.code === ERROR_CODES.TIMEOUT ? 'timeout' : 'store-error';
-        const context = { name, identifier, operation: 'reset', cost: 0, source, storeMs: 0 } as const;
-        this.#answers.resetFailed(error, { ...context, enforced: this.enforce });
-        reject(error);
-      };
-      this.#waitsFor().race(
-        () => (tag === undefined ? store.reset(name, identifier) : store.reset(name, identifier, tag)),
-        resolve,
-        (error) => fail(storeError(store.kind, error)),
-        () => fail(this.#answers.timeoutError()),
-      );
+    const start = () =>
+      tag === undefined ? store.reset(name, identifier) : store.reset(name, identifier, tag);
+    const timedOut = (): SluiceError => this.#answers.timeoutError();
+    return this.#waits.reset(start, timedOut).catch((thrown: unknown) => {
+      // A timeout's error is a SluiceError already (ERR_SLUICE_TIMEOUT): kept as it is.
+      const error = storeError(store.kind, thrown);
+      const source = error.code === ERROR_CODES.TIMEOUT ? 'timeout' : 'store-error';
+      const context = { name, identifier, operation: 'reset', cost: 0, source, storeMs: 0 } as const;
+      this.#answers.resetFailed(error, { ...context, enforced: this.enforce });
+      throw error;
     });
   }
 }
