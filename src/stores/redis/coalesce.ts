@@ -97,7 +97,9 @@ function whole(queue: Items, cluster: boolean, maxBatch: number): Batch | undefi
       return undefined;
     }
   }
-  return { ...queue, policy, operation, now, work, sent: false };
+  // The shape newBatch() makes (a spread of the queue made another, and cost a Redis decision
+  // some 20 µs of CPU in the client, measured one call after another).
+  return { policy, operation, now, requests, keys, replies: queue.replies, work, sent: false };
 }
 
 /**
