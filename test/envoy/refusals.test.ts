@@ -39,7 +39,6 @@ const REFUSALS: readonly { file: string; line: number; reason: string }[] = [
     line: 6,
     reason: "config error, expected 'requests_per_unit' to be a whole number",
   },
-  { file: 'quota_mode.yaml', line: 4, reason: 'config error, quota_mode is not supported by sluice' },
   {
     file: join('duplicate_domain', 'b.yaml'),
     line: 2,
