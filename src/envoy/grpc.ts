@@ -9,10 +9,10 @@ import {
   type ServiceClientConstructor,
   type sendUnaryData,
   status,
+  type UntypedServiceImplementation,
 } from '@grpc/grpc-js';
 import { fromJSON, type Options } from '@grpc/proto-loader';
-import type { RateLimitRequestMessage, RateLimitResponseMessage } from './messages.js';
-import { RequestRefused } from './messages.js';
+import { type RateLimitRequestMessage, RequestRefused, toWire, type WireResponse } from './messages.js';
 import type { EnvoyMetrics } from './metrics.js';
 import { PROTO_JSON } from './proto.generated.js';
 import type { EnvoyService } from './service.js';
@@ -65,21 +65,19 @@ export interface GrpcServer {
 
 const GRPC_STATUS = { INVALID_ARGUMENT: status.INVALID_ARGUMENT, UNAVAILABLE: status.UNAVAILABLE } as const;
 
-/** Starts the gRPC server on host:port (0 picks a free port). */
-export async function startGrpc(options: GrpcOptions, host: string, port: number): Promise<GrpcServer> {
+/** ShouldRateLimit: the service's answer, its refusals as gRPC statuses, anything else INTERNAL. */
+function rateLimitHandlers(options: GrpcOptions): UntypedServiceImplementation {
   const { service, metrics } = options;
-  const definitions = loadServices();
-  const server = new Server();
-  server.addService(definitions.rateLimit.service, {
+  return {
     ShouldRateLimit(
-      call: ServerUnaryCall<RateLimitRequestMessage, RateLimitResponseMessage>,
-      callback: sendUnaryData<RateLimitResponseMessage>,
+      call: ServerUnaryCall<RateLimitRequestMessage, WireResponse>,
+      callback: sendUnaryData<WireResponse>,
     ): void {
       const done = metrics?.call('ShouldRateLimit');
       service.shouldRateLimit(call.request).then(
         (response) => {
           done?.();
-          callback(null, response);
+          callback(null, toWire(response));
         },
         (error: unknown) => {
           done?.();
@@ -93,12 +91,16 @@ export async function startGrpc(options: GrpcOptions, host: string, port: number
         },
       );
     },
-  });
+  };
+}
+
+/** grpc.health.v1.Health: Check, and Watch (looked at again every second, written when it changes). */
+function healthHandlers(options: GrpcOptions): UntypedServiceImplementation {
   const healthOf = async (name: string): Promise<number> => {
     if (!HEALTH_SERVICES.includes(name)) return SERVICE_UNKNOWN;
     return (await options.healthy()) ? SERVING : NOT_SERVING;
   };
-  server.addService(definitions.health.service, {
+  return {
     Check(
       call: ServerUnaryCall<{ service: string }, { status: number }>,
       callback: sendUnaryData<{ status: number }>,
@@ -129,7 +131,29 @@ export async function startGrpc(options: GrpcOptions, host: string, port: number
       });
       look();
     },
+  };
+}
+
+/** Stops accepting, lets calls in flight finish (up to `graceMs`), then cuts the rest. */
+function closeWithin(server: Server, graceMs: number): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const cut = setTimeout(() => {
+      server.forceShutdown();
+      resolve();
+    }, graceMs);
+    server.tryShutdown(() => {
+      clearTimeout(cut);
+      resolve();
+    });
   });
+}
+
+/** Starts the gRPC server on host:port (0 picks a free port). */
+export async function startGrpc(options: GrpcOptions, host: string, port: number): Promise<GrpcServer> {
+  const definitions = loadServices();
+  const server = new Server();
+  server.addService(definitions.rateLimit.service, rateLimitHandlers(options));
+  server.addService(definitions.health.service, healthHandlers(options));
   const address = `${host.includes(':') ? `[${host}]` : host}:${port}`;
   const bound = await new Promise<number>((resolve, reject) => {
     server.bindAsync(address, ServerCredentials.createInsecure(), (error, actual) => {
@@ -137,18 +161,5 @@ export async function startGrpc(options: GrpcOptions, host: string, port: number
       else reject(error);
     });
   });
-  return {
-    port: bound,
-    close: (graceMs) =>
-      new Promise<void>((resolve) => {
-        const cut = setTimeout(() => {
-          server.forceShutdown();
-          resolve();
-        }, graceMs);
-        server.tryShutdown(() => {
-          clearTimeout(cut);
-          resolve();
-        });
-      }),
-  };
+  return { port: bound, close: (graceMs) => closeWithin(server, graceMs) };
 }

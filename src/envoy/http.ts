@@ -1,6 +1,7 @@
 // The reference's HTTP twins: POST /json (ShouldRateLimit in JSON) and GET /healthcheck. The service serves GET /metrics.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { RequestRefused, requestFromJson, responseToJson } from './messages.js';
+import type { EnvoyMetrics } from './metrics.js';
 import type { EnvoyService } from './service.js';
 
 /** The largest body read: a request is a few hundred bytes. */
@@ -9,6 +10,8 @@ const MAX_BODY_BYTES = 64 * 1024;
 export interface EnvoyHttpOptions {
   readonly service: EnvoyService;
   readonly healthy: () => Promise<boolean>;
+  /** Where a refused request is counted (`service_error`), as over gRPC. */
+  readonly metrics: EnvoyMetrics | undefined;
   readonly onError: (error: unknown) => void;
 }
 
@@ -53,6 +56,7 @@ export function envoyRoutes(
     } catch (error) {
       if (!(error instanceof RequestRefused)) throw error;
       if (!request.complete) response.setHeader('Connection', 'close');
+      if (error.status === 'INVALID_ARGUMENT') options.metrics?.error('service_error');
       const statusCode = error.status === 'INVALID_ARGUMENT' ? 400 : 503;
       send(response, statusCode, `${JSON.stringify({ error: error.message })}\n`);
     }

@@ -33,10 +33,41 @@ export interface DescriptorStatus {
   duration_until_reset: { seconds: number; nanos: number } | null;
 }
 
+/** `google.protobuf.Value` as the client decodes it: the field of its kind set (protobufjs names them in camelCase). */
+export interface StructValue {
+  nullValue?: number;
+  numberValue?: number;
+  stringValue?: string;
+  boolValue?: boolean;
+  structValue?: Struct;
+  listValue?: { values: StructValue[] };
+}
+
+export interface Struct {
+  fields: Record<string, StructValue>;
+}
+
 export interface RateLimitResponse {
   overall_code: number;
   statuses: DescriptorStatus[];
   response_headers_to_add: { key: string; value: string }[];
+  raw_body: Buffer;
+  dynamic_metadata: Struct | null;
+}
+
+function valueToJson(value: StructValue): unknown {
+  if (value.structValue !== undefined && value.structValue !== null) return structToJson(value.structValue);
+  if (value.listValue !== undefined && value.listValue !== null)
+    return value.listValue.values.map(valueToJson);
+  if (value.stringValue !== undefined && value.stringValue !== null) return value.stringValue;
+  if (value.numberValue !== undefined && value.numberValue !== null) return value.numberValue;
+  if (value.boolValue !== undefined && value.boolValue !== null) return value.boolValue;
+  return null;
+}
+
+/** A decoded `google.protobuf.Struct` as the JSON object it carries. */
+export function structToJson(struct: Struct): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(struct.fields).map(([key, value]) => [key, valueToJson(value)]));
 }
 
 export const OK = 1;

@@ -21,6 +21,8 @@ export {
   type RateLimitRequest,
   type RateLimitResponse,
   ROOT,
+  type Struct,
+  structToJson,
   UNIT,
 } from './client.js';
 
@@ -152,4 +154,14 @@ export async function eventually(
     if (Date.now() > until) throw new Error(`${what}: not within ${limitMs} ms`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
+}
+
+/**
+ * Waits out the last seconds of a minute (`marginMs` of them), so that a minute's fixed window
+ * cannot roll over while a test counts in it.
+ */
+export async function awayFromMinuteEnd(marginMs = 10_000): Promise<void> {
+  const intoMinute = Date.now() % 60_000;
+  if (intoMinute > 60_000 - marginMs)
+    await new Promise((resolve) => setTimeout(resolve, 60_500 - intoMinute));
 }
