@@ -8,7 +8,7 @@ import type { MetricsRecorder } from './hooks.js';
 import { type KeyOptions, type Limiter, limiterMember } from './limiter.js';
 import { resolveRecorder } from './options.js';
 import type { Operation } from './types.js';
-import { knownKeys, optionsObject } from './validate.js';
+import { groupSize, knownKeys, optionsObject } from './validate.js';
 
 /** Options of {@link all}. */
 export interface AllOptions {
@@ -201,6 +201,7 @@ export function groupFor(
   if (!Array.isArray(limiters) || limiters.length === 0) {
     throw invalidOption(option, 'a non-empty array of limiters', limiters);
   }
+  groupSize(option, limiters.length);
   const members = limiters.map((limiter, i) => {
     const member = limiterMember(limiter);
     if (member === undefined)

@@ -15,6 +15,9 @@ export const ENVOY_FLAGS = {
   'quota-mode': { type: 'boolean' },
   'envoy-headers': { type: 'boolean' },
   'envoy-metadata': { type: 'boolean' },
+  'envoy-max-message-bytes': { type: 'string' },
+  'envoy-max-descriptors': { type: 'string' },
+  'envoy-max-entries': { type: 'string' },
 } as const;
 
 export const ENVOY_FLAGS_HELP = `  --envoy <path>      also serve Envoy's rate limit service (gRPC ShouldRateLimit, grpc.health.v1,
@@ -28,7 +31,14 @@ export const ENVOY_FLAGS_HELP = `  --envoy <path>      also serve Envoy's rate l
   --envoy-headers     add the IETF RateLimit and RateLimit-Policy fields (an item per descriptor
                       with a limit) to Envoy's response headers, and a problem body to a refusal
   --envoy-metadata    return the request and the passing descriptors' metadata as Envoy's
-                      dynamic metadata`;
+                      dynamic metadata
+  --envoy-max-message-bytes <n>
+                      the largest request taken, gRPC message or POST /json body (default 65536)
+  --envoy-max-descriptors <n>
+                      the most descriptors in one request (default 64, at most 64)
+  --envoy-max-entries <n>
+                      the most entries in one descriptor (default 32)
+                      A request past a bound is refused (INVALID_ARGUMENT, or 400) and counted.`;
 
 /** What `serve` needs of a started Envoy service. */
 export interface EnvoyPart {
@@ -52,10 +62,22 @@ function answersWithin(reply: Promise<unknown>, ms: number): Promise<unknown> {
 }
 
 /** The flags that need `--envoy`. */
-const ENVOY_ONLY = ['grpc-host', 'grpc-port', 'shadow', 'quota-mode', 'envoy-headers', 'envoy-metadata'];
+const ENVOY_ONLY = Object.keys(ENVOY_FLAGS).filter((flag) => flag !== 'envoy');
 
 type EnvoyModule = typeof import('../envoy/index.js');
 type EnvoyOptions = Parameters<EnvoyModule['startEnvoy']>[0];
+
+/** The bounds from their flags, each a positive whole number up to its maximum. */
+function boundsOf(envoy: EnvoyModule, values: Values): EnvoyOptions['bounds'] {
+  const { DEFAULT_BOUNDS: defaults, BOUND_MAXIMUMS: maximums } = envoy;
+  const bound = (flag: string, key: keyof typeof defaults): number =>
+    optional(values, flag, (name, text) => parsePositiveInteger(name, text, maximums[key]), defaults[key]);
+  return {
+    maxMessageBytes: bound('envoy-max-message-bytes', 'maxMessageBytes'),
+    maxDescriptors: bound('envoy-max-descriptors', 'maxDescriptors'),
+    maxEntries: bound('envoy-max-entries', 'maxEntries'),
+  };
+}
 
 /** The service's options from the flags. */
 function envoyOptions(
@@ -83,6 +105,7 @@ function envoyOptions(
     quotaMode: values['quota-mode'] === true,
     headers: values['envoy-headers'] === true,
     metadata: values['envoy-metadata'] === true,
+    bounds: boundsOf(envoy, values),
     registry,
     probe: client === undefined ? undefined : () => answersWithin(client.ping(), PROBE_TIMEOUT_MS),
     log: (line) => log(`sluice serve: envoy: ${line}`),

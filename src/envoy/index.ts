@@ -2,6 +2,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Registry } from 'prom-client';
 import type { Store } from '../types.js';
+import type { EnvoyBounds } from './bounds.js';
 import { buildConfig } from './config.js';
 import { startGrpc } from './grpc.js';
 import { envoyRoutes } from './http.js';
@@ -9,6 +10,7 @@ import { type EnvoyMetrics, envoyMetrics } from './metrics.js';
 import { readConfigFiles, watchConfig } from './reload.js';
 import { EnvoyService } from './service.js';
 
+export { BOUND_MAXIMUMS, DEFAULT_BOUNDS, type EnvoyBounds } from './bounds.js';
 export { EnvoyConfigError } from './yaml-reader.js';
 
 /** The default address of the gRPC server, as the reference's: loopback, port 8081. */
@@ -34,6 +36,8 @@ export interface EnvoyOptions {
   readonly headers: boolean;
   /** Return the request and the passing descriptors' `metadata` as the response's dynamic metadata. */
   readonly metadata: boolean;
+  /** The most work one call may ask: message size, descriptors, entries per descriptor. */
+  readonly bounds: EnvoyBounds;
   /** Where the Envoy metrics are registered; none without one. */
   readonly registry: Registry | undefined;
   /** Resolves when the store answers, rejects when it does not (absent: the memory store). */
@@ -137,6 +141,7 @@ export async function startEnvoy(options: EnvoyOptions): Promise<RunningEnvoy> {
     quotaMode: options.quotaMode,
     headers: options.headers,
     metadata: options.metadata,
+    bounds: options.bounds,
     metrics,
     log: (line) => log(line),
   });
@@ -147,13 +152,14 @@ export async function startEnvoy(options: EnvoyOptions): Promise<RunningEnvoy> {
   const healthy = healthCheck(service, options.probe, () => stopping);
   const onError = (error: unknown): void =>
     log(`unexpected error: ${error instanceof Error ? error.message : String(error)}`);
-  const grpc = await startGrpc({ service, healthy, metrics, onError }, options.host, options.port);
+  const { bounds } = options;
+  const grpc = await startGrpc({ service, bounds, healthy, metrics, onError }, options.host, options.port);
   const stopWatching = reloadOnChange(options, files.fingerprint, service, metrics);
   return {
     port: grpc.port,
     files: config.files,
     domains: [...config.domains.keys()],
-    http: envoyRoutes({ service, healthy, metrics, onError }),
+    http: envoyRoutes({ service, bounds, healthy, metrics, onError }),
     close: async (graceMs) => {
       stopping = true;
       stopWatching();

@@ -1,6 +1,7 @@
 // ShouldRateLimit, transport aside: resolve each descriptor, decide them together, answer as the reference does.
 import type { Store } from '../types.js';
 import { refuses, statusesOf } from './answer.js';
+import { checkBounds, type EnvoyBounds } from './bounds.js';
 import type { EnvoyConfig } from './config.js';
 import { Together } from './decide.js';
 import { RuleLimiters } from './limiters.js';
@@ -15,6 +16,7 @@ import type { EnvoyMetrics } from './metrics.js';
 import { decideRequest, type Outcome, type RequestDecision } from './request-decision.js';
 import { type HeaderItem, headerAnswer } from './response-headers.js';
 import { liveSlots, resolveSlot, type Slot } from './slots.js';
+import { mapInTurns, nextTurn } from './turns.js';
 
 /** Options of {@link EnvoyService}. */
 export interface EnvoyServiceOptions {
@@ -33,6 +35,8 @@ export interface EnvoyServiceOptions {
   readonly headers: boolean;
   /** Return the request and the passing descriptors' `metadata` as dynamic metadata: `--envoy-metadata`. */
   readonly metadata: boolean;
+  /** The most descriptors, and entries per descriptor, one call may ask. */
+  readonly bounds: EnvoyBounds;
   readonly metrics: EnvoyMetrics | undefined;
   /** One line for the log: the store failed, or answers again. */
   readonly log: (line: string) => void;
@@ -87,6 +91,7 @@ export class EnvoyService {
     if (descriptors.length === 0) {
       throw new RequestRefused('INVALID_ARGUMENT', 'rate limit descriptor list must not be empty');
     }
+    checkBounds(request, this.#options.bounds);
     const snapshot = this.#snapshot;
     if (snapshot === undefined) throw new RequestRefused('UNAVAILABLE', 'no rate limit configuration loaded');
     const resolver = {
@@ -95,9 +100,13 @@ export class EnvoyService {
       limiters: snapshot.limiters,
       globalQuota: this.#options.quotaMode,
     };
-    const slots = descriptors.map((descriptor, index) =>
-      resolveSlot(resolver, descriptor, index, request.hits_addend),
+    // A large request is resolved over several turns, and decided and answered in turns of its own.
+    const { results: slots, large } = await mapInTurns(
+      descriptors,
+      (descriptor) => Math.max(1, descriptor.entries?.length ?? 0),
+      (descriptor, index) => resolveSlot(resolver, descriptor, index, request.hits_addend),
     );
+    if (large) await nextTurn();
     const live = liveSlots(slots);
     const decided = await decideRequest(live, {
       together: snapshot.together,
@@ -105,6 +114,7 @@ export class EnvoyService {
       // Under `--quota-mode`, a descriptor with no limit is a quota-mode descriptor that passes.
       quotaWithoutLimit: this.#options.quotaMode ? quotaWithoutLimit(slots, live) : 0,
     });
+    if (large) await nextTurn();
     return this.#answer(request, slots, live, decided);
   }
 
