@@ -233,6 +233,12 @@ describe('npm install of the packed packages in a fresh folder', () => {
       }
       // It carries its own build of the library: an application's `sluice` is never its concern.
       assert.ok(!server.packages.includes('sluice'));
+      for (const command of ['sluice', 'sluice-server']) {
+        const result = spawnSync(join(server.dir, 'node_modules', '.bin', command), ['--version'], {
+          encoding: 'utf8',
+        });
+        assert.deepEqual([result.status, result.stdout], [0, `${packed.server.version}\n`], result.stderr);
+      }
     });
 
     test('npx sluice-server serve answers on HTTP and on Envoy gRPC, with its state in Redis', async () => {
