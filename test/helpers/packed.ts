@@ -3,10 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-
-/** The repository root (build/test/helpers -> ../../..). */
-export const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+import { ROOT } from './paths.js';
 
 export interface Tarball {
   /** The package's name: `sluice` or `sluice-server`. */

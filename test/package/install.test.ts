@@ -7,8 +7,9 @@ import { lstatSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { EnvoyClient, FIXTURES, OK } from '../envoy/client.js';
-import { type Packed, packBoth, ROOT } from '../helpers/packed.js';
+import { EnvoyClient, FIXTURES, OK } from '../helpers/envoy/client.js';
+import { type Packed, packBoth } from '../helpers/packed.js';
+import { ROOT } from '../helpers/paths.js';
 import { type RedisServer, startRedis } from '../helpers/redis-server.js';
 
 /** What `npm install sluice` may add to an application, in bytes of files. */

@@ -5,7 +5,8 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { type Packed, packBoth, ROOT } from '../helpers/packed.js';
+import { type Packed, packBoth } from '../helpers/packed.js';
+import { ROOT } from '../helpers/paths.js';
 
 const require = createRequire(import.meta.url);
 
