@@ -4,7 +4,6 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
 import { runCli } from '../helpers/cli.js';
-import { CONFIG, deep, requestOfSize, user } from './bounds-support.js';
 import {
   type Descriptor,
   type EnvoyServe,
@@ -14,7 +13,8 @@ import {
   type RateLimitRequest,
   ROOT,
   startEnvoyServe,
-} from './support.js';
+} from '../helpers/envoy/support.js';
+import { CONFIG, deep, requestOfSize, user } from './bounds-support.js';
 
 const REFUSALS = 'ratelimit_service_should_rate_limit_error';
 

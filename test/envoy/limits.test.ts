@@ -6,7 +6,6 @@ import { after, before, describe, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
 import { Redis } from 'ioredis';
 import { parseList } from 'structured-headers';
-import { type RedisServer, startRedis } from '../helpers/redis-server.js';
 import {
   awayFromMinuteEnd,
   type Descriptor,
@@ -19,7 +18,8 @@ import {
   type RateLimitRequest,
   startEnvoyServe,
   UNIT,
-} from './support.js';
+} from '../helpers/envoy/support.js';
+import { type RedisServer, startRedis } from '../helpers/redis-server.js';
 
 const CONFIG = join(FIXTURES, 'limits.yaml');
 

@@ -4,8 +4,8 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
+import { EnvoyClient, type EnvoyServe, httpCall, OK, startEnvoyServe } from '../helpers/envoy/support.js';
 import { CONFIG, largestRequest, user, wireBytes } from './bounds-support.js';
-import { EnvoyClient, type EnvoyServe, httpCall, OK, startEnvoyServe } from './support.js';
 
 const LOOP_MS = 5000;
 

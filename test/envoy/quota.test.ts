@@ -4,7 +4,6 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
-import { type RedisServer, startRedis } from '../helpers/redis-server.js';
 import {
   type Descriptor,
   type EnvoyServe,
@@ -15,7 +14,8 @@ import {
   type RateLimitResponse,
   startEnvoyServe,
   structToJson,
-} from './support.js';
+} from '../helpers/envoy/support.js';
+import { type RedisServer, startRedis } from '../helpers/redis-server.js';
 
 const CONFIG = join(FIXTURES, 'quota.yaml');
 

@@ -6,7 +6,7 @@ import { join, relative } from 'node:path';
 import { describe, test } from 'node:test';
 import { buildConfig, type EnvoyConfig } from '../../src/envoy/config.js';
 import { readConfigFiles } from '../../src/envoy/reload.js';
-import { FIXTURES } from './support.js';
+import { FIXTURES } from '../helpers/envoy/support.js';
 
 const REFERENCE = join(FIXTURES, 'reference');
 

@@ -14,7 +14,7 @@ import {
   type RateLimitResponse,
   startEnvoyServe,
   structToJson,
-} from './support.js';
+} from '../helpers/envoy/support.js';
 
 const EXAMPLE = join(FIXTURES, 'reference', 'examples', 'ratelimit', 'config');
 
