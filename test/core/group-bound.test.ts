@@ -17,6 +17,7 @@ import {
 import { MAX_GROUP_SIZE } from '../../src/validate.js';
 import { BACKENDS, type Backend, openBackend } from '../helpers/backends.js';
 import { type RedisServer, startRedis } from '../helpers/redis-server.js';
+import { unique } from '../helpers/suites.js';
 
 let server: RedisServer;
 before(async () => {
@@ -26,14 +27,13 @@ after(async () => {
   await server.stop();
 });
 
-let made = 0;
 function limiters(store: Store, count: number): Limiter[] {
-  made++;
+  const group = unique('g');
   return Array.from({ length: count }, (_, i) =>
     createLimiter({
       store,
       policy: fixedWindow({ limit: 5, windowMs: 60_000 }),
-      name: `g${made}-${i}`,
+      name: `${group}-${i}`,
       timeoutMs: 60_000,
     }),
   );

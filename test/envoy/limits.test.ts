@@ -4,18 +4,19 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
-import { Redis } from 'ioredis';
 import { parseList } from 'structured-headers';
 import {
   awayFromMinuteEnd,
   type Descriptor,
   type EnvoyServe,
+  envoyOnRedis,
   FIXTURES,
   httpCall,
   metric,
   OK,
   OVER_LIMIT,
   type RateLimitRequest,
+  scriptCalls,
   startEnvoyServe,
   UNIT,
 } from '../helpers/envoy/support.js';
@@ -260,32 +261,14 @@ after(async () => {
 decisionSuite('Redis', () => ['--redis', (redis as RedisServer).url]);
 
 describe('on one Redis, a request is one script', () => {
-  let serve: EnvoyServe;
-  let client: Redis;
-  before(async () => {
-    serve = await startEnvoyServe(CONFIG, ['--redis', (redis as RedisServer).url]);
-    client = new Redis({ port: (redis as RedisServer).port, lazyConnect: true });
-    await client.connect();
-  });
-  after(async () => {
-    client.disconnect();
-    await serve.stop();
-  });
-
-  const scriptCalls = async (): Promise<number> => {
-    const stats = String(await client.info('commandstats'));
-    return [...stats.matchAll(/cmdstat_(?:evalsha|eval):calls=(\d+)/g)].reduce(
-      (sum, m) => sum + Number(m[1]),
-      0,
-    );
-  };
+  const onRedis = envoyOnRedis(CONFIG, () => redis as RedisServer);
 
   test('two descriptors of a request: one atomic script, their keys sharing the domain’s hash tag', async () => {
-    await serve.client.shouldRateLimit(request(one('user', 'warm'), one('tenant', 'warm')));
-    const before = await scriptCalls();
-    await serve.client.shouldRateLimit(request(one('user', 'r1'), one('tenant', 'r1')));
-    assert.equal((await scriptCalls()) - before, 1);
-    assert.deepEqual((await client.keys('rl:limits.*r1')).sort(), [
+    await onRedis.serve().client.shouldRateLimit(request(one('user', 'warm'), one('tenant', 'warm')));
+    const before = await scriptCalls(onRedis.redis());
+    await onRedis.serve().client.shouldRateLimit(request(one('user', 'r1'), one('tenant', 'r1')));
+    assert.equal((await scriptCalls(onRedis.redis())) - before, 1);
+    assert.deepEqual((await onRedis.redis().keys('rl:limits.*r1')).sort(), [
       'rl:limits.tenant|fixedWindow|3600000:{limits}:tenant=r1',
       'rl:limits.user|fixedWindow|3600000:{limits}:user=r1',
     ]);

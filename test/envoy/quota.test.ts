@@ -3,15 +3,16 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { Redis } from 'ioredis';
 import {
   type Descriptor,
   type EnvoyServe,
+  envoyOnRedis,
   FIXTURES,
   httpCall,
   OK,
   OVER_LIMIT,
   type RateLimitResponse,
+  scriptCalls,
   startEnvoyServe,
   structToJson,
 } from '../helpers/envoy/support.js';
@@ -164,39 +165,21 @@ after(async () => {
 quotaSuite('Redis', () => ['--redis', (redis as RedisServer).url]);
 
 describe('quota mode on one Redis: what it costs in scripts', () => {
-  let serve: EnvoyServe;
-  let client: Redis;
-  before(async () => {
-    serve = await startEnvoyServe(CONFIG, ['--redis', (redis as RedisServer).url]);
-    client = new Redis({ port: (redis as RedisServer).port, lazyConnect: true });
-    await client.connect();
-  });
-  after(async () => {
-    client.disconnect();
-    await serve.stop();
-  });
-
-  const scriptCalls = async (): Promise<number> => {
-    const stats = String(await client.info('commandstats'));
-    return [...stats.matchAll(/cmdstat_(?:evalsha|eval):calls=(\d+)/g)].reduce(
-      (sum, m) => sum + Number(m[1]),
-      0,
-    );
-  };
+  const onRedis = envoyOnRedis(CONFIG, () => redis as RedisServer);
 
   test('one script when nothing is over; one more for the quota-mode descriptor set aside', async () => {
     const call = (t: string): Promise<RateLimitResponse> =>
-      serve.client.shouldRateLimit({
+      onRedis.serve().client.shouldRateLimit({
         domain: 'quota',
         descriptors: [of(t, 'user', 'u'), of(t, 'plan', 'a'), of(t, 'plan', 'b')],
       });
     await call('warm');
-    let before = await scriptCalls();
+    let before = await scriptCalls(onRedis.redis());
     assert.equal((await call('s1')).overall_code, OK);
-    assert.equal((await scriptCalls()) - before, 1);
-    before = await scriptCalls();
+    assert.equal((await scriptCalls(onRedis.redis())) - before, 1);
+    before = await scriptCalls(onRedis.redis());
     assert.equal((await call('s1')).overall_code, OK);
-    assert.equal((await scriptCalls()) - before, 2);
+    assert.equal((await scriptCalls(onRedis.redis())) - before, 2);
   });
 });
 

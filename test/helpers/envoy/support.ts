@@ -5,7 +5,8 @@ import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync 
 import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after } from 'node:test';
+import { after, before } from 'node:test';
+import { Redis } from 'ioredis';
 import { type RunningCli, startCli } from '../cli.js';
 
 /** The repository root (build/test/envoy -> ../../..). */
@@ -166,4 +167,35 @@ export async function awayFromMinuteEnd(marginMs = 10_000): Promise<void> {
   const intoMinute = Date.now() % 60_000;
   if (intoMinute > 60_000 - marginMs)
     await new Promise((resolve) => setTimeout(resolve, 60_500 - intoMinute));
+}
+
+/** The scripts a Redis server has run so far: EVALSHA and EVAL calls in INFO commandstats. */
+export async function scriptCalls(client: { info(section: string): Promise<string> }): Promise<number> {
+  const stats = await client.info('commandstats');
+  return [...stats.matchAll(/cmdstat_(?:evalsha|eval):calls=(\d+)/g)].reduce(
+    (sum, m) => sum + Number(m[1]),
+    0,
+  );
+}
+
+/**
+ * For the enclosing suite: `sluice serve --envoy <path>` on the Redis `server()` gives, and an
+ * ioredis client of that Redis (to count its scripts, read its keys); both stopped after the suite.
+ */
+export function envoyOnRedis(
+  path: string,
+  server: () => { readonly url: string; readonly port: number },
+): { serve(): EnvoyServe; redis(): Redis } {
+  let serve: EnvoyServe | undefined;
+  let client: Redis | undefined;
+  before(async () => {
+    serve = await startEnvoyServe(path, ['--redis', server().url]);
+    client = new Redis({ port: server().port, lazyConnect: true });
+    await client.connect();
+  });
+  after(async () => {
+    client?.disconnect();
+    await serve?.stop();
+  });
+  return { serve: () => serve as EnvoyServe, redis: () => client as Redis };
 }
