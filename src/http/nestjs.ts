@@ -18,3 +18,8 @@ export {
   type RateLimitSettings,
   SLUICE_OPTIONS,
 } from './nestjs-routes.js';
+export {
+  SluiceThrottlerStorage,
+  type SluiceThrottlerStorageOptions,
+  type ThrottlerStorageRecord,
+} from './nestjs-throttler.js';
