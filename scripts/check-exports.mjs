@@ -12,9 +12,21 @@ const SUBPATHS = {
   'sluice/hono': ['rateLimit'],
   'sluice/node': ['rateLimit'],
   'sluice/fetch': ['rateLimit'],
+  'sluice/koa': ['rateLimit'],
   'sluice/metrics': ['prometheusMetrics', 'openTelemetryMetrics', 'decisionMetrics', 'SpaceSaving'],
 };
-const FRAMEWORKS = ['express', 'fastify', 'hono', 'prom-client', '@opentelemetry/api'];
+const FRAMEWORKS = [
+  'express',
+  'fastify',
+  'hono',
+  'koa',
+  '@nestjs/common',
+  '@nestjs/core',
+  'prom-client',
+  '@opentelemetry/api',
+];
+// Nest's adapter is made of Nest's own decorators and classes: it loads @nestjs/common and @nestjs/core (checked last).
+const NEST = { 'sluice/nestjs': ['SluiceModule', 'SluiceGuard', 'RateLimit', 'SluiceThrottlerStorage'] };
 
 async function serveOnce(core, node) {
   const store = new core.MemoryStore();
@@ -53,9 +65,17 @@ const loaded = Object.keys(require.cache).filter((path) =>
   FRAMEWORKS.some((name) => path.includes(`/node_modules/${name}/`)),
 );
 assert.deepEqual(loaded, [], 'the subpaths import framework and metrics types only, never a library');
+for (const [specifier, names] of Object.entries(NEST)) {
+  const required = require(specifier);
+  const imported = await import(specifier);
+  for (const name of names) {
+    assert.equal(typeof required[name], 'function', `require('${specifier}').${name}`);
+    assert.equal(typeof imported[name], 'function', `import('${specifier}').${name}`);
+  }
+}
 
 await serveOnce(require('sluice'), require('sluice/node'));
 await serveOnce(await import('sluice'), await import('sluice/node'));
 console.log(
-  `check-exports: ${Object.keys(SUBPATHS).length} subpaths load as CommonJS and ESM; node:http served from both.`,
+  `check-exports: ${Object.keys(SUBPATHS).length + Object.keys(NEST).length} subpaths load as CommonJS and ESM; node:http served from both.`,
 );
