@@ -1,11 +1,11 @@
 // A storage for @nestjs/throttler on sluice's stores: its guard and decorators stay, each count is one atomic
 // decision (Redis: one script), and blocks are sluice's penalties. Written to its interface; imports nothing of it.
 import { fixedWindow } from '../algorithms/fixed-window.js';
-import { invalidOption } from '../errors.js';
+import { invalidOption, SluiceError } from '../errors.js';
 import { createLimiter, type Limiter } from '../limiter.js';
 import type { LimiterOptions } from '../options.js';
 import type { Decision, Policy } from '../types.js';
-import { knownKeys, optionsObject } from '../validate.js';
+import { optionsObject } from '../validate.js';
 import { Penalties } from './penalties.js';
 import { limiterSet } from './routes.js';
 
@@ -73,24 +73,22 @@ export class SluiceThrottlerStorage {
     if (policy !== undefined && typeof policy !== 'function') {
       throw invalidOption('policy', 'a function of (limit, ttlMs) returning a policy', policy);
     }
-    knownKeys('SluiceThrottlerStorage', limiterOptions, [
-      'store',
-      'clock',
-      'onStoreError',
-      'timeoutMs',
-      'onDecision',
-      'onError',
-      'metrics',
-      'denyCache',
-      'enforce',
-    ]);
     this.#options = limiterOptions as unknown as Omit<LimiterOptions, 'policy' | 'name'>;
     this.#policy =
       (policy as ((limit: number, ttlMs: number) => Policy) | undefined) ??
       ((limit, ttlMs) => fixedWindow({ limit, windowMs: ttlMs }));
     this.#name = name as string;
-    // Bad limiter options fail here, where the storage is made, not at the first request.
-    createLimiter({ ...this.#options, policy: fixedWindow({ limit: 1, windowMs: 1000 }), name: this.#name });
+    // Bad limiter options (createLimiter's checks, unknown names included) fail here, not at the first request.
+    try {
+      createLimiter({
+        ...this.#options,
+        policy: fixedWindow({ limit: 1, windowMs: 1000 }),
+        name: this.#name,
+      });
+    } catch (error) {
+      if (!(error instanceof SluiceError)) throw error;
+      throw new SluiceError(error.code, `SluiceThrottlerStorage: ${error.message}`, { cause: error });
+    }
   }
 
   /** Counts a hit of `key` (throttler's interface: `ttl` and `blockDuration` in ms, times back in seconds). */

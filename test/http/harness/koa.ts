@@ -1,10 +1,9 @@
 // The conformance app on Koa, driven in-process with supertest (from 127.0.0.1), routed by a last middleware.
 import Koa, { type Context } from 'koa';
-import request from 'supertest';
 import { type KoaRateLimitOptions, rateLimit } from '../../../src/http/koa.js';
 import type { Build } from '../conformance.js';
 import { describeInfo } from '../support.js';
-import { commonOptions, errorCode } from './common.js';
+import { commonOptions, errorCode, supertestSend } from './common.js';
 
 export const buildKoa: Build = async (scenario) => {
   const app = new Koa();
@@ -59,13 +58,9 @@ export const buildKoa: Build = async (scenario) => {
         ctx.body = 'ok';
     }
   });
-  const agent = request(app.callback());
   return {
     key: '127.0.0.1',
-    async send(path, headers = {}) {
-      const response = await agent.get(path).set(headers);
-      return { status: response.status, headers: response.headers, body: response.text };
-    },
+    send: supertestSend(app.callback()),
     close: async () => {},
   };
 };

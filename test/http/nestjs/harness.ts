@@ -15,7 +15,6 @@ import {
 } from '@nestjs/common';
 import { APP_GUARD, BaseExceptionFilter, NestFactory } from '@nestjs/core';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
-import request from 'supertest';
 import {
   type NestHttpRequest,
   RateLimitDecision,
@@ -27,7 +26,7 @@ import {
   SluiceService,
 } from '../../../src/http/nestjs.js';
 import type { Build } from '../conformance.js';
-import { commonOptions, errorCode } from '../harness/common.js';
+import { commonOptions, errorCode, supertestSend } from '../harness/common.js';
 import { describeInfo } from '../support.js';
 
 export type Platform = 'express' | 'fastify';
@@ -152,13 +151,9 @@ export const buildNest =
     running.app.useGlobalFilters(
       new SuiteErrors(running.app.getHttpAdapter(), scenario.customDenial === true),
     );
-    const agent = request(running.url);
     return {
       key: '127.0.0.1',
-      async send(path, headers = {}) {
-        const response = await agent.get(path).set(headers);
-        return { status: response.status, headers: response.headers, body: response.text };
-      },
+      send: supertestSend(running.url),
       close: () => running.close(),
     };
   };

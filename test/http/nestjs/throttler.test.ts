@@ -15,7 +15,7 @@ import {
 } from '@nestjs/throttler';
 import request from 'supertest';
 import { SluiceThrottlerStorage } from '../../../src/http/nestjs.js';
-import { RedisStore } from '../../../src/index.js';
+import { MemoryStore, RedisStore, SluiceError, slidingLog } from '../../../src/index.js';
 import { type Connected, connect } from '../../helpers/clients.js';
 import { burst, statusCounts } from '../../helpers/http-burst.js';
 import { type RedisServer, startRedis } from '../../helpers/redis-server.js';
@@ -185,5 +185,94 @@ describe('@nestjs/throttler over SluiceThrottlerStorage: blockDuration', () => {
       assert.equal(back.status, 200);
       assert.equal(back.headers['x-ratelimit-remaining'], '1');
     });
+  });
+});
+
+describe('SluiceThrottlerStorage: the records its guard reads', () => {
+  it('counts, times in seconds, blocks; blockDuration 0 refuses until the window ends, without a block', async () => {
+    const clock = testClock();
+    const store = new MemoryStore();
+    try {
+      const storage = new SluiceThrottlerStorage({ store, clock: clock.now });
+      const hit = (blockDuration: number, name = 'default') =>
+        storage.increment('k', 10_000, 2, blockDuration, name);
+      assert.deepEqual(await hit(30_000), {
+        totalHits: 1,
+        timeToExpire: 10,
+        isBlocked: false,
+        timeToBlockExpire: 0,
+      });
+      clock.advance(4_000);
+      assert.deepEqual(await hit(30_000), {
+        totalHits: 2,
+        timeToExpire: 6,
+        isBlocked: false,
+        timeToBlockExpire: 0,
+      });
+      assert.deepEqual(await hit(30_000), {
+        totalHits: 3,
+        timeToExpire: 6,
+        isBlocked: true,
+        timeToBlockExpire: 30,
+      });
+      await hit(0, 'unblocked');
+      await hit(0, 'unblocked');
+      assert.deepEqual(
+        await hit(0, 'unblocked'),
+        { totalHits: 3, timeToExpire: 6, isBlocked: true, timeToBlockExpire: 6 },
+        'without a block, refused until the window ends',
+      );
+      clock.advance(6_000);
+      assert.equal((await hit(0, 'unblocked')).isBlocked, false, 'the next window');
+      assert.equal((await hit(30_000)).isBlocked, true, 'the block outlasts the window');
+    } finally {
+      store.close();
+    }
+  });
+
+  it("policy: a sliding log counts each hit for ttl after it, as throttler's in-memory storage does", async () => {
+    const clock = testClock();
+    const store = new MemoryStore();
+    try {
+      const storage = new SluiceThrottlerStorage({
+        store,
+        clock: clock.now,
+        policy: (limit, ttlMs) => slidingLog({ limit, windowMs: ttlMs }),
+      });
+      const hit = () => storage.increment('k', 10_000, 2, 0, 'default');
+      await hit();
+      clock.advance(5_000);
+      await hit();
+      clock.advance(5_000); // a fixed window would start afresh here; the second hit still counts
+      assert.equal((await hit()).isBlocked, false);
+      assert.equal((await hit()).isBlocked, true);
+    } finally {
+      store.close();
+    }
+  });
+
+  it('bad options throw where the storage is made, naming the option', () => {
+    const store = new MemoryStore();
+    try {
+      const cases: Array<[object, RegExp]> = [
+        [{ store, timeoutMs: 0 }, /`timeoutMs`/],
+        [{ store, windowMs: 1000 }, /windowMs/],
+        [{ store, policy: 'gcra' }, /`policy`/],
+        [{ store, name: 'a{b' }, /`name`/],
+        [{}, /`store`/],
+      ];
+      for (const [options, message] of cases) {
+        assert.throws(
+          () => new SluiceThrottlerStorage(options as never),
+          (error: unknown) =>
+            error instanceof SluiceError &&
+            error.code === 'ERR_SLUICE_INVALID_OPTION' &&
+            message.test(error.message),
+          String(message),
+        );
+      }
+    } finally {
+      store.close();
+    }
   });
 });
