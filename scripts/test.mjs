@@ -1,7 +1,7 @@
 // `npm test`: installs redis-server when missing, builds the tests with tsc, and runs every suite with node:test.
 // SLUICE_TEST_SERVER=valkey runs them on Valkey 8.0.1 instead, unpacked by scripts/ensure-valkey.sh.
 import { spawnSync } from 'node:child_process';
-import { readdirSync, statSync } from 'node:fs';
+import { readdirSync, rmSync, statSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 
 function run(command, args) {
@@ -19,6 +19,8 @@ if (process.env.SLUICE_TEST_SERVER === 'valkey') {
   process.env.PATH = `${valkey.stdout.toString().trim()}${delimiter}${process.env.PATH ?? ''}`;
 }
 run('node', ['scripts/gen-scripts.mjs']);
+// A suite moved or deleted in the checkout would otherwise still run from its old compiled file.
+rmSync(join('build', 'test'), { recursive: true, force: true });
 run('npx', ['tsc', '-p', 'tsconfig.json']);
 // The Nest suites compile on their own, with the decorator settings Nest needs (see their tsconfig.json).
 run('npx', ['tsc', '-p', 'test/http/nestjs/tsconfig.json']);

@@ -7,10 +7,11 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { allCodeBlocks, type CodeBlock, onPages } from '../helpers/code-blocks.js';
 import { runExample, startExample } from '../helpers/example-process.js';
+import { ROOT } from '../helpers/paths.js';
 import { type RedisCluster, startCluster } from '../helpers/redis-cluster.js';
 import { freePort, type RedisServer, startRedis } from '../helpers/redis-server.js';
 import { redisCommand } from '../helpers/resp.js';
-import { buildSandbox, type Compiled, ROOT, type Sandbox } from '../helpers/sandbox.js';
+import { buildSandbox, type Compiled, type Sandbox } from '../helpers/sandbox.js';
 
 let sandbox: Sandbox;
 let redis: RedisServer;

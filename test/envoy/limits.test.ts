@@ -5,7 +5,6 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
 import { Redis } from 'ioredis';
-import { type RedisServer, startRedis } from '../helpers/redis-server.js';
 import {
   type Descriptor,
   type EnvoyServe,
@@ -17,7 +16,8 @@ import {
   type RateLimitRequest,
   startEnvoyServe,
   UNIT,
-} from './support.js';
+} from '../helpers/envoy/support.js';
+import { type RedisServer, startRedis } from '../helpers/redis-server.js';
 
 const CONFIG = join(FIXTURES, 'limits.yaml');
 

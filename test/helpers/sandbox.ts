@@ -3,11 +3,8 @@
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { CodeBlock } from './code-blocks.js';
-
-/** The repository root (build/test/helpers -> ../../..). */
-export const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+import { ROOT } from './paths.js';
 
 const TSC = join(ROOT, 'node_modules', '.bin', 'tsc');
 

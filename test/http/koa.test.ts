@@ -7,11 +7,10 @@ import request from 'supertest';
 import { rateLimit } from '../../src/http/koa.js';
 import { createLimiter, gcra, RedisStore, SluiceError } from '../../src/index.js';
 import { type Connected, connect } from '../helpers/clients.js';
-import { burst } from '../helpers/http-burst.js';
-import { type RedisServer, startRedis } from '../helpers/redis-server.js';
-import { conformance } from './conformance.js';
-import { buildKoa } from './harness/koa.js';
-import { closeServer, listen } from './harness/node.js';
+import { burst } from '../helpers/http/burst.js';
+import { conformance } from '../helpers/http/conformance.js';
+import { buildKoa } from '../helpers/http/harness/koa.js';
+import { closeServer, listen } from '../helpers/http/harness/node.js';
 import {
   assertExactBurst,
   assertProblem,
@@ -19,7 +18,8 @@ import {
   limiterPool,
   rateLimitItem,
   SECONDS_LEFT,
-} from './support.js';
+} from '../helpers/http/support.js';
+import { type RedisServer, startRedis } from '../helpers/redis-server.js';
 
 conformance('koa', buildKoa);
 

@@ -7,16 +7,16 @@ import request from 'supertest';
 import { rateLimit } from '../../src/http/express.js';
 import { createLimiter, fixedWindow, RedisStore } from '../../src/index.js';
 import { CLIENT_KINDS, type ClientKind, type Connected, connect } from '../helpers/clients.js';
+import { type Build, type Capabilities, conformance, type MakeLimiter } from '../helpers/http/conformance.js';
+import { buildExpress } from '../helpers/http/harness/express.js';
+import { buildFastify } from '../helpers/http/harness/fastify.js';
+import { buildFetch } from '../helpers/http/harness/fetch.js';
+import { buildHono } from '../helpers/http/harness/hono.js';
+import { buildKoa } from '../helpers/http/harness/koa.js';
+import { buildNode } from '../helpers/http/harness/node.js';
+import { NOW, rateLimitItem, SECONDS_LEFT, testClock, WINDOW_MS } from '../helpers/http/support.js';
 import { type RedisServer, startRedis } from '../helpers/redis-server.js';
 import { assertHygiene } from '../helpers/suites.js';
-import { type Build, type Capabilities, conformance, type MakeLimiter } from './conformance.js';
-import { buildExpress } from './harness/express.js';
-import { buildFastify } from './harness/fastify.js';
-import { buildFetch } from './harness/fetch.js';
-import { buildHono } from './harness/hono.js';
-import { buildKoa } from './harness/koa.js';
-import { buildNode } from './harness/node.js';
-import { NOW, rateLimitItem, SECONDS_LEFT, testClock, WINDOW_MS } from './support.js';
 
 // The conformance suites register their tests at load time; the server and clients are ready before any runs.
 let server: RedisServer;

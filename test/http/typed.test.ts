@@ -16,8 +16,8 @@ import { rateLimit as honoRateLimit, type RateLimitVariables } from '../../src/h
 import type { RateLimitInfo } from '../../src/http/info.js';
 import { rateLimit as koaRateLimit } from '../../src/http/koa.js';
 import { rateLimit as nodeRateLimit } from '../../src/http/node.js';
-import { closeServer, listen } from './harness/node.js';
-import { memoryLimiter } from './support.js';
+import { closeServer, listen } from '../helpers/http/harness/node.js';
+import { memoryLimiter } from '../helpers/http/support.js';
 
 describe('the decision in the handler, typed', () => {
   it('express: req.rateLimit and limiter.info(req)', async () => {

@@ -14,11 +14,11 @@ import {
 } from '../../../src/http/nestjs.js';
 import { createLimiter, fixedWindow, gcra, RedisStore } from '../../../src/index.js';
 import { type Connected, connect } from '../../helpers/clients.js';
-import { burst, statusCounts } from '../../helpers/http-burst.js';
+import { burst, statusCounts } from '../../helpers/http/burst.js';
+import { conformance } from '../../helpers/http/conformance.js';
+import { buildNest, PLATFORMS, start } from '../../helpers/http/nestjs.js';
+import { assertExactBurst, header, NOW, WINDOW_MS } from '../../helpers/http/support.js';
 import { type RedisServer, startRedis } from '../../helpers/redis-server.js';
-import { conformance } from '../conformance.js';
-import { assertExactBurst, header, NOW, WINDOW_MS } from '../support.js';
-import { buildNest, PLATFORMS, start } from './harness.js';
 
 let server: RedisServer;
 let connected: Connected;

@@ -15,8 +15,8 @@ import {
   SluiceModule,
 } from '../../../src/http/nestjs.js';
 import { type Limiter, SluiceError } from '../../../src/index.js';
-import { header, limiterPool, policyItem, rateLimitItem, SECONDS_LEFT } from '../support.js';
-import { PLATFORMS, type Running, start } from './harness.js';
+import { PLATFORMS, type Running, start } from '../../helpers/http/nestjs.js';
+import { header, limiterPool, policyItem, rateLimitItem, SECONDS_LEFT } from '../../helpers/http/support.js';
 
 /** Statuses of `times` GETs (or POSTs) in a row. */
 async function statuses(url: string, times: number, method: 'get' | 'post' = 'get'): Promise<number[]> {

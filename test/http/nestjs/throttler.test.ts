@@ -17,10 +17,10 @@ import request from 'supertest';
 import { SluiceThrottlerStorage } from '../../../src/http/nestjs.js';
 import { MemoryStore, RedisStore, SluiceError, slidingLog } from '../../../src/index.js';
 import { type Connected, connect } from '../../helpers/clients.js';
-import { burst, statusCounts } from '../../helpers/http-burst.js';
+import { burst, statusCounts } from '../../helpers/http/burst.js';
+import { PLATFORMS, type Platform, type Running, start } from '../../helpers/http/nestjs.js';
+import { NOW, testClock } from '../../helpers/http/support.js';
 import { type RedisServer, startRedis } from '../../helpers/redis-server.js';
-import { NOW, testClock } from '../support.js';
-import { PLATFORMS, type Platform, type Running, start } from './harness.js';
 
 const DAY_MS = 86_400_000;
 
