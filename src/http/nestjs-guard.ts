@@ -17,6 +17,15 @@ import { setNodeHeaders, settleOnFinish } from './node-response.js';
  * body. The headers (Retry-After, RateLimit..., Content-Type) are already on the reply: Nest's
  * exception filter sends the body as it is, and a filter of yours (`@Catch(RateLimitException)`)
  * may answer otherwise.
+ *
+ * @example
+ * @Catch(RateLimitException)
+ * export class SlowDownFilter implements ExceptionFilter {
+ *   catch(exception: RateLimitException, host: ArgumentsHost) {
+ *     const reply = host.switchToHttp().getResponse<Response>(); // Express; headers already set
+ *     reply.status(exception.getStatus()).json({ error: 'slow_down', key: exception.denial.key });
+ *   }
+ * }
  */
 export class RateLimitException extends HttpException {
   /** The refusal: status, headers, problem body, the client's key and every policy's decision. */

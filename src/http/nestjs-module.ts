@@ -124,8 +124,18 @@ export class SluiceModule {
 }
 
 /**
- * For handlers: the decision on a request, and its client's key as the route's limits compute it
- * (inject it: `constructor(private readonly sluice: SluiceService) {}`).
+ * For handlers: the decision on a request, and its client's key as the route's limits compute it.
+ *
+ * @example
+ * @Controller('auth')
+ * export class LoginController {
+ *   constructor(private readonly sluice: SluiceService) {}
+ *   @Post('login')
+ *   async login(@Req() req: Request) {
+ *     if (await valid(req)) await this.sluice.resetKey(req); // a good login forgives earlier attempts
+ *     return { remaining: this.sluice.info(req)?.remaining };
+ *   }
+ * }
  */
 export class SluiceService {
   readonly #routes: RouteLimits;

@@ -11,12 +11,11 @@ export {
   type SluiceModuleOptions,
   SluiceService,
 } from './nestjs-module.js';
-export {
-  type NestHttpRequest,
-  type NestLimiterChoice,
-  type NestRateLimitOptions,
-  type RateLimitSettings,
-  SLUICE_OPTIONS,
+export type {
+  NestHttpRequest,
+  NestLimiterChoice,
+  NestRateLimitOptions,
+  RateLimitSettings,
 } from './nestjs-routes.js';
 export {
   SluiceThrottlerStorage,
