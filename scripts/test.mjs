@@ -3,6 +3,7 @@
 import { spawnSync } from 'node:child_process';
 import { readdirSync, rmSync, statSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
+import { buildState } from './build-state.mjs';
 
 function run(command, args) {
   const result = spawnSync(command, args, { stdio: 'inherit' });
@@ -41,6 +42,11 @@ const files = find('build/test')
 if (files.length === 0) {
   console.error('No test files matched.');
   process.exit(1);
+}
+// The package suites pack dist/ and packages/server/dist/: build them here when older than the sources, once,
+// rather than in two suites running side by side and writing over each other.
+if (files.some((f) => f.includes(join('build', 'test', 'package')))) {
+  if (!buildState().current) run('npm', ['run', 'build', '--silent']);
 }
 // Files under test/quiet/ measure time on the server (SLOWLOG): they run last and alone, so that the
 // other suites' load on this machine does not stall the server they watch.
