@@ -9,7 +9,8 @@ import { entryPoints, SUBPATHS, subpathFiles } from './subpaths.mjs';
 
 const require = createRequire(import.meta.url);
 const ROOT = new URL('../', import.meta.url);
-const FRAMEWORKS = ['express', 'fastify', 'hono', 'prom-client', '@opentelemetry/api'];
+// sluice/nestjs is the exception: it is made of Nest's own decorators and classes, so it loads @nestjs/common and core.
+const FRAMEWORKS = ['express', 'fastify', 'hono', 'koa', 'prom-client', '@opentelemetry/api'];
 
 const pkg = JSON.parse(readFileSync(new URL('package.json', ROOT), 'utf8'));
 for (const [field, expected] of Object.entries(entryPoints())) {

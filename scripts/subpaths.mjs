@@ -12,6 +12,8 @@ export const SUBPATHS = {
   './hono': 'http/hono',
   './node': 'http/node',
   './fetch': 'http/fetch',
+  './koa': 'http/koa',
+  './nestjs': 'http/nestjs',
   './metrics': 'metrics/index',
 };
 

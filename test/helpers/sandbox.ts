@@ -65,7 +65,15 @@ export function buildSandbox(): Sandbox {
       for (const block of blocks) writeFileSync(join(root, folder, block.file), block.code);
       const config = {
         extends: join(ROOT, 'tsconfig.base.json'),
-        compilerOptions: { module: 'NodeNext', moduleResolution: 'NodeNext', rootDir: '.', outDir: 'out' },
+        compilerOptions: {
+          module: 'NodeNext',
+          moduleResolution: 'NodeNext',
+          rootDir: '.',
+          outDir: 'out',
+          // The NestJS example and docs: decorators as Nest needs them, as every Nest project sets them.
+          experimentalDecorators: true,
+          emitDecoratorMetadata: true,
+        },
         include: [...(folder === 'blocks' ? ['examples/*.ts'] : []), `${folder}/*.ts`],
       };
       const file = `tsconfig.${folder}.json`;

@@ -1,4 +1,4 @@
-// The middlewares against a real redis-server: the common behaviour of all five adapters, keys in Redis,
+// The middlewares against a real redis-server: the common behaviour of every adapter, keys in Redis,
 // and penalties shared by two middleware instances that share nothing but the server.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -12,6 +12,7 @@ import { buildExpress } from '../helpers/http/harness/express.js';
 import { buildFastify } from '../helpers/http/harness/fastify.js';
 import { buildFetch } from '../helpers/http/harness/fetch.js';
 import { buildHono } from '../helpers/http/harness/hono.js';
+import { buildKoa } from '../helpers/http/harness/koa.js';
 import { buildNode } from '../helpers/http/harness/node.js';
 import { NOW, rateLimitItem, SECONDS_LEFT, testClock, WINDOW_MS } from '../helpers/http/support.js';
 import { type RedisServer, startRedis } from '../helpers/redis-server.js';
@@ -55,6 +56,7 @@ const ADAPTERS: ReadonlyArray<[string, Build, Capabilities]> = [
   ['express', buildExpress, {}],
   ['fastify', buildFastify, {}],
   ['hono', buildHono, { noPeer: true }],
+  ['koa', buildKoa, {}],
   ['node:http', buildNode, {}],
   ['fetch', buildFetch, { noPeer: true }],
 ];

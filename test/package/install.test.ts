@@ -52,13 +52,17 @@ interface Installed {
 
 const folders: string[] = [];
 
-/** An empty application that runs `npm install <tarball>`, as a user would. */
-async function install(tarball: string, name: string): Promise<Installed> {
+/** An empty application that runs `npm install <tarball> [others...]`, as a user would. */
+async function install(tarball: string, name: string, others: readonly string[] = []): Promise<Installed> {
   const dir = mkdtempSync(join(tmpdir(), `sluice-${name}-`));
   folders.push(dir);
   writeFileSync(join(dir, 'package.json'), JSON.stringify({ name, version: '1.0.0', private: true }));
   // --prefer-offline: packages npm already has in its cache are taken from there, unrevalidated.
-  const result = await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball], dir);
+  const result = await run(
+    'npm',
+    ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball, ...others],
+    dir,
+  );
   const output = `${result.stdout}${result.stderr}`;
   assert.equal(result.status, 0, output);
   const lock = JSON.parse(readFileSync(join(dir, 'package-lock.json'), 'utf8')) as {
@@ -87,6 +91,22 @@ function nodeJson(cwd: string, args: readonly string[]): unknown {
   return JSON.parse(result.stdout);
 }
 
+/**
+ * Subpaths made of their framework's own code (Nest's decorators and classes), which load only
+ * beside it; every other subpath imports its framework's types alone.
+ */
+const RUNTIME_PEERS: Readonly<Record<string, readonly string[]>> = {
+  './nestjs': ['@nestjs/common', '@nestjs/core', 'reflect-metadata', 'rxjs'],
+};
+
+/** Those peers as the repository's devDependencies pin them (already in npm's cache after `npm ci`). */
+function peersAsPinned(names: readonly string[]): string[] {
+  const { devDependencies } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+    devDependencies: Record<string, string>;
+  };
+  return names.map((name) => `${name}@${devDependencies[name] ?? 'latest'}`);
+}
+
 /** A tool's verdict on a tarball. */
 function lint(tool: 'attw' | 'publint', tarball: string): Promise<Ran> {
   const args =
@@ -100,6 +120,7 @@ describe('npm install of the packed packages in a fresh folder', () => {
   let packed: Packed;
   let library: Installed;
   let serverInstall: Promise<Installed>;
+  let nestInstall: Promise<Installed>;
   let lints: Promise<[Ran, Ran, Ran, Ran]>;
   /** `.`, `./http`... as package.json's exports name them, and `sluice`, `sluice/http`... as users import them. */
   let subpaths: string[];
@@ -109,6 +130,7 @@ describe('npm install of the packed packages in a fresh folder', () => {
     packed = await packBoth();
     // Side by side: the installs wait on the network and the disk, the checks on the CPU.
     serverInstall = install(packed.server.path, 'server-app');
+    nestInstall = install(packed.library.path, 'nest-app', peersAsPinned(RUNTIME_PEERS['./nestjs'] ?? []));
     lints = Promise.all([
       lint('attw', packed.library.path),
       lint('attw', packed.server.path),
@@ -117,6 +139,7 @@ describe('npm install of the packed packages in a fresh folder', () => {
     ]);
     // Settled here, so that neither rejects unobserved while the library's tests run.
     serverInstall.catch(() => {});
+    nestInstall.catch(() => {});
     const list = (await import(new URL('../../../scripts/subpaths.mjs', import.meta.url).href)) as {
       SUBPATHS: Record<string, string>;
     };
@@ -145,7 +168,7 @@ describe('npm install of the packed packages in a fresh folder', () => {
       readFileSync(join(library.dir, 'node_modules', 'sluice', 'package.json'), 'utf8'),
     ) as { exports: Record<string, unknown> };
     assert.deepEqual(Object.keys(installed.exports), [...subpaths, './package.json']);
-    const list = JSON.stringify(specifiers);
+    const list = JSON.stringify(specifiers.filter((_, i) => RUNTIME_PEERS[subpaths[i] ?? ''] === undefined));
     const esm = nodeJson(library.dir, [
       '--input-type=module',
       '-e',
@@ -155,9 +178,27 @@ describe('npm install of the packed packages in a fresh folder', () => {
       '-e',
       `const names = {}; for (const s of ${list}) names[s] = Object.keys(require(s)).sort(); console.log(JSON.stringify(names));`,
     ]);
-    assert.deepEqual(Object.keys(esm), specifiers);
+    assert.deepEqual(Object.keys(esm), JSON.parse(list));
     assert.deepEqual(cjs, esm);
-    for (const specifier of specifiers) assert.ok(esm[specifier]?.length, `${specifier} exports something`);
+    for (const specifier of Object.keys(esm))
+      assert.ok(esm[specifier]?.length, `${specifier} exports something`);
+  });
+
+  test('sluice/nestjs loads beside Nest installed from the registry, with the same names from import() and require()', async () => {
+    const app = await nestInstall;
+    const script = (load: string) => `const m = ${load}; console.log(JSON.stringify(Object.keys(m).sort()));`;
+    const esm = nodeJson(app.dir, ['--input-type=module', '-e', script("await import('sluice/nestjs')")]);
+    const cjs = nodeJson(app.dir, ['-e', script("require('sluice/nestjs')")]);
+    assert.deepEqual(cjs, esm);
+    for (const name of [
+      'SluiceModule',
+      'SluiceGuard',
+      'RateLimit',
+      'SkipRateLimit',
+      'SluiceThrottlerStorage',
+    ]) {
+      assert.ok((esm as string[]).includes(name), name);
+    }
   });
 
   test('an import of every subpath type-checks with its types, from an ES module and from a CommonJS one', () => {

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { type BareItem, type Item, parseList } from 'structured-headers';
 import type { RateLimitInfo } from '../../../src/http/info.js';
 import { createLimiter, fixedWindow, type Limiter, MemoryStore, type Store } from '../../../src/index.js';
+import type { BurstReply } from './burst.js';
 
 /** A fixed clock 20 s before the end of a 60 s window: `t` and Retry-After come out as exactly 20. */
 export const NOW = 1_000_000;
@@ -154,4 +155,32 @@ export function assertProblem(
 /** Waits for pending microtasks and one macrotask turn (refunds run after the response is finished). */
 export function settle(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
+}
+
+/**
+ * Replies to a burst against one policy of `limit` that began full, whose handler answers the
+ * decision's `remaining`: exactly `limit` allowed, each with its own count (`limit - 1` down to 0,
+ * once each) in the RateLimit item and in the body, and every other one a 429 with Retry-After
+ * and the problem body.
+ */
+export function assertExactBurst(replies: readonly BurstReply[], policy: string, limit: number): void {
+  const allowed = replies.filter((reply) => reply.status === 200);
+  const refused = replies.filter((reply) => reply.status === 429);
+  assert.deepEqual([allowed.length, refused.length], [limit, replies.length - limit], 'statuses: 200s, 429s');
+  const remaining = allowed.map((reply) => rateLimitItem(reply.headers, policy).r).sort((a, b) => a - b);
+  assert.deepEqual(
+    remaining,
+    Array.from({ length: limit }, (_, i) => i),
+    'each allowed request saw its own count',
+  );
+  assert.deepEqual(
+    allowed.map((reply) => Number(reply.body)).sort((a, b) => a - b),
+    remaining,
+    'the handler read the same decision',
+  );
+  for (const reply of refused) {
+    assert.ok(Number(header(reply.headers, 'retry-after')) >= 1);
+    assert.equal(rateLimitItem(reply.headers, policy).r, 0);
+    assertProblem(header(reply.headers, 'content-type'), reply.body, [policy]);
+  }
 }

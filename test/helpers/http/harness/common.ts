@@ -1,8 +1,9 @@
 // What every test app wires the same way, whatever the framework: options from a scenario, the routes' answers.
+import request from 'supertest';
 import type { KeyExtractor } from '../../../../src/http/client-key.js';
 import type { RateLimitOptions } from '../../../../src/http/options.js';
 import { SluiceError } from '../../../../src/index.js';
-import type { Scenario } from '../conformance.js';
+import type { Harness, Scenario } from '../conformance.js';
 
 /** Options that do not depend on the framework's request, passed as they are. */
 export type SharedOptions = Pick<
@@ -47,4 +48,13 @@ export function commonOptions<Req>(
 /** What the test apps answer for an error that reached the framework: the SluiceError's code. */
 export function errorCode(error: unknown): string {
   return error instanceof SluiceError ? error.code : `error: ${String(error)}`;
+}
+
+/** A harness's `send` over supertest: an app, a request listener, or the URL of a listening server. */
+export function supertestSend(target: Parameters<typeof request>[0]): Harness['send'] {
+  const agent = request(target);
+  return async (path, headers = {}) => {
+    const response = await agent.get(path).set(headers);
+    return { status: response.status, headers: response.headers, body: response.text };
+  };
 }

@@ -1,10 +1,9 @@
 // The conformance app on Express, driven in-process with supertest (from 127.0.0.1).
 import express, { type NextFunction, type Request, type Response } from 'express';
-import request from 'supertest';
 import { type ExpressRateLimitOptions, rateLimit } from '../../../../src/http/express.js';
 import type { Build } from '../conformance.js';
 import { describeInfo } from '../support.js';
-import { commonOptions, errorCode } from './common.js';
+import { commonOptions, errorCode, supertestSend } from './common.js';
 
 export const buildExpress: Build = async (scenario) => {
   const app = express();
@@ -33,13 +32,9 @@ export const buildExpress: Build = async (scenario) => {
   app.use((error: unknown, _req: Request, res: Response, _next: NextFunction) => {
     res.status(500).send(errorCode(error));
   });
-  const agent = request(app);
   return {
     key: '127.0.0.1',
-    async send(path, headers = {}) {
-      const response = await agent.get(path).set(headers);
-      return { status: response.status, headers: response.headers, body: response.text };
-    },
+    send: supertestSend(app),
     close: async () => {},
   };
 };

@@ -1,13 +1,12 @@
 // The conformance app on node:http, on a real loopback server driven with supertest.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import request from 'supertest';
 import type { RateLimitInfo } from '../../../../src/http/info.js';
 import { type NodeRateLimiter, type NodeRateLimitOptions, rateLimit } from '../../../../src/http/node.js';
 import { pathOf } from '../../../../src/http/view.js';
 import type { Build } from '../conformance.js';
 import { describeInfo } from '../support.js';
-import { commonOptions, errorCode } from './common.js';
+import { commonOptions, errorCode, supertestSend } from './common.js';
 
 /** Listens on 127.0.0.1 (a real socket: the peer address is the loopback client's). */
 export async function listen(server: Server): Promise<string> {
@@ -65,10 +64,7 @@ export const buildNode: Build = async (scenario) => {
   const url = await listen(server);
   return {
     key: '127.0.0.1',
-    async send(path, headers = {}) {
-      const response = await request(url).get(path).set(headers);
-      return { status: response.status, headers: response.headers, body: response.text };
-    },
+    send: supertestSend(url),
     close: () => closeServer(server),
   };
 };
