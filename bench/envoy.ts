@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Server, ServerCredentials } from '@grpc/grpc-js';
 import { loadServices } from '../src/envoy/grpc.js';
-import { EnvoyClient, type RateLimitRequest } from '../test/envoy/client.js';
+import { EnvoyClient, type RateLimitRequest } from '../test/helpers/envoy/client.js';
 import { startRedis } from '../test/helpers/redis-server.js';
 import { count, table } from './format.js';
 import type { Section } from './section.js';

@@ -9,16 +9,21 @@ export const ROOT = fileURLToPath(new URL('..', import.meta.url));
 /** Written last by a successful build (scripts/finish-build.mjs): its time is the build's. */
 export const BUILD_STAMP = join('dist', 'cjs', 'package.json');
 
-/** What a build reads besides src/: a change to any of them makes dist/ stale. */
+/** What a build reads besides src/ and docs/: a change to any of them makes dist/ stale. */
 const INPUT_FILES = [
   'package.json',
   'tsconfig.base.json',
   'tsconfig.esm.json',
   'tsconfig.cjs.json',
+  'packages/server/package.json',
+  'packages/server/tsconfig.json',
   'scripts/gen-scripts.mjs',
   'scripts/gen-protos.mjs',
   'scripts/gen-dashboard.mjs',
+  'scripts/gen-exports.mjs',
+  'scripts/subpaths.mjs',
   'scripts/finish-build.mjs',
+  'LICENSE',
 ];
 
 /** The generated file is rewritten from the .lua files, which are inputs themselves. */
@@ -44,6 +49,8 @@ export function buildState(root = ROOT) {
   if (!existsSync(stamp)) return { current: false, why: 'no build yet' };
   const builtMs = statSync(stamp).mtimeMs;
   let newest = newestUnder(join(root, 'src'));
+  // The server package ships a copy of the docs pages.
+  if (existsSync(join(root, 'docs'))) newest = Math.max(newest, newestUnder(join(root, 'docs')));
   for (const file of INPUT_FILES) {
     const path = join(root, file);
     if (existsSync(path)) newest = Math.max(newest, statSync(path).mtimeMs);

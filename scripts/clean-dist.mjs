@@ -1,4 +1,12 @@
-// Empties dist/ before a build, so a file whose source was renamed or removed is never packed.
+// Empties what a build writes (the library's dist/, the server package's dist/, docs/ and LICENSE) before a build,
+// so a file whose source was renamed or removed is never packed.
 import { rmSync } from 'node:fs';
 
-rmSync(new URL('../dist', import.meta.url), { recursive: true, force: true });
+for (const path of [
+  '../dist',
+  '../packages/server/dist',
+  '../packages/server/docs',
+  '../packages/server/LICENSE',
+]) {
+  rmSync(new URL(path, import.meta.url), { recursive: true, force: true });
+}

@@ -37,3 +37,6 @@ await import('./gen-protos.mjs');
 
 // The dashboard's page, embedded the same way.
 await import('./gen-dashboard.mjs');
+
+// package.json's entry points, from the list of subpaths.
+await import('./gen-exports.mjs');

@@ -10,4 +10,4 @@ if (!state.current) {
 }
 // The CLI reads its arguments from process.argv: `npm start -- --port 9000` passes them on.
 process.argv = [process.argv[0], 'sluice', 'serve', ...process.argv.slice(2)];
-await import('../dist/esm/cli/index.js');
+await import('../packages/server/dist/cli/index.js');

@@ -1,8 +1,9 @@
 // `npm test`: installs redis-server when missing, builds the tests with tsc, and runs every suite with node:test.
 // SLUICE_TEST_SERVER=valkey runs them on Valkey 8.0.1 instead, unpacked by scripts/ensure-valkey.sh.
 import { spawnSync } from 'node:child_process';
-import { readdirSync, statSync } from 'node:fs';
+import { readdirSync, rmSync, statSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
+import { buildState } from './build-state.mjs';
 
 function run(command, args) {
   const result = spawnSync(command, args, { stdio: 'inherit' });
@@ -19,7 +20,11 @@ if (process.env.SLUICE_TEST_SERVER === 'valkey') {
   process.env.PATH = `${valkey.stdout.toString().trim()}${delimiter}${process.env.PATH ?? ''}`;
 }
 run('node', ['scripts/gen-scripts.mjs']);
+// A suite moved or deleted in the checkout would otherwise still run from its old compiled file.
+rmSync(join('build', 'test'), { recursive: true, force: true });
 run('npx', ['tsc', '-p', 'tsconfig.json']);
+// The Nest suites compile on their own, with the decorator settings Nest needs (see their tsconfig.json).
+run('npx', ['tsc', '-p', 'test/http/nestjs/tsconfig.json']);
 
 function find(dir) {
   return readdirSync(dir).flatMap((name) => {
@@ -37,6 +42,11 @@ const files = find('build/test')
 if (files.length === 0) {
   console.error('No test files matched.');
   process.exit(1);
+}
+// The package suites pack dist/ and packages/server/dist/: build them here when older than the sources, once,
+// rather than in two suites running side by side and writing over each other.
+if (files.some((f) => f.includes(join('build', 'test', 'package')))) {
+  if (!buildState().current) run('npm', ['run', 'build', '--silent']);
 }
 // Files under test/quiet/ measure time on the server (SLOWLOG): they run last and alone, so that the
 // other suites' load on this machine does not stall the server they watch.

@@ -70,7 +70,7 @@ function withPointer(code: ErrorCode, message: string): string {
   const pointer = `See ${errorDocs(code)}`;
   const text = message.trimEnd();
   if (text.endsWith(pointer)) return text;
-  return `${text}${/[.!?)]$/.test(text) ? '' : '.'} ${pointer}`;
+  return `${text}${/[.!?]$/.test(text) ? '' : '.'} ${pointer}`;
 }
 
 /** Renders a received value for a message: `0 (number)`, `"abc" (string)`, `undefined`. */

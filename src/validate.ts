@@ -1,6 +1,23 @@
 // Checks shared by every constructor: each returns the value typed, or throws an error that names the option.
 import { describeValue, ERROR_CODES, invalidOption, SluiceError } from './errors.js';
 
+/**
+ * The most limiters one group decides (an all(), a middleware's array): a request is rarely held
+ * to more than a handful of policies, and one atomic script over this many keys holds Redis,
+ * which every caller shares, for about a millisecond.
+ */
+export const MAX_GROUP_SIZE = 64;
+
+/** Refuses a group of more than MAX_GROUP_SIZE limiters, before anything is asked of a store. */
+export function groupSize(option: string, count: number): void {
+  if (count > MAX_GROUP_SIZE) {
+    throw new SluiceError(
+      ERROR_CODES.INVALID_OPTION,
+      `Expected \`${option}\` to hold at most ${MAX_GROUP_SIZE} limiters, got ${count}: one call decides at most ${MAX_GROUP_SIZE} (each its own key in one script).`,
+    );
+  }
+}
+
 /** A positive safe integer, at most `max`. */
 export function positiveInteger(option: string, value: unknown, max = Number.MAX_SAFE_INTEGER): number {
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {

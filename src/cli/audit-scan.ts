@@ -1,18 +1,12 @@
 // The walk behind `sluice audit`: SCAN on every primary, TYPE and PTTL per key, judged by policy, fixed when asked.
 import type { Redis } from 'ioredis';
 import type { Policy } from '../index.js';
+import { fixFor, judge, limiterOf } from './audit-judge.js';
 import { type Finding, type Group, OTHER, PROBLEMS, type Problem, perSecond } from './audit-report.js';
 import { sleep } from './command.js';
-import { maxTtlMs, stateType } from './config.js';
 import { CliError } from './errors.js';
 import { formatNumber, Progress } from './output.js';
 import type { Connection } from './redis.js';
-
-/**
- * A TTL counts as "far beyond" its policy above twice the longest the policy sets: the scripts never
- * set more than the longest, and the slack keeps a recent policy change from raising an alarm.
- */
-export const TTL_SLACK_FACTOR = 2;
 
 /** What the walk needs, parsed from the command line and the config. */
 export interface ScanOptions {
@@ -39,16 +33,6 @@ export interface ScanResult {
   /** By limiter name, `(other keys)` last. */
   readonly groups: readonly Group[];
   readonly findings: readonly Finding[];
-}
-
-/** The limiter name in `<prefix>:<name>:{<identifier>}` (or `...:{<tag>}:<identifier>`), if the key has that shape. */
-export function limiterOf(key: string, prefix: string): string | undefined {
-  if (!key.startsWith(`${prefix}:`)) return undefined;
-  const rest = key.slice(prefix.length + 1);
-  const at = rest.indexOf(':{');
-  if (at < 1) return undefined;
-  const name = rest.slice(0, at);
-  return /[{}]/.test(name) ? undefined : name;
 }
 
 /**
@@ -109,45 +93,6 @@ async function inspectKeys(
   });
 }
 
-/** What is wrong with one key, if anything; a TTL is judged only against a policy from the user's config. */
-export function judge(
-  key: string,
-  name: string | undefined,
-  policy: Policy | undefined,
-  type: string,
-  ttlMs: number,
-  primary: string,
-): Finding | undefined {
-  const problems: Problem[] = [];
-  let expectedType: string | undefined;
-  if (name !== undefined) {
-    expectedType = policy === undefined ? 'string or zset' : stateType(policy);
-    const ok = policy === undefined ? type === 'string' || type === 'zset' : type === expectedType;
-    if (!ok) problems.push('unexpected-type');
-  }
-  const longest = policy === undefined ? undefined : maxTtlMs(policy);
-  if (ttlMs === -1) problems.push('no-expiry');
-  else if (longest !== undefined && ttlMs > longest * TTL_SLACK_FACTOR) problems.push('ttl-too-long');
-  if (problems.length === 0) return undefined;
-  return { key, limiter: name ?? OTHER, primary, problems, type, ttlMs, expectedType, maxTtlMs: longest };
-}
-
-/**
- * The PEXPIRE `--fix` sends for a finding, if any. A key without an expiry gets `--ttl`, capped at
- * its policy's longest (NX: only if it still has none). A TTL is only ever cut (LT) to the longest
- * its policy sets, and only when that policy is known from the user's config.
- */
-export function fixFor(finding: Finding, fixTtlMs: number): Array<string | number> | undefined {
-  if (finding.problems.includes('no-expiry')) {
-    const ttl = finding.maxTtlMs === undefined ? fixTtlMs : Math.min(fixTtlMs, finding.maxTtlMs);
-    return [finding.key, ttl, 'NX'];
-  }
-  if (finding.problems.includes('ttl-too-long') && finding.maxTtlMs !== undefined) {
-    return [finding.key, finding.maxTtlMs, 'LT'];
-  }
-  return undefined;
-}
-
 async function applyFixes(
   node: Redis,
   fixes: ReadonlyArray<{ finding: Finding; args: Array<string | number> }>,
@@ -189,84 +134,137 @@ export async function scanKeyspace(
   options: ScanOptions,
   signal: AbortSignal,
 ): Promise<ScanResult> {
-  const groups = new Map<string, Group>();
-  const groupOf = (name: string): Group => {
-    let group = groups.get(name);
-    if (group === undefined) {
-      group = newGroup(name, options.policies.get(name));
-      groups.set(name, group);
-    }
-    return group;
-  };
-  const flagged = new Set<string>();
-  const findings: Finding[] = [];
+  const walk = new Walk(options);
   const progress = new Progress();
-  const started = Date.now();
-  let scanned = 0;
-  let returned = 0;
-  let ended: ScanResult['ended'] = 'complete';
   const primaries = connection.primaries;
   try {
-    for (let n = 0; n < primaries.length && ended === 'complete'; n++) {
-      const node = primaries[n] as Redis;
-      const primary = primaryName(node);
-      const pacer = options.rate > 0 ? new Pacer(options.rate) : undefined;
-      let cursor = '0';
-      do {
-        const reply = (await node.scan(cursor, 'MATCH', options.match, 'COUNT', options.count)) as [
-          string,
-          string[],
-        ];
-        cursor = reply[0];
-        let keys = reply[1];
-        if (options.maxKeys > 0 && returned + keys.length >= options.maxKeys) {
-          keys = keys.slice(0, options.maxKeys - returned);
-          ended = 'max-keys';
-        }
-        returned += keys.length;
-        const checked = keys.length === 0 ? [] : await inspectKeys(node, keys);
-        const fixes: Array<{ finding: Finding; args: Array<string | number> }> = [];
-        for (let i = 0; i < keys.length; i++) {
-          const key = keys[i] as string;
-          const { type, ttlMs } = checked[i] as { type: string; ttlMs: number };
-          // Gone between SCAN and the check: expired, as it should.
-          if (type === 'none' || ttlMs === -2) continue;
-          scanned++;
-          const name = limiterOf(key, options.prefix);
-          const group = groupOf(name ?? OTHER);
-          group.keys++;
-          const finding = judge(key, name, group.policy, type, ttlMs, primary);
-          // SCAN may return a key twice (while the table grows); count it once.
-          if (finding === undefined || flagged.has(key)) continue;
-          flagged.add(key);
-          findings.push(finding);
-          if (finding.problems.includes('no-expiry')) group.noExpiry++;
-          if (finding.problems.includes('ttl-too-long')) group.ttlTooLong++;
-          if (finding.problems.includes('unexpected-type')) group.unexpectedType++;
-          const listed = group.shown[PROBLEMS.find((p) => finding.problems.includes(p)) as Problem];
-          if (listed.length < options.show) listed.push(finding);
-          const args = options.fixTtlMs === undefined ? undefined : fixFor(finding, options.fixTtlMs);
-          if (args !== undefined) fixes.push({ finding, args });
-        }
-        if (fixes.length > 0) await applyFixes(node, fixes, groupOf);
+    for (let n = 0; n < primaries.length && walk.ended === 'complete'; n++) {
+      await scanPrimary(walk, primaries[n] as Redis, signal, (cursor) => {
         const fraction = (n + (cursor === '0' ? 1 : scanFraction(cursor))) / primaries.length;
-        progress.update(
-          fraction,
-          `audit: ${formatNumber(scanned)} keys scanned (${formatNumber(perSecond(scanned, Date.now() - started))} keys/s), ${formatNumber(findings.length)} found`,
-        );
-        if (signal.aborted) ended = 'interrupted';
-        // No wait after a primary's last batch: nothing follows it on that server.
-        if (pacer !== undefined && cursor !== '0' && ended === 'complete') {
-          await sleep(pacer.waitAfter(keys.length), signal);
-        }
-      } while (cursor !== '0' && ended === 'complete');
+        progress.update(fraction, walk.progressLine());
+      });
     }
-    if (signal.aborted) ended = 'interrupted';
+    if (signal.aborted) walk.end('interrupted');
   } finally {
     progress.done();
   }
-  const ordered = [...groups.values()].sort((a, b) =>
-    a.name === OTHER ? 1 : b.name === OTHER ? -1 : a.name.localeCompare(b.name),
-  );
-  return { scanned, elapsedMs: Date.now() - started, ended, groups: ordered, findings };
+  return walk.result();
+}
+
+/** SCAN over one primary, batch after batch, paced to `--rate`; `afterBatch` gets the cursor reached. */
+async function scanPrimary(
+  walk: Walk,
+  node: Redis,
+  signal: AbortSignal,
+  afterBatch: (cursor: string) => void,
+): Promise<void> {
+  const { options } = walk;
+  const primary = primaryName(node);
+  const pacer = options.rate > 0 ? new Pacer(options.rate) : undefined;
+  let cursor = '0';
+  do {
+    const reply = (await node.scan(cursor, 'MATCH', options.match, 'COUNT', options.count)) as [
+      string,
+      string[],
+    ];
+    cursor = reply[0];
+    const keys = walk.take(reply[1]);
+    if (keys.length > 0) await walk.check(node, primary, keys);
+    afterBatch(cursor);
+    if (signal.aborted) walk.end('interrupted');
+    // No wait after a primary's last batch: nothing follows it on that server.
+    if (pacer !== undefined && cursor !== '0' && walk.ended === 'complete') {
+      await sleep(pacer.waitAfter(keys.length), signal);
+    }
+  } while (cursor !== '0' && walk.ended === 'complete');
+}
+
+/** What the walk has found so far: keys by limiter, findings, counts, and why it ended. */
+class Walk {
+  readonly #groups = new Map<string, Group>();
+  /** SCAN may return a key twice (while the table grows); it is counted once. */
+  readonly #flagged = new Set<string>();
+  readonly #findings: Finding[] = [];
+  readonly #started = Date.now();
+  #scanned = 0;
+  #returned = 0;
+  #ended: ScanResult['ended'] = 'complete';
+
+  constructor(readonly options: ScanOptions) {}
+
+  get ended(): ScanResult['ended'] {
+    return this.#ended;
+  }
+
+  end(reason: ScanResult['ended']): void {
+    this.#ended = reason;
+  }
+
+  /** The keys of a SCAN reply the walk takes, up to `--max-keys` in all. */
+  take(keys: string[]): string[] {
+    const { maxKeys } = this.options;
+    let taken = keys;
+    if (maxKeys > 0 && this.#returned + keys.length >= maxKeys) {
+      taken = keys.slice(0, maxKeys - this.#returned);
+      this.#ended = 'max-keys';
+    }
+    this.#returned += taken.length;
+    return taken;
+  }
+
+  /** Checks a batch of keys in one round trip, and fixes what `--fix` may fix in another. */
+  async check(node: Redis, primary: string, keys: readonly string[]): Promise<void> {
+    const checked = await inspectKeys(node, keys);
+    const { fixTtlMs } = this.options;
+    const fixes: Array<{ finding: Finding; args: Array<string | number> }> = [];
+    keys.forEach((key, i) => {
+      const { type, ttlMs } = checked[i] as { type: string; ttlMs: number };
+      const finding = this.#judge(key, type, ttlMs, primary);
+      const args = finding === undefined || fixTtlMs === undefined ? undefined : fixFor(finding, fixTtlMs);
+      if (finding !== undefined && args !== undefined) fixes.push({ finding, args });
+    });
+    if (fixes.length > 0) await applyFixes(node, fixes, (name) => this.#groupOf(name));
+  }
+
+  progressLine(): string {
+    const rate = perSecond(this.#scanned, Date.now() - this.#started);
+    return `audit: ${formatNumber(this.#scanned)} keys scanned (${formatNumber(rate)} keys/s), ${formatNumber(this.#findings.length)} found`;
+  }
+
+  result(): ScanResult {
+    const groups = [...this.#groups.values()].sort((a, b) =>
+      a.name === OTHER ? 1 : b.name === OTHER ? -1 : a.name.localeCompare(b.name),
+    );
+    const elapsedMs = Date.now() - this.#started;
+    return { scanned: this.#scanned, elapsedMs, ended: this.#ended, groups, findings: this.#findings };
+  }
+
+  /** Counts a key and records what is wrong with it, once; the finding, when new. */
+  #judge(key: string, type: string, ttlMs: number, primary: string): Finding | undefined {
+    // Gone between SCAN and the check: expired, as it should.
+    if (type === 'none' || ttlMs === -2) return undefined;
+    this.#scanned++;
+    const name = limiterOf(key, this.options.prefix);
+    const group = this.#groupOf(name ?? OTHER);
+    group.keys++;
+    const finding = judge(key, name, group.policy, type, ttlMs, primary);
+    if (finding === undefined || this.#flagged.has(key)) return undefined;
+    this.#flagged.add(key);
+    this.#findings.push(finding);
+    if (finding.problems.includes('no-expiry')) group.noExpiry++;
+    if (finding.problems.includes('ttl-too-long')) group.ttlTooLong++;
+    if (finding.problems.includes('unexpected-type')) group.unexpectedType++;
+    const listed = group.shown[PROBLEMS.find((p) => finding.problems.includes(p)) as Problem];
+    if (listed.length < this.options.show) listed.push(finding);
+    return finding;
+  }
+
+  #groupOf(name: string): Group {
+    let group = this.#groups.get(name);
+    if (group === undefined) {
+      group = newGroup(name, this.options.policies.get(name));
+      this.#groups.set(name, group);
+    }
+    return group;
+  }
 }

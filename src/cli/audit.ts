@@ -12,8 +12,9 @@ import {
   stringFlag,
   type Values,
 } from './args.js';
+import { TTL_SLACK_FACTOR } from './audit-judge.js';
 import { type AuditReport, jsonReport, OTHER, textReport } from './audit-report.js';
-import { type ScanOptions, scanKeyspace, TTL_SLACK_FACTOR } from './audit-scan.js';
+import { type ScanOptions, scanKeyspace } from './audit-scan.js';
 import type { Command, Context } from './command.js';
 import { findConfig, NO_CONFIG } from './config.js';
 import { CliError, EXIT } from './errors.js';

@@ -89,97 +89,107 @@ function notThisPolicy(policy: Policy, found: string): { error: string } {
  */
 export function decodeState(policy: Policy, raw: RawState, nowMs: number, ttlMs = -1): StateView | null {
   if (raw.type === 'none') return null;
-  const first = Number(policy.args[0]);
-  const second = Number(policy.args[1]);
   const expected = policy.script === 'sliding-log' ? 'zset' : 'string';
   if (raw.type !== expected) {
     return { error: `expected a ${expected} for ${policy.algorithm}, found a ${raw.type}` };
   }
-  if ('entries' in raw) {
-    const windowMs = second;
-    const times = raw.entries.map((entry) => entry.scoreMs);
-    const newest = times.at(-1);
-    // The log's own clock never runs backwards (see sliding-log.lua).
-    const now = newest !== undefined && newest > nowMs ? newest : nowMs;
-    return {
-      format: 'sliding log: sorted set, one entry per unit, scored by time in ms',
-      entries: times.length,
-      inWindow: times.filter((time) => time > now - windowMs).length,
-      oldestMs: times[0] ?? null,
-      newestMs: newest ?? null,
-      timesMs: times.slice(0, 20),
-    };
-  }
+  if ('entries' in raw) return slidingLogView(raw.entries, Number(policy.args[1]), nowMs);
   const value = 'value' in raw ? raw.value : '';
-  if (policy.script === 'fixed-window') {
-    const decoded = decodeFixedWindow(value);
-    if (decoded === undefined) {
-      return {
-        error: `expected an integer (index × 2^21 + count) or "<window index>:<count>", found ${JSON.stringify(value)}`,
-      };
-    }
-    const windowMs = second;
-    const windowIndex = decoded.index;
-    const count = decoded.count;
-    if (windowIndex * windowMs > nowMs + CLOCK_SLACK_MS) {
-      return notThisPolicy(
-        policy,
-        `a count for window ${windowIndex}, starting ${when(windowIndex * windowMs)}`,
-      );
-    }
-    const current = windowIndex === Math.floor(nowMs / windowMs);
+  if (policy.script === 'fixed-window') return fixedWindowView(policy, value, nowMs);
+  if (policy.script === 'sliding-window') return slidingWindowView(policy, value, nowMs);
+  return gcraView(policy, value, nowMs, ttlMs);
+}
+
+function slidingLogView(
+  entries: ReadonlyArray<{ scoreMs: number }>,
+  windowMs: number,
+  nowMs: number,
+): SlidingLogView {
+  const times = entries.map((entry) => entry.scoreMs);
+  const newest = times.at(-1);
+  // The log's own clock never runs backwards (see sliding-log.lua).
+  const now = newest !== undefined && newest > nowMs ? newest : nowMs;
+  return {
+    format: 'sliding log: sorted set, one entry per unit, scored by time in ms',
+    entries: times.length,
+    inWindow: times.filter((time) => time > now - windowMs).length,
+    oldestMs: times[0] ?? null,
+    newestMs: newest ?? null,
+    timesMs: times.slice(0, 20),
+  };
+}
+
+function fixedWindowView(policy: Policy, value: string, nowMs: number): FixedWindowView | { error: string } {
+  const decoded = decodeFixedWindow(value);
+  if (decoded === undefined) {
     return {
-      format: 'fixed window: index × 2^21 + count, or "<window index>:<count>"',
-      windowIndex,
-      count,
-      windowStartMs: windowIndex * windowMs,
-      windowEndMs: (windowIndex + 1) * windowMs,
-      current,
-      used: current ? count : 0,
+      error: `expected an integer (index × 2^21 + count) or "<window index>:<count>", found ${JSON.stringify(value)}`,
     };
   }
-  if (policy.script === 'sliding-window') {
-    const match = /^(\d+):(\d+):(\d+)$/.exec(value);
-    if (match === null) {
-      return { error: `expected "<window index>:<previous>:<current>", found ${JSON.stringify(value)}` };
-    }
-    const windowMs = second;
-    const windowIndex = Number(match[1]);
-    const storedPrevious = Number(match[2]);
-    const storedCurrent = Number(match[3]);
-    const index = Math.floor(nowMs / windowMs);
-    if (windowIndex * windowMs > nowMs + CLOCK_SLACK_MS) {
-      return notThisPolicy(
-        policy,
-        `counts for window ${windowIndex}, starting ${when(windowIndex * windowMs)}`,
-      );
-    }
-    const weight = (windowMs - (nowMs - index * windowMs)) / windowMs;
-    let previous = 0;
-    let current = 0;
-    if (windowIndex === index) {
-      previous = storedPrevious;
-      current = storedCurrent;
-    } else if (windowIndex === index - 1) {
-      previous = storedCurrent;
-    }
-    return {
-      format: 'sliding window "<window index>:<previous count>:<current count>"',
-      windowIndex,
-      storedPrevious,
-      storedCurrent,
-      previous,
-      current,
-      weight: round(weight, 6),
-      estimate: round(previous * weight + current),
-    };
+  const windowMs = Number(policy.args[1]);
+  const windowIndex = decoded.index;
+  const count = decoded.count;
+  if (windowIndex * windowMs > nowMs + CLOCK_SLACK_MS) {
+    return notThisPolicy(
+      policy,
+      `a count for window ${windowIndex}, starting ${when(windowIndex * windowMs)}`,
+    );
   }
+  const current = windowIndex === Math.floor(nowMs / windowMs);
+  return {
+    format: 'fixed window: index × 2^21 + count, or "<window index>:<count>"',
+    windowIndex,
+    count,
+    windowStartMs: windowIndex * windowMs,
+    windowEndMs: (windowIndex + 1) * windowMs,
+    current,
+    used: current ? count : 0,
+  };
+}
+
+function slidingWindowView(
+  policy: Policy,
+  value: string,
+  nowMs: number,
+): SlidingWindowView | { error: string } {
+  const match = /^(\d+):(\d+):(\d+)$/.exec(value);
+  if (match === null) {
+    return { error: `expected "<window index>:<previous>:<current>", found ${JSON.stringify(value)}` };
+  }
+  const windowMs = Number(policy.args[1]);
+  const windowIndex = Number(match[1]);
+  const storedPrevious = Number(match[2]);
+  const storedCurrent = Number(match[3]);
+  const index = Math.floor(nowMs / windowMs);
+  if (windowIndex * windowMs > nowMs + CLOCK_SLACK_MS) {
+    return notThisPolicy(
+      policy,
+      `counts for window ${windowIndex}, starting ${when(windowIndex * windowMs)}`,
+    );
+  }
+  const weight = (windowMs - (nowMs - index * windowMs)) / windowMs;
+  // A stored window that has moved on by one becomes "previous"; further back, it is gone.
+  const previous = windowIndex === index ? storedPrevious : windowIndex === index - 1 ? storedCurrent : 0;
+  const current = windowIndex === index ? storedCurrent : 0;
+  return {
+    format: 'sliding window "<window index>:<previous count>:<current count>"',
+    windowIndex,
+    storedPrevious,
+    storedCurrent,
+    previous,
+    current,
+    weight: round(weight, 6),
+    estimate: round(previous * weight + current),
+  };
+}
+
+function gcraView(policy: Policy, value: string, nowMs: number, ttlMs: number): GcraView | { error: string } {
   const tat = decodeTat(value);
   if (tat === undefined || !Number.isFinite(tat)) {
     return { error: `expected a number (the TAT: minus whole µs, or ms), found ${JSON.stringify(value)}` };
   }
-  const intervalMs = first;
-  const toleranceMs = second;
+  const intervalMs = Number(policy.args[0]);
+  const toleranceMs = Number(policy.args[1]);
   // The scripts never set a TAT further ahead of now than the tolerance, and expire the key at the TAT.
   if (tat - nowMs > toleranceMs + CLOCK_SLACK_MS) {
     return notThisPolicy(policy, `a TAT of ${when(tat)}, ${Math.round(tat - nowMs)} ms ahead`);

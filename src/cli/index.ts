@@ -32,7 +32,7 @@ function write(stream: NodeJS.WriteStream, text: string): void {
 }
 
 /**
- * The package's version, from the package.json above this file (dist/esm/cli/ in the package,
+ * The package's version, from the package.json above the entry point (bin/ in sluice-server,
  * build/src/cli/ in the tests). Found from the entry point, which both module formats know.
  */
 function version(): string {
@@ -41,7 +41,7 @@ function version(): string {
     const path = join(dir, 'package.json');
     if (!existsSync(path)) continue;
     const { name, version } = JSON.parse(readFileSync(path, 'utf8')) as { name?: string; version?: string };
-    if (name === 'sluice' && version !== undefined) return version;
+    if ((name === 'sluice' || name === 'sluice-server') && version !== undefined) return version;
   }
   throw new CliError('Cannot find the package.json of sluice beside its command.');
 }

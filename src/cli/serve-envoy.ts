@@ -12,7 +12,12 @@ export const ENVOY_FLAGS = {
   'grpc-host': { type: 'string' },
   'grpc-port': { type: 'string' },
   shadow: { type: 'boolean' },
+  'quota-mode': { type: 'boolean' },
   'envoy-headers': { type: 'boolean' },
+  'envoy-metadata': { type: 'boolean' },
+  'envoy-max-message-bytes': { type: 'string' },
+  'envoy-max-descriptors': { type: 'string' },
+  'envoy-max-entries': { type: 'string' },
 } as const;
 
 export const ENVOY_FLAGS_HELP = `  --envoy <path>      also serve Envoy's rate limit service (gRPC ShouldRateLimit, grpc.health.v1,
@@ -21,8 +26,19 @@ export const ENVOY_FLAGS_HELP = `  --envoy <path>      also serve Envoy's rate l
   --grpc-host <addr>  address of the gRPC server (default 127.0.0.1)
   --grpc-port <n>     port of the gRPC server (default 8081; 0 picks a free one)
   --shadow            answer OK whatever the Envoy limits say (they are still counted)
-  --envoy-headers     add the IETF RateLimit and RateLimit-Policy fields of the most constraining
-                      descriptor to Envoy's response headers`;
+  --quota-mode        every descriptor in quota mode: a request is over only when all its
+                      descriptors are
+  --envoy-headers     add the IETF RateLimit and RateLimit-Policy fields (an item per descriptor
+                      with a limit) to Envoy's response headers, and a problem body to a refusal
+  --envoy-metadata    return the request and the passing descriptors' metadata as Envoy's
+                      dynamic metadata
+  --envoy-max-message-bytes <n>
+                      the largest request taken, gRPC message or POST /json body (default 65536)
+  --envoy-max-descriptors <n>
+                      the most descriptors in one request (default 64, at most 64)
+  --envoy-max-entries <n>
+                      the most entries in one descriptor (default 32)
+                      A request past a bound is refused (INVALID_ARGUMENT, or 400) and counted.`;
 
 /** What `serve` needs of a started Envoy service. */
 export interface EnvoyPart {
@@ -45,6 +61,81 @@ function answersWithin(reply: Promise<unknown>, ms: number): Promise<unknown> {
   return Promise.race([reply, late]).finally(() => clearTimeout(timer));
 }
 
+/** The flags that need `--envoy`. */
+const ENVOY_ONLY = Object.keys(ENVOY_FLAGS).filter((flag) => flag !== 'envoy');
+
+type EnvoyModule = typeof import('../envoy/index.js');
+type EnvoyOptions = Parameters<EnvoyModule['startEnvoy']>[0];
+
+/** The bounds from their flags, each a positive whole number up to its maximum. */
+function boundsOf(envoy: EnvoyModule, values: Values): EnvoyOptions['bounds'] {
+  const { DEFAULT_BOUNDS: defaults, BOUND_MAXIMUMS: maximums } = envoy;
+  const bound = (flag: string, key: keyof typeof defaults): number =>
+    optional(values, flag, (name, text) => parsePositiveInteger(name, text, maximums[key]), defaults[key]);
+  return {
+    maxMessageBytes: bound('envoy-max-message-bytes', 'maxMessageBytes'),
+    maxDescriptors: bound('envoy-max-descriptors', 'maxDescriptors'),
+    maxEntries: bound('envoy-max-entries', 'maxEntries'),
+  };
+}
+
+/** The service's options from the flags. */
+function envoyOptions(
+  envoy: EnvoyModule,
+  values: Values,
+  path: string,
+  store: Store,
+  connection: Connection | undefined,
+  log: (line: string) => void,
+  registry: Registry | undefined,
+): EnvoyOptions {
+  const client = connection?.client;
+  return {
+    path,
+    store,
+    oneShard: connection?.cluster !== true,
+    host: stringFlag(values, 'grpc-host') ?? envoy.GRPC_DEFAULTS.host,
+    port: optional(
+      values,
+      'grpc-port',
+      (flag, text) => (text === '0' ? 0 : parsePositiveInteger(flag, text, 65_535)),
+      envoy.GRPC_DEFAULTS.port,
+    ),
+    shadow: values.shadow === true,
+    quotaMode: values['quota-mode'] === true,
+    headers: values['envoy-headers'] === true,
+    metadata: values['envoy-metadata'] === true,
+    bounds: boundsOf(envoy, values),
+    registry,
+    probe: client === undefined ? undefined : () => answersWithin(client.ping(), PROBE_TIMEOUT_MS),
+    log: (line) => log(`sluice serve: envoy: ${line}`),
+  };
+}
+
+/** Starts the service; a bad config or a taken port becomes a CliError (exit 2) that says what to do. */
+async function startOrExplain(
+  envoy: EnvoyModule,
+  options: EnvoyOptions,
+): Promise<Awaited<ReturnType<EnvoyModule['startEnvoy']>>> {
+  try {
+    return await envoy.startEnvoy(options);
+  } catch (error) {
+    if (
+      error instanceof Error &&
+      (error.name === 'SluiceError' || (error as { code?: string }).code !== undefined)
+    ) {
+      const code = (error as { code?: string }).code;
+      if (code === 'EADDRINUSE' || /address already in use|No address added/i.test(error.message)) {
+        throw new CliError(
+          `Port ${options.port} on ${options.host} is already in use (--grpc-port chooses another).`,
+        );
+      }
+      throw new CliError(error.message, { cause: error });
+    }
+    throw error;
+  }
+}
+
 /**
  * Starts the Envoy service when `--envoy` is given; undefined otherwise. Bad config: a CliError (exit 2).
  * Its metrics join `registry`, the one the service's GET /metrics serves (none without prom-client).
@@ -58,7 +149,7 @@ export async function startEnvoyPart(
 ): Promise<EnvoyPart | undefined> {
   const path = stringFlag(values, 'envoy');
   if (path === undefined) {
-    for (const flag of ['grpc-host', 'grpc-port', 'shadow', 'envoy-headers']) {
+    for (const flag of ENVOY_ONLY) {
       if (values[flag] !== undefined)
         throw new CliError(`\`--${flag}\` applies to the Envoy service: give \`--envoy <path>\` too.`);
     }
@@ -66,42 +157,9 @@ export async function startEnvoyPart(
   }
   // Loaded only here: `sluice serve` without --envoy, and `import 'sluice'`, never load gRPC or YAML.
   const envoy = await import('../envoy/index.js');
-  const host = stringFlag(values, 'grpc-host') ?? envoy.GRPC_DEFAULTS.host;
-  const port = optional(
-    values,
-    'grpc-port',
-    (flag, text) => (text === '0' ? 0 : parsePositiveInteger(flag, text, 65_535)),
-    envoy.GRPC_DEFAULTS.port,
-  );
-  const client = connection?.client;
-  let running: Awaited<ReturnType<typeof envoy.startEnvoy>>;
-  try {
-    running = await envoy.startEnvoy({
-      path,
-      store,
-      oneShard: connection?.cluster !== true,
-      host,
-      port,
-      shadow: values.shadow === true,
-      headers: values['envoy-headers'] === true,
-      registry,
-      probe: client === undefined ? undefined : () => answersWithin(client.ping(), PROBE_TIMEOUT_MS),
-      log: (line) => log(`sluice serve: envoy: ${line}`),
-    });
-  } catch (error) {
-    if (
-      error instanceof Error &&
-      (error.name === 'SluiceError' || (error as { code?: string }).code !== undefined)
-    ) {
-      const code = (error as { code?: string }).code;
-      if (code === 'EADDRINUSE' || /address already in use|No address added/i.test(error.message)) {
-        throw new CliError(`Port ${port} on ${host} is already in use (--grpc-port chooses another).`);
-      }
-      throw new CliError(error.message, { cause: error });
-    }
-    throw error;
-  }
-  const where = `${host.includes(':') ? `[${host}]` : host}:${running.port}`;
+  const options = envoyOptions(envoy, values, path, store, connection, log, registry);
+  const running = await startOrExplain(envoy, options);
+  const where = `${options.host.includes(':') ? `[${options.host}]` : options.host}:${running.port}`;
   // running.http answers its own two paths: each route hands the request to it.
   const answer: Route['handle'] = (request, response) => {
     running.http(request, response);

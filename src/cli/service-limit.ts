@@ -163,6 +163,20 @@ export function limitRoute(
   styles: readonly HeaderStyle[],
   failed: (error: unknown) => void,
 ): (request: IncomingMessage, response: ServerResponse) => Promise<void> {
+  const policies = servedPolicies(limiters, styles);
+  const known = [...limiters.keys()].map((name) => JSON.stringify(name)).join(', ');
+  return async (request, response) => {
+    const { served, key, cost } = parseBody(await readBody(request), policies, known);
+    const decision = await decide(served, key, cost, failed);
+    answer(response, served, key, cost, decision);
+  };
+}
+
+/** Each policy with what its answers repeat, rendered once: its name as JSON, its header renderer. */
+function servedPolicies(
+  limiters: ReadonlyMap<string, Limiter>,
+  styles: readonly HeaderStyle[],
+): Map<string, Served> {
   const policies = new Map<string, Served>();
   for (const [name, limiter] of limiters) {
     policies.set(name, {
@@ -172,53 +186,63 @@ export function limitRoute(
       headers: headerRenderer(name, limiter.policy.windowMs, styles),
     });
   }
-  const known = [...limiters.keys()].map((name) => JSON.stringify(name)).join(', ');
+  return policies;
+}
 
-  async function decide(served: Served, key: string, cost: number): Promise<Decision> {
-    try {
-      // The default cost needs no options object.
-      return await (cost === 1 ? served.limiter.limit(key) : served.limiter.limit(key, { cost }));
-    } catch (error) {
-      if (
-        error instanceof SluiceError &&
-        error.code !== 'ERR_SLUICE_STORE' &&
-        error.code !== 'ERR_SLUICE_BAD_REPLY'
-      ) {
-        // The caller's mistake the service could not see: a cost above what the policy grants, a key too long.
-        throw badRequest(error.message.replace('`identifier`', '"key"').replace('`cost`', '"cost"'));
-      }
-      failed(error);
-      throw new Rejection(
-        503,
-        'Service Unavailable',
-        'The rate limiter could not decide: its store failed. Retry shortly.',
-        {
-          'Retry-After': '1',
-        },
-      );
+async function decide(
+  served: Served,
+  key: string,
+  cost: number,
+  failed: (error: unknown) => void,
+): Promise<Decision> {
+  try {
+    // The default cost needs no options object.
+    return await (cost === 1 ? served.limiter.limit(key) : served.limiter.limit(key, { cost }));
+  } catch (error) {
+    if (
+      error instanceof SluiceError &&
+      error.code !== 'ERR_SLUICE_STORE' &&
+      error.code !== 'ERR_SLUICE_BAD_REPLY'
+    ) {
+      // The caller's mistake the service could not see: a cost above what the policy grants, a key too long.
+      throw badRequest(error.message.replace('`identifier`', '"key"').replace('`cost`', '"cost"'));
     }
+    failed(error);
+    throw new Rejection(
+      503,
+      'Service Unavailable',
+      'The rate limiter could not decide: its store failed. Retry shortly.',
+      {
+        'Retry-After': '1',
+      },
+    );
   }
+}
 
-  return async (request, response) => {
-    const { served, key, cost } = parseBody(await readBody(request), policies, known);
-    const decision = await decide(served, key, cost);
-    const headers = served.headers(decision, Date.now());
-    let problem = '';
-    if (!decision.allowed) {
-      const entries: PolicyDecision[] = [
-        { name: served.name, windowMs: served.limiter.policy.windowMs, decision },
-      ];
-      const details = problemDetails(entries);
-      if (details !== undefined) problem = `,"problem":${JSON.stringify(details)}`;
-    }
-    // The decision's own members as the library made them, between the request's and the headers.
-    const members = decisionMembers(decision);
-    const text = `{"policy":${served.nameJson},"key":${JSON.stringify(key)},"cost":${cost},${members},"headers":${headers.json}${problem}}\n`;
-    // A refusal the store did not make (a policy that fails closed while Redis is down) is the
-    // service's trouble, not the client's overuse: 503, as the HTTP middleware answers.
-    const status = decision.allowed ? 200 : isStoreFailure(decision.reason) ? 503 : 429;
-    headers.flat.push('Content-Type', 'application/json', 'Content-Length', String(Buffer.byteLength(text)));
-    response.writeHead(status, headers.flat);
-    response.end(text);
-  };
+/** Writes the decision with the request's fields, the headers to forward and, when denied, a problem. */
+function answer(
+  response: ServerResponse,
+  served: Served,
+  key: string,
+  cost: number,
+  decision: Decision,
+): void {
+  const headers = served.headers(decision, Date.now());
+  let problem = '';
+  if (!decision.allowed) {
+    const entries: PolicyDecision[] = [
+      { name: served.name, windowMs: served.limiter.policy.windowMs, decision },
+    ];
+    const details = problemDetails(entries);
+    if (details !== undefined) problem = `,"problem":${JSON.stringify(details)}`;
+  }
+  // The decision's own members as the library made them, between the request's and the headers.
+  const members = decisionMembers(decision);
+  const text = `{"policy":${served.nameJson},"key":${JSON.stringify(key)},"cost":${cost},${members},"headers":${headers.json}${problem}}\n`;
+  // A refusal the store did not make (a policy that fails closed while Redis is down) is the
+  // service's trouble, not the client's overuse: 503, as the HTTP middleware answers.
+  const status = decision.allowed ? 200 : isStoreFailure(decision.reason) ? 503 : 429;
+  headers.flat.push('Content-Type', 'application/json', 'Content-Length', String(Buffer.byteLength(text)));
+  response.writeHead(status, headers.flat);
+  response.end(text);
 }

@@ -68,10 +68,20 @@ function sendText(response: ServerResponse, text: string): void {
   response.end(text);
 }
 
-/** The routes every service has. */
-function builtInRoutes(options: ServiceOptions): Route[] {
-  const { limiters, demo } = options;
-  const policiesText = `${JSON.stringify(
+/** `POST /v1/limit`: a decision for a policy and a key, with the headers to forward. */
+function decisionRoute(options: ServiceOptions): Route {
+  return {
+    method: 'POST',
+    path: '/v1/limit',
+    summary:
+      '{"policy": "<name>", "key": "<whose quota>", "cost": 1} -> the decision and headers (200 allowed, 429 denied)',
+    handle: limitRoute(options.limiters, options.headers, (error) => options.log.failed(errorText(error))),
+  };
+}
+
+/** `GET /v1/policies`: each policy's description, limit and window, rendered once. */
+function policiesRoute({ limiters }: ServiceOptions): Route {
+  const text = `${JSON.stringify(
     Object.fromEntries(
       [...limiters].map(([name, limiter]) => [
         name,
@@ -83,45 +93,54 @@ function builtInRoutes(options: ServiceOptions): Route[] {
       ]),
     ),
   )}\n`;
-  const routes: Route[] = [
-    {
-      method: 'POST',
-      path: '/v1/limit',
-      summary:
-        '{"policy": "<name>", "key": "<whose quota>", "cost": 1} -> the decision and headers (200 allowed, 429 denied)',
-      handle: limitRoute(limiters, options.headers, (error) => options.log.failed(errorText(error))),
+  return {
+    method: 'GET',
+    path: '/v1/policies',
+    summary: `the policies: ${[...limiters.keys()].join(', ')}`,
+    handle: (_, response) => {
+      response.writeHead(200, {
+        'Content-Type': 'application/json',
+        'Content-Length': Buffer.byteLength(text),
+      });
+      response.end(text);
     },
-    {
-      method: 'GET',
-      path: '/v1/policies',
-      summary: `the policies: ${[...limiters.keys()].join(', ')}`,
-      handle: (_, response) => {
-        response.writeHead(200, {
-          'Content-Type': 'application/json',
-          'Content-Length': Buffer.byteLength(policiesText),
-        });
-        response.end(policiesText);
-      },
-    },
-    { method: 'GET', path: '/healthz', summary: 'ok', handle: (_, response) => sendText(response, 'ok\n') },
-  ];
-  if (demo !== undefined) {
-    const guard = rateLimit({
-      limiter: demo,
-      headers: options.headers.length === 0 ? false : options.headers,
-    });
-    const page = `Allowed by policy "${demo.name}" (${demo.policy.description}). Try again quickly.\n`;
-    routes.push({
-      method: 'GET',
-      path: '/demo',
-      summary: `a page behind policy "${demo.name}", keyed by your address`,
-      handle: async (request, response) => {
-        if (await guard(request, response)) sendText(response, page);
-      },
-    });
-  }
-  return routes;
+  };
 }
+
+function healthRoute(): Route {
+  return {
+    method: 'GET',
+    path: '/healthz',
+    summary: 'ok',
+    handle: (_, response) => sendText(response, 'ok\n'),
+  };
+}
+
+/** `GET /demo`: a page behind the demo limiter, through the node:http middleware; none without one. */
+function demoRoute({ demo, headers }: ServiceOptions): Route | undefined {
+  if (demo === undefined) return undefined;
+  const guard = rateLimit({ limiter: demo, headers: headers.length === 0 ? false : headers });
+  const page = `Allowed by policy "${demo.name}" (${demo.policy.description}). Try again quickly.\n`;
+  return {
+    method: 'GET',
+    path: '/demo',
+    summary: `a page behind policy "${demo.name}", keyed by your address`,
+    handle: async (request, response) => {
+      if (await guard(request, response)) sendText(response, page);
+    },
+  };
+}
+
+/**
+ * The routes every service has, in the order the index lists them: each entry builds its route
+ * from the options, or none. A new operation of the service is one more entry here.
+ */
+const BUILT_IN_ROUTES: ReadonlyArray<(options: ServiceOptions) => Route | undefined> = [
+  decisionRoute,
+  policiesRoute,
+  healthRoute,
+  demoRoute,
+];
 
 /** The index page: one line per route that has a summary. */
 function indexRoute(routes: readonly Route[]): Route {
@@ -163,73 +182,81 @@ function routeTable(routes: readonly Route[]): Map<string, Map<string, Handler>>
 
 /** The service's request listener and client-error handler. */
 export function createService(options: ServiceOptions): Service {
-  const { log } = options;
-  const routes = [...builtInRoutes(options), ...(options.routes ?? [])];
+  const routes = [...BUILT_IN_ROUTES.flatMap((build) => build(options) ?? []), ...(options.routes ?? [])];
   // The index lists what is there, added routes included; an added `GET /` replaces it.
   const table = routeTable([indexRoute(routes), ...routes]);
-  // The routes the index lists, for a 404 to point to.
-  const paths = [
-    ...new Set(
-      routes.filter((route) => route.summary !== undefined && route.path !== '/').map((route) => route.path),
-    ),
-  ].join(', ');
+  return {
+    listener: listener(table, options.log, listedPaths(routes)),
+    clientError: clientError(options.log),
+  };
+}
 
-  function refuse(request: IncomingMessage, response: ServerResponse, rejection: Rejection): void {
-    if (rejection.status < 500) log.refused(rejection.status);
-    // A body left unread would hold the connection: the answer closes it instead.
-    if (!request.complete) response.setHeader('Connection', 'close');
-    sendProblem(response, rejection);
-  }
+/** The paths the index lists, for a 404 to point to. */
+function listedPaths(routes: readonly Route[]): string {
+  const listed = routes.filter((route) => route.summary !== undefined && route.path !== '/');
+  return [...new Set(listed.map((route) => route.path))].join(', ');
+}
 
-  function fail(request: IncomingMessage, response: ServerResponse, error: unknown): void {
-    if (error instanceof Rejection) {
-      refuse(request, response, error);
-      return;
+function listener(table: Map<string, Map<string, Handler>>, log: RequestLog, paths: string): RequestListener {
+  const missing = (path: string, methods: Map<string, Handler> | undefined): Rejection => {
+    if (methods === undefined) {
+      return new Rejection(404, 'Not Found', `No route ${quote(path)}; the routes are ${paths}.`);
     }
-    log.failed(errorText(error));
-    if (response.headersSent) response.end();
-    else
-      sendProblem(
-        response,
-        new Rejection(500, 'Internal Server Error', 'The service failed on this request.'),
-      );
-  }
-
-  const listener: RequestListener = (request, response) => {
+    const allowed = [...methods.keys()].join(', ');
+    return new Rejection(405, 'Method Not Allowed', `${path} answers ${allowed} only.`, { Allow: allowed });
+  };
+  return (request, response) => {
     const url = request.url ?? '/';
     const query = url.indexOf('?');
     const path = query === -1 ? url : url.slice(0, query);
     const methods = table.get(path);
     const handle = methods?.get(request.method ?? 'GET');
     if (handle === undefined) {
-      refuse(request, response, missing(path, methods));
+      refuse(log, request, response, missing(path, methods));
       return;
     }
     try {
       const pending = handle(request, response);
-      if (pending === false) refuse(request, response, missing(path, undefined));
+      if (pending === false) refuse(log, request, response, missing(path, undefined));
       else if (pending instanceof Promise) {
         pending.then(
           (value) => {
-            if (value === false) refuse(request, response, missing(path, undefined));
+            if (value === false) refuse(log, request, response, missing(path, undefined));
           },
-          (error: unknown) => fail(request, response, error),
+          (error: unknown) => fail(log, request, response, error),
         );
       }
     } catch (error) {
-      fail(request, response, error);
+      fail(log, request, response, error);
     }
   };
+}
 
-  function missing(path: string, methods: Map<string, Handler> | undefined): Rejection {
-    if (methods === undefined) {
-      return new Rejection(404, 'Not Found', `No route ${quote(path)}; the routes are ${paths}.`);
-    }
-    const allowed = [...methods.keys()].join(', ');
-    return new Rejection(405, 'Method Not Allowed', `${path} answers ${allowed} only.`, { Allow: allowed });
+function refuse(
+  log: RequestLog,
+  request: IncomingMessage,
+  response: ServerResponse,
+  rejection: Rejection,
+): void {
+  if (rejection.status < 500) log.refused(rejection.status);
+  // A body left unread would hold the connection: the answer closes it instead.
+  if (!request.complete) response.setHeader('Connection', 'close');
+  sendProblem(response, rejection);
+}
+
+function fail(log: RequestLog, request: IncomingMessage, response: ServerResponse, error: unknown): void {
+  if (error instanceof Rejection) {
+    refuse(log, request, response, error);
+    return;
   }
+  log.failed(errorText(error));
+  if (response.headersSent) response.end();
+  else
+    sendProblem(response, new Rejection(500, 'Internal Server Error', 'The service failed on this request.'));
+}
 
-  const clientError: Service['clientError'] = (error, socket) => {
+function clientError(log: RequestLog): Service['clientError'] {
+  return (error, socket) => {
     const [status, title] =
       error.code === 'HPE_HEADER_OVERFLOW'
         ? [431, 'Request Header Fields Too Large']
@@ -246,6 +273,4 @@ export function createService(options: ServiceOptions): Service {
       `HTTP/1.1 ${status} ${title}\r\nContent-Type: ${PROBLEM_CONTENT_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
     );
   };
-
-  return { listener, clientError };
 }

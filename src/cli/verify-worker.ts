@@ -95,56 +95,60 @@ export function runVerifyWorker(): Promise<number> {
   };
   // Ctrl-C reaches the whole process group: the parent decides when workers stop and cleans up.
   process.on('SIGINT', () => {});
-  let connection: Connection | undefined;
-  let request: Request | undefined;
-  let parallel = 0;
+  const state: WorkerState = { connection: undefined, request: undefined, parallel: 0 };
   return new Promise((resolve) => {
     process.on('disconnect', () => {
-      const closing = connection?.close() ?? Promise.resolve();
+      const closing = state.connection?.close() ?? Promise.resolve();
       closing.then(
         () => resolve(0),
         () => resolve(0),
       );
     });
-    process.on('message', (message: ToWorker) => {
-      if (message.type === 'init') {
-        connect(message.url, message.timeoutMs).then(
-          (opened) => {
-            connection = opened;
-            reply({ type: 'connected' });
-          },
-          (error: unknown) => reply({ type: 'failed', message: errorText(error) }),
-        );
-      } else if (message.type === 'prepare' && connection !== undefined) {
-        parallel = message.parallel;
-        prepare(connection, message).then(
-          (ready) => {
-            request = ready;
-            reply({ type: 'ready' });
-          },
-          (error: unknown) => reply({ type: 'failed', message: errorText(error) }),
-        );
-      } else if (message.type === 'go' && request !== undefined) {
-        const fire = request;
-        Promise.allSettled(Array.from({ length: parallel }, () => fire())).then((results) => {
-          let allowed = 0;
-          let denied = 0;
-          let errors = 0;
-          let error: string | undefined;
-          for (const result of results) {
-            if (result.status === 'rejected') {
-              errors++;
-              error ??= errorText(result.reason);
-            } else if (result.value) allowed++;
-            else denied++;
-          }
-          reply(
-            error === undefined
-              ? { type: 'done', allowed, denied, errors }
-              : { type: 'done', allowed, denied, errors, error },
-          );
-        });
-      }
-    });
+    process.on('message', (message: ToWorker) => handle(state, message, reply));
   });
+}
+
+/** What a worker holds between the parent's messages. */
+interface WorkerState {
+  connection: Connection | undefined;
+  /** The round it is ready to fire, once prepared. */
+  request: Request | undefined;
+  parallel: number;
+}
+
+function handle(state: WorkerState, message: ToWorker, reply: (message: FromWorker) => void): void {
+  const failed = (error: unknown): void => reply({ type: 'failed', message: errorText(error) });
+  if (message.type === 'init') {
+    connect(message.url, message.timeoutMs).then((opened) => {
+      state.connection = opened;
+      reply({ type: 'connected' });
+    }, failed);
+  } else if (message.type === 'prepare' && state.connection !== undefined) {
+    state.parallel = message.parallel;
+    prepare(state.connection, message).then((ready) => {
+      state.request = ready;
+      reply({ type: 'ready' });
+    }, failed);
+  } else if (message.type === 'go' && state.request !== undefined) {
+    fire(state.request, state.parallel).then(reply);
+  }
+}
+
+/** Fires `parallel` requests at once and counts what they answered. */
+async function fire(request: Request, parallel: number): Promise<FromWorker> {
+  const results = await Promise.allSettled(Array.from({ length: parallel }, () => request()));
+  let allowed = 0;
+  let denied = 0;
+  let errors = 0;
+  let error: string | undefined;
+  for (const result of results) {
+    if (result.status === 'rejected') {
+      errors++;
+      error ??= errorText(result.reason);
+    } else if (result.value) allowed++;
+    else denied++;
+  }
+  return error === undefined
+    ? { type: 'done', allowed, denied, errors }
+    : { type: 'done', allowed, denied, errors, error };
 }

@@ -14,9 +14,9 @@ import {
 } from './args.js';
 import type { Command, Context } from './command.js';
 import { CliError, EXIT, errorText } from './errors.js';
-import { formatNumber, table } from './output.js';
 import { type Connection, connect, redisUrl } from './redis.js';
 import { Workers } from './verify-pool.js';
+import { type Load, type RoundResult, render } from './verify-report.js';
 import { type RoundKind, type ToWorker, VERIFY_IDENTIFIER } from './verify-worker.js';
 
 interface Round {
@@ -24,17 +24,6 @@ interface Round {
   readonly kind: RoundKind;
   readonly name: string;
   readonly policy?: Record<string, unknown>;
-}
-
-export interface RoundResult {
-  readonly limiter: string;
-  readonly kind: 'sluice' | 'naive';
-  readonly requests: number;
-  readonly allowed: number;
-  readonly denied: number;
-  readonly errors: number;
-  readonly exact: boolean;
-  readonly overBy: number;
 }
 
 const HOUR_MS = 3_600_000;
@@ -116,8 +105,40 @@ ${COMMON_FLAGS_HELP}
 Exit codes: 0 every sluice algorithm exact, 1 one was not, 2 could not run, 130 interrupted.`,
 } as const;
 
+interface Options extends Load {
+  readonly url: string;
+  readonly timeoutMs: number;
+}
+
+/** What the rounds of one run share: where their keys live and the window they must fit in. */
+interface Plan {
+  readonly prefix: string;
+  readonly windowMs: number;
+  readonly rounds: readonly Round[];
+  /** Each round's one key, in the order of `rounds`. */
+  readonly keys: readonly string[];
+}
+
 async function run(context: Context): Promise<number> {
-  const { values, signal } = context;
+  const options = parse(context.values);
+  const connection = await connect(options.url, options.timeoutMs);
+  const plan = await planRun(connection, options.limit);
+  let results: RoundResult[];
+  try {
+    results = await playRounds(context, options, plan);
+  } catch (error) {
+    if (context.signal.aborted) return EXIT.INTERRUPTED;
+    throw error;
+  } finally {
+    await cleanUp(connection, plan.keys, context);
+    await connection.close();
+  }
+  const exact = results.filter((r) => r.kind === 'sluice').every((r) => r.exact);
+  render(context, connection, options, plan.windowMs, results, exact);
+  return exact ? EXIT.OK : EXIT.FOUND;
+}
+
+function parse(values: Context['values']): Options {
   const processes = optional(values, 'processes', (f, t) => parsePositiveInteger(f, t, 64), 5);
   const parallel = optional(values, 'parallel', (f, t) => parsePositiveInteger(f, t, 10_000), 100);
   // The sliding log's ceiling bounds every round: one limit for all, so the rows compare.
@@ -129,88 +150,77 @@ async function run(context: Context): Promise<number> {
       `${processes} processes x ${parallel} parallel = ${requests} requests cannot exceed a limit of ${limit}: raise --processes or --parallel, or lower --limit.`,
     );
   }
-  const url = redisUrl(stringFlag(values, 'redis'));
-  const connection = await connect(url, timeoutMs);
+  return { processes, parallel, limit, requests, timeoutMs, url: redisUrl(stringFlag(values, 'redis')) };
+}
+
+/** The rounds, under a prefix unique to the run, in a window read from the server's clock. */
+async function planRun(connection: Connection, limit: number): Promise<Plan> {
   const prefix = `sluice-verify-${randomBytes(4).toString('hex')}`;
   const store = new RedisStore({ client: connection.client, prefix });
   const time = (await connection.client.call('TIME')) as [string, string];
   const windowMs = chooseWindowMs(Number(time[0]) * 1000);
-  const plan = rounds(limit, windowMs);
-  const keys = plan.map((round) => store.keyFor(round.name, VERIFY_IDENTIFIER));
-  const results: RoundResult[] = [];
-  let workers: Workers | undefined;
+  const planned = rounds(limit, windowMs);
+  const keys = planned.map((round) => store.keyFor(round.name, VERIFY_IDENTIFIER));
+  return { prefix, windowMs, rounds: planned, keys };
+}
+
+async function playRounds(context: Context, options: Options, plan: Plan): Promise<RoundResult[]> {
+  const workers = new Workers(options.processes);
   try {
-    workers = new Workers(processes);
-    workers.send({ type: 'init', url, timeoutMs });
-    await workers.collect('connected', signal);
-    for (const [i, round] of plan.entries()) {
-      const prepare: ToWorker = {
-        type: 'prepare',
-        kind: round.kind,
-        prefix,
-        name: round.name,
-        key: keys[i] as string,
-        parallel,
-        limit,
-        ttlMs: windowMs,
-        ...(round.policy === undefined ? {} : { policy: round.policy }),
-      };
-      workers.send(prepare);
-      await workers.collect('ready', signal);
-      // Every process holds its requests until all are ready, so they race.
-      workers.send({ type: 'go' });
-      const done = await workers.collect('done', signal);
-      const allowed = done.reduce((sum, d) => sum + d.allowed, 0);
-      const denied = done.reduce((sum, d) => sum + d.denied, 0);
-      const errors = done.reduce((sum, d) => sum + d.errors, 0);
-      const firstError = done.find((d) => d.error !== undefined)?.error;
-      if (round.kind === 'sluice' && firstError !== undefined) {
-        context.err(`verify: ${round.label}: ${errors} requests failed: ${firstError}`);
-      }
-      const result: RoundResult = {
-        limiter: round.label,
-        kind: round.kind === 'sluice' ? 'sluice' : 'naive',
-        requests,
-        allowed,
-        denied,
-        errors,
-        exact: allowed === limit && errors === 0,
-        overBy: Math.max(0, allowed - limit),
-      };
-      results.push(result);
-      context.err(`verify: ${round.label}: ${allowed} of ${requests} allowed`);
+    workers.send({ type: 'init', url: options.url, timeoutMs: options.timeoutMs });
+    await workers.collect('connected', context.signal);
+    const results: RoundResult[] = [];
+    for (const [i, round] of plan.rounds.entries()) {
+      results.push(await playRound(context, workers, options, plan, round, plan.keys[i] as string));
     }
-  } catch (error) {
-    if (signal.aborted) return EXIT.INTERRUPTED;
-    throw error;
+    return results;
   } finally {
-    await workers?.stop();
-    await cleanUp(connection, keys, context);
-    await connection.close();
+    await workers.stop();
   }
-  const sluiceExact = results.filter((r) => r.kind === 'sluice').every((r) => r.exact);
-  if (context.json) {
-    context.out(
-      JSON.stringify(
-        {
-          server: connection.server,
-          redis: connection.label,
-          processes,
-          parallel,
-          limit,
-          requests,
-          windowMs,
-          exact: sluiceExact,
-          results,
-        },
-        null,
-        2,
-      ),
-    );
-  } else {
-    context.out(report(connection, { processes, parallel, limit, requests }, results, sluiceExact));
+}
+
+async function playRound(
+  context: Context,
+  workers: Workers,
+  load: Load,
+  plan: Plan,
+  round: Round,
+  key: string,
+): Promise<RoundResult> {
+  const prepare: ToWorker = {
+    type: 'prepare',
+    kind: round.kind,
+    prefix: plan.prefix,
+    name: round.name,
+    key,
+    parallel: load.parallel,
+    limit: load.limit,
+    ttlMs: plan.windowMs,
+    ...(round.policy === undefined ? {} : { policy: round.policy }),
+  };
+  workers.send(prepare);
+  await workers.collect('ready', context.signal);
+  // Every process holds its requests until all are ready, so they race.
+  workers.send({ type: 'go' });
+  const done = await workers.collect('done', context.signal);
+  const allowed = done.reduce((sum, d) => sum + d.allowed, 0);
+  const denied = done.reduce((sum, d) => sum + d.denied, 0);
+  const errors = done.reduce((sum, d) => sum + d.errors, 0);
+  const firstError = done.find((d) => d.error !== undefined)?.error;
+  if (round.kind === 'sluice' && firstError !== undefined) {
+    context.err(`verify: ${round.label}: ${errors} requests failed: ${firstError}`);
   }
-  return sluiceExact ? EXIT.OK : EXIT.FOUND;
+  context.err(`verify: ${round.label}: ${allowed} of ${load.requests} allowed`);
+  return {
+    limiter: round.label,
+    kind: round.kind === 'sluice' ? 'sluice' : 'naive',
+    requests: load.requests,
+    allowed,
+    denied,
+    errors,
+    exact: allowed === load.limit && errors === 0,
+    overBy: Math.max(0, allowed - load.limit),
+  };
 }
 
 async function cleanUp(connection: Connection, keys: readonly string[], context: Context): Promise<void> {
@@ -222,44 +232,6 @@ async function cleanUp(connection: Connection, keys: readonly string[], context:
       `verify: could not delete its keys (${errorText(error)}); they expire within a day: ${keys.join(' ')}`,
     );
   }
-}
-
-function report(
-  connection: Connection,
-  load: { processes: number; parallel: number; limit: number; requests: number },
-  results: readonly RoundResult[],
-  exact: boolean,
-): string {
-  const rows = [['limiter', 'requests', 'allowed', 'denied', 'errors', 'result']];
-  for (const r of results) {
-    let verdict: string;
-    if (r.kind === 'sluice')
-      verdict = r.exact
-        ? 'exact'
-        : r.allowed > load.limit
-          ? `NOT EXACT: ${r.overBy} too many`
-          : `NOT EXACT: ${load.limit - r.allowed} too few`;
-    else
-      verdict = r.overBy > 0 ? `over-admitted ${r.overBy}: the race` : 'no race this time (raise --parallel)';
-    rows.push([
-      r.limiter,
-      formatNumber(r.requests),
-      formatNumber(r.allowed),
-      formatNumber(r.denied),
-      formatNumber(r.errors),
-      verdict,
-    ]);
-  }
-  const naiveOver = Math.max(0, ...results.filter((r) => r.kind === 'naive').map((r) => r.overBy));
-  return [
-    `${load.processes} processes x ${load.parallel} parallel requests = ${formatNumber(load.requests)} at a limit of ${formatNumber(load.limit)}, on ${connection.server} at ${connection.label}`,
-    '',
-    table(rows),
-    '',
-    exact
-      ? `Every sluice algorithm allowed exactly ${formatNumber(load.limit)}.${naiveOver > 0 ? ` The naive limiters let up to ${formatNumber(naiveOver)} more through.` : ''}`
-      : 'A sluice algorithm was not exact on this server: please report it with this output.',
-  ].join('\n');
 }
 
 /** `sluice verify`. */

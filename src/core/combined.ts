@@ -2,6 +2,7 @@
 import { invalidOption, SluiceError } from '../errors.js';
 import type { MetricsRecorder } from '../hooks.js';
 import type { KeyOptions, Limiter, Operation } from '../types.js';
+import { groupSize } from '../validate.js';
 import { checkIdentifier, checkTag } from './checks.js';
 import { type CombinedDecision, combineDecisions } from './combined-decision.js';
 import { atomicGroupError, Group, type Identifiers, identifiersFor, type PerMember } from './group.js';
@@ -135,6 +136,7 @@ function pipelinesOf(limiters: readonly unknown[], option: string): Pipeline[] {
   if (!Array.isArray(limiters) || limiters.length === 0) {
     throw invalidOption(option, 'a non-empty array of limiters', limiters);
   }
+  groupSize(option, limiters.length);
   return limiters.map((limiter, i) => {
     const pipeline = limiterPipeline(limiter);
     if (pipeline !== undefined) return pipeline;

@@ -1,31 +1,11 @@
-// envoyproxy/ratelimit's YAML config read as it is: domains, nested descriptors, limits, its refusals,
-// and sluice's keys inside `rate_limit` (algorithm, window, burst, on_store_error, timeout).
-import { SLIDING_LOG_MAX_LIMIT } from '../algorithms/sliding-log.js';
-import { parseUnit, parseWindow, UNIT_MS, type UnitName, unitOfWindow } from './units.js';
-import { EnvoyConfigError, readYaml, shown, type YamlMap, type YamlValue } from './yaml-reader.js';
+// envoyproxy/ratelimit's YAML config read as it is: domains, nested descriptors, limits, quota mode, metadata,
+// its refusals, and sluice's keys inside `rate_limit` (algorithm, window, burst, on_store_error, timeout).
+import { type RuleLimit, readLimit } from './config-limit.js';
+import { FileReader, isAbsent, lineOf } from './config-reader.js';
+import { type MetadataObject, readMetadata } from './metadata.js';
+import { readYaml, type YamlValue } from './yaml-reader.js';
 
-export const ALGORITHMS = ['fixedWindow', 'slidingWindow', 'slidingLog', 'tokenBucket', 'gcra'] as const;
-export type EnvoyAlgorithm = (typeof ALGORITHMS)[number];
-
-/** What a rule answers when its store fails: gRPC UNAVAILABLE (Envoy's failure_mode_deny decides) or a limiter mode. */
-export type StoreErrorAnswer = 'unavailable' | 'allow' | 'deny' | 'fallback';
-const STORE_ERROR_ANSWERS: readonly string[] = ['unavailable', 'allow', 'deny', 'fallback'];
-
-/** A descriptor's `rate_limit`, resolved. */
-export interface RuleLimit {
-  readonly unlimited: boolean;
-  readonly requestsPerUnit: number;
-  /** The unit reported in `current_limit`; undefined for a `window` that is no whole unit. */
-  readonly unit: UnitName | undefined;
-  readonly windowMs: number;
-  readonly algorithm: EnvoyAlgorithm;
-  readonly burst: number | undefined;
-  readonly onStoreError: StoreErrorAnswer;
-  readonly timeoutMs: number | undefined;
-  /** `rate_limit.name` ('' when absent), which other rules' `replaces` name. */
-  readonly name: string;
-  readonly replaces: readonly string[];
-}
+export { ALGORITHMS, type EnvoyAlgorithm, type RuleLimit, type StoreErrorAnswer } from './config-limit.js';
 
 /** One descriptor of the config tree. */
 export interface Rule {
@@ -37,6 +17,13 @@ export interface Rule {
   readonly parts: readonly string[];
   readonly limit: RuleLimit | undefined;
   readonly shadowMode: boolean;
+  /**
+   * Over its limit, this descriptor alone does not make the request over: the request is over only
+   * when every quota-mode descriptor of it is (or an ordinary one is).
+   */
+  readonly quotaMode: boolean;
+  /** `metadata`, returned to Envoy (with `--envoy-metadata`) when this descriptor passes. */
+  readonly metadata: MetadataObject | undefined;
   readonly detailedMetric: boolean;
   readonly valueToMetric: boolean;
   readonly shareThreshold: boolean;
@@ -65,173 +52,12 @@ const DESCRIPTOR_KEYS = [
   'rate_limit',
   'descriptors',
   'shadow_mode',
+  'quota_mode',
   'detailed_metric',
   'value_to_metric',
   'share_threshold',
+  'metadata',
 ];
-const LIMIT_KEYS = ['unit', 'requests_per_unit', 'unlimited', 'name', 'replaces'];
-const SLUICE_LIMIT_KEYS = ['algorithm', 'window', 'burst', 'on_store_error', 'timeout'];
-/** Keys of the reference that sluice does not implement: refused, rather than silently ignored. */
-const UNSUPPORTED: Readonly<Record<string, string>> = {
-  quota_mode:
-    'quota_mode is not supported by sluice (a descriptor over its limit always makes the request over)',
-  metadata: 'metadata is not supported by sluice (responses carry no dynamic metadata)',
-};
-
-class FileReader {
-  constructor(readonly file: string) {}
-
-  fail(line: number, reason: string): never {
-    throw new EnvoyConfigError(this.file, line, reason);
-  }
-
-  map(value: YamlValue | undefined, line: number, known: readonly string[], what: string): YamlMap {
-    if (value === undefined || (value.kind === 'scalar' && value.value === null))
-      return { line, entries: new Map() };
-    if (value.kind !== 'map')
-      this.fail(value.line, `config error, expected ${what} to be a map, got ${shown(value)}`);
-    for (const [key, entry] of value.map.entries) {
-      const at = entry.keyLine;
-      const unsupported = UNSUPPORTED[key];
-      if (unsupported !== undefined) this.fail(at, `config error, ${unsupported}`);
-      if (!known.includes(key)) this.fail(at, `config error, unknown key '${key}'`);
-    }
-    return value.map;
-  }
-
-  list(value: YamlValue | undefined): readonly YamlValue[] {
-    if (value === undefined || (value.kind === 'scalar' && value.value === null)) return [];
-    if (value.kind !== 'list') this.fail(value.line, `config error, expected a list, got ${shown(value)}`);
-    for (const item of value.items) {
-      if (item.kind !== 'map') {
-        this.fail(item.line, `config error, yaml file contains list of type other than map: ${shown(item)}`);
-      }
-    }
-    return value.items;
-  }
-
-  text(map: YamlMap, key: string): string {
-    const value = map.entries.get(key);
-    if (value === undefined) return '';
-    if (value.kind !== 'scalar')
-      this.fail(value.line, `config error, expected '${key}' to be a string, got ${shown(value)}`);
-    return value.text;
-  }
-
-  flag(map: YamlMap, key: string): boolean {
-    const value = map.entries.get(key);
-    if (value === undefined || (value.kind === 'scalar' && value.value === null)) return false;
-    if (value.kind !== 'scalar' || typeof value.value !== 'boolean') {
-      this.fail(value.line, `config error, expected '${key}' to be true or false, got ${shown(value)}`);
-    }
-    return value.value;
-  }
-
-  integer(map: YamlMap, key: string, max: number): number | undefined {
-    const value = map.entries.get(key);
-    if (value === undefined || (value.kind === 'scalar' && value.value === null)) return undefined;
-    const number = value.kind === 'scalar' ? value.value : undefined;
-    if (typeof number !== 'number' || !Number.isSafeInteger(number) || number < 0 || number > max) {
-      this.fail(
-        value.line,
-        `config error, expected '${key}' to be a whole number from 0 to ${max}, got ${shown(value)}`,
-      );
-    }
-    return number;
-  }
-}
-
-function lineOf(map: YamlMap, key: string): number {
-  const value = map.entries.get(key);
-  return value === undefined ? map.line : value.keyLine;
-}
-
-function readLimit(reader: FileReader, value: YamlValue): RuleLimit {
-  const spec = reader.map(value, value.line, [...LIMIT_KEYS, ...SLUICE_LIMIT_KEYS], "'rate_limit'");
-  const unlimited = reader.flag(spec, 'unlimited');
-  const unitText = reader.text(spec, 'unit');
-  const unitName = parseUnit(unitText);
-  const windowText = reader.text(spec, 'window');
-  const algorithmText = reader.text(spec, 'algorithm');
-  const burst = reader.integer(spec, 'burst', 2 ** 32 - 1);
-  if (unlimited) {
-    if (unitName !== undefined)
-      reader.fail(lineOf(spec, 'unit'), 'should not specify rate limit unit when unlimited');
-    for (const key of SLUICE_LIMIT_KEYS) {
-      if (spec.entries.has(key)) reader.fail(lineOf(spec, key), `should not specify '${key}' when unlimited`);
-    }
-  }
-  let windowMs = unitName === undefined ? 0 : UNIT_MS[unitName];
-  if (spec.entries.has('window') && !unlimited) {
-    if (spec.entries.has('unit'))
-      reader.fail(lineOf(spec, 'window'), "give either 'unit' or 'window', not both");
-    const parsed = parseWindow(windowText);
-    if (parsed === undefined) {
-      reader.fail(
-        lineOf(spec, 'window'),
-        `invalid window '${windowText}': expected a duration such as 90s, 1m30s, 500ms, 2h or 7d`,
-      );
-    }
-    windowMs = parsed;
-  } else if (!unlimited && unitName === undefined) {
-    reader.fail(lineOf(spec, 'unit'), `invalid rate limit unit '${unitText}'`);
-  }
-  const algorithm = (algorithmText === '' ? 'fixedWindow' : algorithmText) as EnvoyAlgorithm;
-  if (!ALGORITHMS.includes(algorithm)) {
-    reader.fail(
-      lineOf(spec, 'algorithm'),
-      `invalid algorithm '${algorithmText}': expected one of ${ALGORITHMS.join(', ')}`,
-    );
-  }
-  const requestsPerUnit = reader.integer(spec, 'requests_per_unit', 2 ** 32 - 1) ?? 0;
-  if (burst !== undefined && algorithm !== 'tokenBucket' && algorithm !== 'gcra') {
-    reader.fail(lineOf(spec, 'burst'), `'burst' applies to tokenBucket and gcra, not ${algorithm}`);
-  }
-  if (burst === 0) reader.fail(lineOf(spec, 'burst'), "'burst' must be at least 1");
-  if (algorithm === 'slidingLog' && requestsPerUnit > SLIDING_LOG_MAX_LIMIT) {
-    reader.fail(
-      lineOf(spec, 'requests_per_unit'),
-      `slidingLog keeps one entry per request: requests_per_unit must be at most ${SLIDING_LOG_MAX_LIMIT}, got ${requestsPerUnit} (slidingWindow approximates it in two counters)`,
-    );
-  }
-  const onStoreError = reader.text(spec, 'on_store_error') || 'unavailable';
-  if (!STORE_ERROR_ANSWERS.includes(onStoreError)) {
-    reader.fail(
-      lineOf(spec, 'on_store_error'),
-      `invalid on_store_error '${onStoreError}': expected unavailable, allow, deny or fallback`,
-    );
-  }
-  let timeoutMs: number | undefined;
-  if (spec.entries.has('timeout')) {
-    timeoutMs = parseWindow(reader.text(spec, 'timeout'));
-    if (timeoutMs === undefined || timeoutMs > 2_147_483_647) {
-      reader.fail(
-        lineOf(spec, 'timeout'),
-        `invalid timeout '${reader.text(spec, 'timeout')}': expected a duration such as 50ms or 2s`,
-      );
-    }
-  }
-  const name = reader.text(spec, 'name');
-  const replaces = reader.list(spec.entries.get('replaces')).map((item) => {
-    const entry = reader.map(item, item.line, ['name'], 'a replaces entry');
-    const replaced = reader.text(entry, 'name');
-    if (replaced === '') reader.fail(item.line, 'should not have an empty replaces entry');
-    if (replaced === name) reader.fail(item.line, 'replaces should not contain name of same descriptor');
-    return replaced;
-  });
-  return {
-    unlimited,
-    requestsPerUnit: unlimited ? 0 : requestsPerUnit,
-    unit: unitName ?? (windowMs > 0 ? unitOfWindow(windowMs) : undefined),
-    windowMs,
-    algorithm,
-    burst,
-    onStoreError: onStoreError as StoreErrorAnswer,
-    timeoutMs,
-    name,
-    replaces,
-  };
-}
 
 function loadLevel(
   reader: FileReader,
@@ -261,11 +87,10 @@ function loadLevel(
       finalKey,
       path,
       parts,
-      limit:
-        limitSpec === undefined || (limitSpec.kind === 'scalar' && limitSpec.value === null)
-          ? undefined
-          : readLimit(reader, limitSpec),
+      limit: limitSpec === undefined || isAbsent(limitSpec) ? undefined : readLimit(reader, limitSpec),
       shadowMode: reader.flag(spec, 'shadow_mode'),
+      quotaMode: reader.flag(spec, 'quota_mode'),
+      metadata: readMetadata(reader, spec.entries.get('metadata')),
       detailedMetric: reader.flag(spec, 'detailed_metric'),
       valueToMetric: reader.flag(spec, 'value_to_metric'),
       shareThreshold,
@@ -296,7 +121,9 @@ export function buildConfig(sources: readonly ConfigSource[]): EnvoyConfig {
   const rules: Rule[] = [];
   for (const { file, text } of sources) {
     const reader = new FileReader(file);
-    const root = reader.map(readYaml(file, text), 1, ROOT_KEYS, 'the file');
+    const yaml = readYaml(file, text);
+    reader.refuseNonStringKeys(yaml);
+    const root = reader.map(yaml, 1, ROOT_KEYS, 'the file');
     const domain = reader.text(root, 'domain');
     if (domain === '') reader.fail(lineOf(root, 'domain'), 'config file cannot have empty domain');
     const owner = owners.get(domain);

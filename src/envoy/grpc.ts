@@ -2,17 +2,20 @@
 import {
   type GrpcObject,
   loadPackageDefinition,
+  type MethodDefinition,
   Server,
   ServerCredentials,
   type ServerUnaryCall,
   type ServerWritableStream,
   type ServiceClientConstructor,
+  type ServiceDefinition,
   type sendUnaryData,
   status,
+  type UntypedServiceImplementation,
 } from '@grpc/grpc-js';
 import { fromJSON, type Options } from '@grpc/proto-loader';
-import type { RateLimitRequestMessage, RateLimitResponseMessage } from './messages.js';
-import { RequestRefused } from './messages.js';
+import { type EnvoyBounds, messageTooLarge } from './bounds.js';
+import { type RateLimitRequestMessage, RequestRefused, toWire, type WireResponse } from './messages.js';
 import type { EnvoyMetrics } from './metrics.js';
 import { PROTO_JSON } from './proto.generated.js';
 import type { EnvoyService } from './service.js';
@@ -49,6 +52,8 @@ export function loadServices(): { rateLimit: ServiceClientConstructor; health: S
 
 export interface GrpcOptions {
   readonly service: EnvoyService;
+  /** `maxMessageBytes`: a larger message is refused before it is decoded. */
+  readonly bounds: EnvoyBounds;
   /** Whether the service can answer: a config is loaded and the store answers. */
   readonly healthy: () => Promise<boolean>;
   readonly metrics: EnvoyMetrics | undefined;
@@ -65,21 +70,42 @@ export interface GrpcServer {
 
 const GRPC_STATUS = { INVALID_ARGUMENT: status.INVALID_ARGUMENT, UNAVAILABLE: status.UNAVAILABLE } as const;
 
-/** Starts the gRPC server on host:port (0 picks a free port). */
-export async function startGrpc(options: GrpcOptions, host: string, port: number): Promise<GrpcServer> {
+/** What the guarded decoder hands over for a message past the size bound: its size, not its content. */
+class Oversized {
+  constructor(readonly bytes: number) {}
+}
+
+/**
+ * The RateLimitService definition with its request decoder guarded: a message over
+ * `maxMessageBytes` is not decoded (decoding is where a large message would cost time and memory),
+ * and its handler refuses it.
+ */
+function guardedDefinition(definition: ServiceDefinition, maxMessageBytes: number): ServiceDefinition {
+  const method = definition.ShouldRateLimit as MethodDefinition<RateLimitRequestMessage, WireResponse>;
+  const decode = method.requestDeserialize;
+  const requestDeserialize = (bytes: Buffer): RateLimitRequestMessage | Oversized =>
+    bytes.length > maxMessageBytes ? new Oversized(bytes.length) : decode(bytes);
+  return { ...definition, ShouldRateLimit: { ...method, requestDeserialize } };
+}
+
+/** ShouldRateLimit: the service's answer, its refusals as gRPC statuses, anything else INTERNAL. */
+function rateLimitHandlers(options: GrpcOptions): UntypedServiceImplementation {
   const { service, metrics } = options;
-  const definitions = loadServices();
-  const server = new Server();
-  server.addService(definitions.rateLimit.service, {
+  return {
     ShouldRateLimit(
-      call: ServerUnaryCall<RateLimitRequestMessage, RateLimitResponseMessage>,
-      callback: sendUnaryData<RateLimitResponseMessage>,
+      call: ServerUnaryCall<RateLimitRequestMessage | Oversized, WireResponse>,
+      callback: sendUnaryData<WireResponse>,
     ): void {
       const done = metrics?.call('ShouldRateLimit');
-      service.shouldRateLimit(call.request).then(
+      const request = call.request;
+      const answer =
+        request instanceof Oversized
+          ? Promise.reject(messageTooLarge(request.bytes, options.bounds))
+          : service.shouldRateLimit(request);
+      answer.then(
         (response) => {
           done?.();
-          callback(null, response);
+          callback(null, toWire(response));
         },
         (error: unknown) => {
           done?.();
@@ -93,12 +119,16 @@ export async function startGrpc(options: GrpcOptions, host: string, port: number
         },
       );
     },
-  });
+  };
+}
+
+/** grpc.health.v1.Health: Check, and Watch (looked at again every second, written when it changes). */
+function healthHandlers(options: GrpcOptions): UntypedServiceImplementation {
   const healthOf = async (name: string): Promise<number> => {
     if (!HEALTH_SERVICES.includes(name)) return SERVICE_UNKNOWN;
     return (await options.healthy()) ? SERVING : NOT_SERVING;
   };
-  server.addService(definitions.health.service, {
+  return {
     Check(
       call: ServerUnaryCall<{ service: string }, { status: number }>,
       callback: sendUnaryData<{ status: number }>,
@@ -129,7 +159,32 @@ export async function startGrpc(options: GrpcOptions, host: string, port: number
       });
       look();
     },
+  };
+}
+
+/** Stops accepting, lets calls in flight finish (up to `graceMs`), then cuts the rest. */
+function closeWithin(server: Server, graceMs: number): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const cut = setTimeout(() => {
+      server.forceShutdown();
+      resolve();
+    }, graceMs);
+    server.tryShutdown(() => {
+      clearTimeout(cut);
+      resolve();
+    });
   });
+}
+
+/** Starts the gRPC server on host:port (0 picks a free port). */
+export async function startGrpc(options: GrpcOptions, host: string, port: number): Promise<GrpcServer> {
+  const definitions = loadServices();
+  const server = new Server();
+  server.addService(
+    guardedDefinition(definitions.rateLimit.service, options.bounds.maxMessageBytes),
+    rateLimitHandlers(options),
+  );
+  server.addService(definitions.health.service, healthHandlers(options));
   const address = `${host.includes(':') ? `[${host}]` : host}:${port}`;
   const bound = await new Promise<number>((resolve, reject) => {
     server.bindAsync(address, ServerCredentials.createInsecure(), (error, actual) => {
@@ -137,18 +192,5 @@ export async function startGrpc(options: GrpcOptions, host: string, port: number
       else reject(error);
     });
   });
-  return {
-    port: bound,
-    close: (graceMs) =>
-      new Promise<void>((resolve) => {
-        const cut = setTimeout(() => {
-          server.forceShutdown();
-          resolve();
-        }, graceMs);
-        server.tryShutdown(() => {
-          clearTimeout(cut);
-          resolve();
-        });
-      }),
-  };
+  return { port: bound, close: (graceMs) => closeWithin(server, graceMs) };
 }

@@ -1,14 +1,17 @@
 // The reference's HTTP twins: POST /json (ShouldRateLimit in JSON) and GET /healthcheck. The service serves GET /metrics.
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { type EnvoyBounds, messageTooLarge } from './bounds.js';
 import { RequestRefused, requestFromJson, responseToJson } from './messages.js';
+import type { EnvoyMetrics } from './metrics.js';
 import type { EnvoyService } from './service.js';
-
-/** The largest body read: a request is a few hundred bytes. */
-const MAX_BODY_BYTES = 64 * 1024;
 
 export interface EnvoyHttpOptions {
   readonly service: EnvoyService;
   readonly healthy: () => Promise<boolean>;
+  /** `maxMessageBytes` bounds the body read. */
+  readonly bounds: EnvoyBounds;
+  /** Where a refused request is counted (`service_error`), as over gRPC. */
+  readonly metrics: EnvoyMetrics | undefined;
   readonly onError: (error: unknown) => void;
 }
 
@@ -19,14 +22,20 @@ function send(response: ServerResponse, statusCode: number, body: string, type =
   response.end(body);
 }
 
-function readBody(request: IncomingMessage): Promise<string> {
+/** Reads the body, refusing it once it is past the bound (or declared past it), without reading on. */
+function readBody(request: IncomingMessage, bounds: EnvoyBounds): Promise<string> {
   return new Promise((resolve, reject) => {
+    const declared = Number(request.headers['content-length']);
+    if (declared > bounds.maxMessageBytes) {
+      reject(messageTooLarge(declared, bounds));
+      return;
+    }
     const chunks: Buffer[] = [];
     let size = 0;
     request.on('data', (chunk: Buffer) => {
       size += chunk.length;
-      if (size > MAX_BODY_BYTES) {
-        reject(new RequestRefused('INVALID_ARGUMENT', `The body is over ${MAX_BODY_BYTES} bytes.`));
+      if (size > bounds.maxMessageBytes) {
+        reject(messageTooLarge(undefined, bounds));
         request.pause();
         return;
       }
@@ -48,11 +57,12 @@ export function envoyRoutes(
   const { service } = options;
   async function json(request: IncomingMessage, response: ServerResponse): Promise<void> {
     try {
-      const answer = await service.shouldRateLimit(requestFromJson(await readBody(request)));
+      const answer = await service.shouldRateLimit(requestFromJson(await readBody(request, options.bounds)));
       send(response, answer.overall_code === 2 ? 429 : 200, `${JSON.stringify(responseToJson(answer))}\n`);
     } catch (error) {
       if (!(error instanceof RequestRefused)) throw error;
       if (!request.complete) response.setHeader('Connection', 'close');
+      if (error.status === 'INVALID_ARGUMENT') options.metrics?.error('service_error');
       const statusCode = error.status === 'INVALID_ARGUMENT' ? 400 : 503;
       send(response, statusCode, `${JSON.stringify({ error: error.message })}\n`);
     }

@@ -2,6 +2,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Registry } from 'prom-client';
 import type { Store } from '../types.js';
+import type { EnvoyBounds } from './bounds.js';
 import { buildConfig } from './config.js';
 import { startGrpc } from './grpc.js';
 import { envoyRoutes } from './http.js';
@@ -9,6 +10,7 @@ import { type EnvoyMetrics, envoyMetrics } from './metrics.js';
 import { readConfigFiles, watchConfig } from './reload.js';
 import { EnvoyService } from './service.js';
 
+export { BOUND_MAXIMUMS, DEFAULT_BOUNDS, type EnvoyBounds } from './bounds.js';
 export { EnvoyConfigError } from './yaml-reader.js';
 
 /** The default address of the gRPC server, as the reference's: loopback, port 8081. */
@@ -28,8 +30,14 @@ export interface EnvoyOptions {
   readonly port: number;
   /** Answer OK whatever the limits say (the reference's global shadow mode). */
   readonly shadow: boolean;
-  /** Put the IETF RateLimit fields of the most constraining descriptor in the response headers. */
+  /** Every descriptor in quota mode (the reference's global quota mode). */
+  readonly quotaMode: boolean;
+  /** Put the IETF RateLimit fields, an item per descriptor with a limit, in the response headers. */
   readonly headers: boolean;
+  /** Return the request and the passing descriptors' `metadata` as the response's dynamic metadata. */
+  readonly metadata: boolean;
+  /** The most work one call may ask: message size, descriptors, entries per descriptor. */
+  readonly bounds: EnvoyBounds;
   /** Where the Envoy metrics are registered; none without one. */
   readonly registry: Registry | undefined;
   /** Resolves when the store answers, rejects when it does not (absent: the memory store). */
@@ -53,33 +61,19 @@ export interface RunningEnvoy {
 }
 
 /**
- * Loads the config (a bad file throws EnvoyConfigError naming the file, line and reason) and starts
- * the gRPC server; from then on the files are watched, and a bad change keeps the config in force.
+ * Whether the service can answer: a config is loaded, it is not stopping, and the store answers
+ * its probe (one probe at a time, its answer reused for PROBE_REUSE_MS).
  */
-export async function startEnvoy(options: EnvoyOptions): Promise<RunningEnvoy> {
-  const { log } = options;
-  const files = readConfigFiles(options.path);
-  const config = buildConfig(files.sources);
-  const metrics: EnvoyMetrics | undefined =
-    options.registry === undefined ? undefined : await envoyMetrics(options.registry);
-  const service = new EnvoyService({
-    store: options.store,
-    oneShard: options.oneShard,
-    shadow: options.shadow,
-    headers: options.headers,
-    metrics,
-    log: (line) => log(line),
-  });
-  service.load(config);
-  metrics?.configLoaded(true);
-
-  let stopping = false;
+function healthCheck(
+  service: EnvoyService,
+  probe: EnvoyOptions['probe'],
+  stopping: () => boolean,
+): () => Promise<boolean> {
   let probedAt = Number.NEGATIVE_INFINITY;
   let probedOk = false;
   let probing: Promise<boolean> | undefined;
-  const healthy = async (): Promise<boolean> => {
-    if (stopping || !service.loaded) return false;
-    const probe = options.probe;
+  return async () => {
+    if (stopping() || !service.loaded) return false;
     if (probe === undefined) return true;
     if (performance.now() - probedAt < PROBE_REUSE_MS) return probedOk;
     probing ??= probe()
@@ -95,40 +89,77 @@ export async function startEnvoy(options: EnvoyOptions): Promise<RunningEnvoy> {
       });
     return probing;
   };
-  const onError = (error: unknown): void =>
-    log(`unexpected error: ${error instanceof Error ? error.message : String(error)}`);
-  const grpc = await startGrpc({ service, healthy, metrics, onError }, options.host, options.port);
+}
 
-  const stopWatching = watchConfig({
+/** Watches the files: a good change is put in force, a bad one logged and counted; returns the stop. */
+function reloadOnChange(
+  options: EnvoyOptions,
+  fingerprint: string,
+  service: EnvoyService,
+  metrics: EnvoyMetrics | undefined,
+): () => void {
+  const refused = (error: unknown): void => {
+    metrics?.configLoaded(false);
+    options.log(
+      `config not reloaded, the previous one stays in force: ${error instanceof Error ? error.message : String(error)}`,
+    );
+  };
+  return watchConfig({
     path: options.path,
-    fingerprint: files.fingerprint,
+    fingerprint,
     ...(options.reloadIntervalMs === undefined ? {} : { intervalMs: options.reloadIntervalMs }),
     onChange: (changed) => {
       try {
         const next = buildConfig(changed.sources);
         service.load(next);
         metrics?.configLoaded(true);
-        log(`config reloaded: ${[...next.domains.keys()].join(', ')} from ${next.files.length} file(s)`);
-      } catch (error) {
-        metrics?.configLoaded(false);
-        log(
-          `config not reloaded, the previous one stays in force: ${error instanceof Error ? error.message : String(error)}`,
+        options.log(
+          `config reloaded: ${[...next.domains.keys()].join(', ')} from ${next.files.length} file(s)`,
         );
+      } catch (error) {
+        refused(error);
       }
     },
-    onUnreadable: (error) => {
-      metrics?.configLoaded(false);
-      log(
-        `config not reloaded, the previous one stays in force: ${error instanceof Error ? error.message : String(error)}`,
-      );
-    },
+    onUnreadable: refused,
   });
+}
 
+/**
+ * Loads the config (a bad file throws EnvoyConfigError naming the file, line and reason) and starts
+ * the gRPC server; from then on the files are watched, and a bad change keeps the config in force.
+ */
+export async function startEnvoy(options: EnvoyOptions): Promise<RunningEnvoy> {
+  const { log } = options;
+  const files = readConfigFiles(options.path);
+  const config = buildConfig(files.sources);
+  const metrics: EnvoyMetrics | undefined =
+    options.registry === undefined ? undefined : await envoyMetrics(options.registry);
+  const service = new EnvoyService({
+    store: options.store,
+    oneShard: options.oneShard,
+    shadow: options.shadow,
+    quotaMode: options.quotaMode,
+    headers: options.headers,
+    metadata: options.metadata,
+    bounds: options.bounds,
+    metrics,
+    log: (line) => log(line),
+  });
+  service.load(config);
+  metrics?.configLoaded(true);
+
+  let stopping = false;
+  const healthy = healthCheck(service, options.probe, () => stopping);
+  const onError = (error: unknown): void =>
+    log(`unexpected error: ${error instanceof Error ? error.message : String(error)}`);
+  const { bounds } = options;
+  const grpc = await startGrpc({ service, bounds, healthy, metrics, onError }, options.host, options.port);
+  const stopWatching = reloadOnChange(options, files.fingerprint, service, metrics);
   return {
     port: grpc.port,
     files: config.files,
     domains: [...config.domains.keys()],
-    http: envoyRoutes({ service, healthy, onError }),
+    http: envoyRoutes({ service, bounds, healthy, metrics, onError }),
     close: async (graceMs) => {
       stopping = true;
       stopWatching();

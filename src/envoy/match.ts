@@ -43,8 +43,11 @@ export function wildcardMatch(parts: readonly string[], value: string): boolean 
 /** The longest identifier kept as written; longer ones are hashed, so keys stay bounded whatever clients send. */
 const MAX_IDENTIFIER_BYTES = 1024;
 const ESCAPES = /[%&=]/g;
+const NEEDS_ESCAPE = /[%&=]/;
 
 function escapePart(text: string): string {
+  // Most parts have nothing to escape: a test allocates nothing where a replace with a callback would.
+  if (!NEEDS_ESCAPE.test(text)) return text;
   return text.replace(ESCAPES, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 }
 
@@ -78,6 +81,8 @@ export function matchDescriptor(root: Level, entries: readonly Entry[]): Match |
   let patterns: Map<number, string> | undefined;
   const detailed: string[] = [];
   const enhanced: string[] = [];
+  // Whether the enhanced key is the rules' own so far (each level's part against the rule matched there).
+  let enhancedIsOwn = true;
   for (let i = 0; i < entries.length; i++) {
     const entry = entries[i] as Entry;
     const keyValue = `${entry.key}_${entry.value}`;
@@ -106,7 +111,9 @@ export function matchDescriptor(root: Level, entries: readonly Entry[]): Match |
         shownValue = next.valueToMetric && !next.shareThreshold ? entry.value : pattern;
       } else if (byValue || next.valueToMetric) shownValue = entry.value;
     }
-    enhanced.push(`${entry.key}${shownValue === '' ? '' : `_${shownValue}`}`);
+    const enhancedPart = shownValue === '' ? entry.key : `${entry.key}_${shownValue}`;
+    enhanced.push(enhancedPart);
+    enhancedIsOwn &&= enhancedPart === next?.finalKey;
     if (next?.limit !== undefined && i === entries.length - 1) found = next;
     if (next === undefined || next.level.byKey.size === 0) break;
     level = next.level;
@@ -121,6 +128,6 @@ export function matchDescriptor(root: Level, entries: readonly Entry[]): Match |
             const value = patterns?.get(i) ?? entry.value;
             return value === '' ? entry.key : `${entry.key}_${value}`;
           });
-  } else if (enhanced.join('.') !== found.parts.join('.')) statsParts = enhanced;
+  } else if (!enhancedIsOwn) statsParts = enhanced;
   return { rule: found, statsParts, identifier: identifierOf(entries, patterns) };
 }

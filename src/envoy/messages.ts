@@ -1,5 +1,6 @@
 // The service's messages as grpc-js hands them over (snake_case, enums and 64-bit numbers as numbers), and their JSON twins.
 import type { Entry } from './match.js';
+import { type MetadataObject, type StructMessage, toStruct } from './metadata.js';
 
 /** `envoy.extensions.common.ratelimit.v3.RateLimitDescriptor`. */
 export interface DescriptorMessage {
@@ -36,12 +37,26 @@ export interface HeaderValueMessage {
   readonly value: string;
 }
 
-/** `envoy.service.ratelimit.v3.RateLimitResponse`. */
+/** `envoy.service.ratelimit.v3.RateLimitResponse`, its dynamic metadata as plain JSON (see {@link toWire}). */
 export interface RateLimitResponseMessage {
   readonly overall_code: number;
   readonly statuses: readonly DescriptorStatusMessage[];
   readonly response_headers_to_add: readonly HeaderValueMessage[];
   readonly request_headers_to_add: readonly HeaderValueMessage[];
+  /** The body Envoy sends with a refusal; undefined for none. */
+  readonly raw_body?: Buffer | undefined;
+  readonly dynamic_metadata?: MetadataObject | undefined;
+}
+
+/** The response as grpc-js encodes it: the dynamic metadata as a `google.protobuf.Struct`. */
+export type WireResponse = Omit<RateLimitResponseMessage, 'dynamic_metadata'> & {
+  readonly dynamic_metadata: StructMessage | null;
+};
+
+/** The response as grpc-js encodes it. */
+export function toWire(response: RateLimitResponseMessage): WireResponse {
+  const metadata = response.dynamic_metadata;
+  return { ...response, dynamic_metadata: metadata === undefined ? null : toStruct(metadata) };
 }
 
 /** A request the service refuses, with the gRPC status it is answered with. */
@@ -155,5 +170,7 @@ export function responseToJson(response: RateLimitResponseMessage): Record<strin
   });
   if (response.response_headers_to_add.length > 0)
     json.responseHeadersToAdd = response.response_headers_to_add;
+  if (response.raw_body !== undefined) json.rawBody = response.raw_body.toString('base64');
+  if (response.dynamic_metadata !== undefined) json.dynamicMetadata = response.dynamic_metadata;
   return json;
 }

@@ -21,8 +21,9 @@ export interface DescriptorOutcome {
   readonly ruleParts: readonly string[];
   readonly hits: number;
   readonly limit: number;
-  /** Units in use before this request, and after it (as if granted, when over). */
+  /** Units in use before this request. */
   readonly before: number;
+  /** Refused: over its limit. */
   readonly over: boolean;
   readonly shadow: boolean;
 }
@@ -64,10 +65,14 @@ export class EnvoyMetrics {
       new client.Counter({ name, help, labelNames, registers: [registry] });
     const keys = ['domain', 'key1', 'key2'];
     this.#totalHits = counter('ratelimit_service_rate_limit_total_hits', 'Hits asked of a limit.', keys);
-    this.#overLimit = counter('ratelimit_service_rate_limit_over_limit', 'Hits over a limit.', keys);
+    this.#overLimit = counter(
+      'ratelimit_service_rate_limit_over_limit',
+      'Hits refused by a limit (a refused request takes none of its hits).',
+      keys,
+    );
     this.#nearLimit = counter(
       'ratelimit_service_rate_limit_near_limit',
-      'Hits past 80% of a limit, within it or not.',
+      'Hits within a limit past 80% of it.',
       keys,
     );
     this.#withinLimit = counter('ratelimit_service_rate_limit_within_limit', 'Hits within a limit.', keys);
@@ -104,20 +109,21 @@ export class EnvoyMetrics {
     );
   }
 
-  /** Counts a descriptor's hits as the reference does: within, near, over, shadow. */
+  /**
+   * Counts a descriptor's hits: every hit of a refused descriptor is over (a refusal takes none of
+   * them), and hits taken past 80% of the limit are near it, as the reference counts them.
+   */
   descriptor(outcome: DescriptorOutcome): void {
     const series = this.#countersOf(outcome);
-    const { hits, limit, before, over } = outcome;
-    const after = before + hits;
-    const near = Math.floor(limit * NEAR_LIMIT_RATIO);
+    const { hits, limit, before } = outcome;
     series.totalHits.inc(hits);
-    if (over) {
-      const overHits = before >= limit ? hits : after - limit;
-      series.overLimit.inc(overHits);
-      if (before < limit) series.nearLimit.inc(limit - Math.max(near, before));
-      if (outcome.shadow) series.shadowMode.inc(overHits);
+    if (outcome.over) {
+      series.overLimit.inc(hits);
+      if (outcome.shadow) series.shadowMode.inc(hits);
       return;
     }
+    const near = Math.floor(limit * NEAR_LIMIT_RATIO);
+    const after = before + hits;
     if (after > near) series.nearLimit.inc(before >= near ? hits : after - near);
     series.withinLimit.inc(hits);
   }

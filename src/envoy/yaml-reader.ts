@@ -21,6 +21,11 @@ export class EnvoyConfigError extends SluiceError {
 export interface YamlMap {
   readonly line: number;
   readonly entries: ReadonlyMap<string, YamlValue>;
+  /**
+   * The first key that is not a string, kept under its text: refused in config, taken as written
+   * in `metadata`, whose keys are free (as the reference reads them).
+   */
+  readonly nonStringKey?: { readonly line: number; readonly shown: string };
 }
 
 /** A value read from YAML, with its line. Scalars keep their text as written, as the reference reads strings. */
@@ -60,16 +65,20 @@ export function readYaml(file: string, source: string): YamlValue | undefined {
     const line = lineOf(node as Node | undefined, fallback);
     if (isMap(node)) {
       const entries = new Map<string, YamlValue>();
+      let nonStringKey: YamlMap['nonStringKey'];
       for (const pair of node.items) {
         const key = pair.key;
         const at = lineOf(key as Node, line);
-        if (!isScalar(key) || typeof key.value !== 'string') {
-          const shown = isScalar(key) ? String(key.source ?? key.value) : 'a collection';
-          throw new EnvoyConfigError(file, at, `config error, key is not of type string: ${shown}`);
+        let name: string;
+        if (isScalar(key) && typeof key.value === 'string') name = key.value;
+        else {
+          name = isScalar(key) ? String(key.source ?? key.value) : 'a collection';
+          nonStringKey ??= { line: at, shown: name };
         }
-        entries.set(key.value, convert(pair.value, at, at));
+        entries.set(name, convert(pair.value, at, at));
       }
-      return { kind: 'map', line, map: { line, entries }, keyLine };
+      const map: YamlMap = nonStringKey === undefined ? { line, entries } : { line, entries, nonStringKey };
+      return { kind: 'map', line, map, keyLine };
     }
     if (isSeq(node)) {
       return { kind: 'list', line, items: node.items.map((item) => convert(item, line, line)), keyLine };

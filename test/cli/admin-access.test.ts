@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import type { IncomingMessage } from 'node:http';
 import { describe, test } from 'node:test';
 import { AdminAccess, checkAdminToken, isLoopbackAddress } from '../../src/cli/dashboard/access.js';
-import { type RunningCli, runCli, startCli } from '../helpers/cli.js';
+import { type RunningCli, runCli, startServe } from '../helpers/cli.js';
 
 const TOKEN = 'a3f9c1d27be04e8f9a6b5c4d3e2f1a0b';
 
@@ -25,15 +25,7 @@ async function limit(base: string): Promise<number> {
 }
 
 /** Starts `sluice serve` on `host`; requests go to 127.0.0.1 (a wildcard address listens there too). */
-async function startServe(
-  host: string,
-  env: Record<string, string> = {},
-): Promise<{ running: RunningCli; base: string; banner: string }> {
-  const running = startCli(['serve', '--port', '0', '--host', host], { env });
-  await running.waitFor(/listening on http:\/\/\S+:\d+/);
-  const port = /listening on http:\/\/\S+:(\d+)/.exec(running.output().stdout)?.[1];
-  return { running, base: `http://127.0.0.1:${port}`, banner: running.output().stdout };
-}
+const serveOn = (host: string, env: Record<string, string> = {}) => startServe(['--host', host], { env });
 
 async function stop(running: RunningCli): Promise<void> {
   running.child.kill('SIGTERM');
@@ -91,7 +83,7 @@ describe('who may see the dashboard and /metrics', () => {
   });
 
   test('on loopback without a token: the page, its data and /metrics are open', async () => {
-    const { running, base, banner } = await startServe('127.0.0.1');
+    const { running, base, banner } = await serveOn('127.0.0.1');
     try {
       assert.match(
         banner,
@@ -122,7 +114,7 @@ describe('who may see the dashboard and /metrics', () => {
   });
 
   test('beyond loopback (0.0.0.0) without a token: they are off, serve says so, decisions are served', async () => {
-    const { running, base, banner } = await startServe('0.0.0.0');
+    const { running, base, banner } = await serveOn('0.0.0.0');
     try {
       assert.match(
         banner,
@@ -143,7 +135,7 @@ describe('who may see the dashboard and /metrics', () => {
   });
 
   test('beyond loopback with SLUICE_ADMIN_TOKEN: only requests with the token see them, decisions need none', async () => {
-    const { running, base, banner } = await startServe('0.0.0.0', { SLUICE_ADMIN_TOKEN: TOKEN });
+    const { running, base, banner } = await serveOn('0.0.0.0', { SLUICE_ADMIN_TOKEN: TOKEN });
     try {
       assert.match(banner, /metrics http:\/\/0\.0\.0\.0:\d+\/metrics {3}\(admin token required\)/);
       for (const path of ADMIN_PATHS) {

@@ -4,7 +4,7 @@ import { describe, test } from 'node:test';
 import { DecisionHistory, quantileMs } from '../../src/cli/dashboard/history.js';
 import { MemoryStore } from '../../src/index.js';
 import { decisionMetrics, STORE_SECONDS_BUCKETS } from '../../src/metrics/index.js';
-import { countedLimiter } from '../metrics/limiters.js';
+import { countedLimiter } from '../helpers/metrics/limiters.js';
 
 describe('dashboard history', () => {
   test('percentiles interpolate within the bucket they fall in, as histogram_quantile does', () => {

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { artifactsDir, type Browser, launchBrowser } from '../helpers/browser.js';
-import { type RunningCli, startCli, writeConfig } from '../helpers/cli.js';
+import { type RunningCli, startServe, writeConfig } from '../helpers/cli.js';
 import { type RedisServer, startRedis } from '../helpers/redis-server.js';
 
 /** How long the page may take to show what happened: it polls every second. */
@@ -50,9 +50,7 @@ describe('the dashboard in chromium', () => {
         login: { algorithm: 'slidingLog', limit: 3, windowMs: 60_000, onStoreError: 'deny' },
       },
     });
-    serve = startCli(['serve', '--port', '0', '--config', config.path, '--redis', redis.url]);
-    await serve.waitFor(/listening on http:\/\/127\.0\.0\.1:\d+/);
-    base = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(serve.output().stdout)?.[1] as string;
+    ({ running: serve, base } = await startServe(['--config', config.path, '--redis', redis.url]));
     browser = await launchBrowser();
   });
   after(async () => {

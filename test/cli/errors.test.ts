@@ -3,10 +3,11 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { createServer as createHttpServer, type Server } from 'node:http';
 import { createServer as createTcpServer, type Socket, type Server as TcpServer } from 'node:net';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { type CliResult, runCli } from '../helpers/cli.js';
+import { ROOT } from '../helpers/paths.js';
 import { freePort, type RedisServer, startRedis } from '../helpers/redis-server.js';
 
 /** Every command that talks to Redis, with the arguments it needs besides --redis. */
@@ -211,9 +212,7 @@ describe('sluice bad input', () => {
   });
 
   test('--version prints the version of the package', async () => {
-    const { version } = JSON.parse(
-      readFileSync(fileURLToPath(new URL('../../../package.json', import.meta.url)), 'utf8'),
-    );
+    const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
     for (const flag of ['--version', '-v']) {
       const result = await runCli([flag]);
       assert.deepEqual([result.code, result.stdout, result.stderr], [0, `${version}\n`, '']);

@@ -4,7 +4,7 @@ import { execFileSync } from 'node:child_process';
 import { Agent, request as httpRequest } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { type RunningCli, startCli, writeConfig } from '../helpers/cli.js';
+import { type ServeProcess, startServe, writeConfig } from '../helpers/cli.js';
 import { seeded } from '../helpers/random.js';
 
 interface Reply {
@@ -127,21 +127,18 @@ function malformedBodies(): Buffer[] {
   return bodies;
 }
 
-async function startServe(): Promise<{ running: RunningCli; base: string; remove(): void }> {
+async function startApi(): Promise<ServeProcess & { remove(): void }> {
   const config = writeConfig({
     policies: { api: { algorithm: 'tokenBucket', capacity: 100, refillPerSecond: 10 } },
   });
-  const running = startCli(['serve', '--port', '0', '--config', config.path]);
-  await running.waitFor(/listening on http:\/\/127\.0\.0\.1:\d+/);
-  const base = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(running.output().stdout)?.[1] as string;
-  return { running, base, remove: config.remove };
+  return { ...(await startServe(['--config', config.path])), remove: config.remove };
 }
 
 describe('sluice serve under bad input', () => {
-  let service: Awaited<ReturnType<typeof startServe>>;
+  let service: Awaited<ReturnType<typeof startApi>>;
 
   before(async () => {
-    service = await startServe();
+    service = await startApi();
   });
   after(async () => {
     service.running.child.kill('SIGTERM');
@@ -201,7 +198,7 @@ describe('sluice serve under bad input', () => {
     assert.equal(counted, bodies.length);
     const otherLines = stderr.split('\n').filter((line) => line !== '' && !summaries.includes(line));
     assert.deepEqual(otherLines, ['sluice serve: SIGTERM: finishing requests in flight, then stopping']);
-    service = await startServe();
+    service = await startApi();
   });
 
   test('1,500 half-open connections held: a normal request still gets its answer', async () => {

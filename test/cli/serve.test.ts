@@ -3,16 +3,13 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { after, before, describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { parseList } from 'structured-headers';
 import { DEFAULT_CONFIG } from '../../src/cli/config.js';
-import { type RunningCli, startCli, writeConfig } from '../helpers/cli.js';
+import { type RunningCli, startCli, startServe, writeConfig } from '../helpers/cli.js';
+import { ROOT } from '../helpers/paths.js';
 import { type RedisServer, startRedis } from '../helpers/redis-server.js';
 import { SERVER_FAMILY } from '../helpers/server-family.js';
-
-/** The repository root, where the default sluice.config.json lives (build/test/cli -> ../../..). */
-const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
 interface Reply {
   status: number;
@@ -40,12 +37,7 @@ const limit = (base: string, body: unknown): Promise<Reply> =>
   send(base, 'POST', '/v1/limit', typeof body === 'string' ? body : JSON.stringify(body));
 
 /** Starts `sluice serve` on a free port (from the repository root, so it reads sluice.config.json). */
-async function startServe(args: readonly string[] = []): Promise<{ running: RunningCli; base: string }> {
-  const running = startCli(['serve', '--port', '0', ...args], { cwd: ROOT });
-  await running.waitFor(/listening on http:\/\/127\.0\.0\.1:\d+/);
-  const base = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(running.output().stdout)?.[1] as string;
-  return { running, base };
-}
+const serveFromRoot = (args: readonly string[] = []) => startServe(args, { cwd: ROOT });
 
 async function stop(running: RunningCli): Promise<number | null> {
   running.child.kill('SIGTERM');
@@ -82,7 +74,7 @@ describe('sluice serve', () => {
       },
       serve: { headers: ['ietf', 'draft-6'] },
     });
-    const { running, base } = await startServe(['--config', config.path]);
+    const { running, base } = await serveFromRoot(['--config', config.path]);
     try {
       assert.match(
         running.output().stdout,
@@ -151,7 +143,7 @@ describe('sluice serve', () => {
 
   test('bad requests get 400 (or 404, 405, 413) problem+json, and the service keeps serving', async () => {
     // The repository's own sluice.config.json, as `npm start` serves it.
-    const { running, base } = await startServe();
+    const { running, base } = await serveFromRoot();
     try {
       assert.match(
         running.output().stdout,
@@ -227,7 +219,7 @@ describe('sluice serve', () => {
   });
 
   test('--redis keeps the state in Redis, under the config prefix', async () => {
-    const { running, base } = await startServe(['--redis', redisServer.url]);
+    const { running, base } = await serveFromRoot(['--redis', redisServer.url]);
     try {
       // The banner names the server as its INFO does: Redis 7.0.15, Valkey 8.0.1.
       assert.match(
@@ -246,7 +238,7 @@ describe('sluice serve', () => {
   });
 
   test('with Redis down each policy decides by its onStoreError (api fails open, login fails closed with a 503), and the service recovers', async () => {
-    const { running, base } = await startServe(['--redis', redisServer.url]);
+    const { running, base } = await serveFromRoot(['--redis', redisServer.url]);
     try {
       assert.equal((await limit(base, { policy: 'api', key: 'k-outage' })).status, 200);
       await redisServer.kill();
@@ -282,7 +274,7 @@ describe('sluice serve', () => {
   });
 
   test('a port in use, and a bad config, are one line and exit 2', async () => {
-    const { running, base } = await startServe();
+    const { running, base } = await serveFromRoot();
     try {
       const port = new URL(base).port;
       const clash = startCli(['serve', '--port', port], { cwd: ROOT });

@@ -2,7 +2,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { parseDuration } from '../../src/cli/args.js';
-import { fixFor, judge, limiterOf, Pacer, scanFraction } from '../../src/cli/audit-scan.js';
+import { fixFor, judge, limiterOf } from '../../src/cli/audit-judge.js';
+import { Pacer, scanFraction } from '../../src/cli/audit-scan.js';
 import { maxTtlMs, stateType } from '../../src/cli/config.js';
 import { decodeState } from '../../src/cli/decode.js';
 import { progressBar, table } from '../../src/cli/output.js';

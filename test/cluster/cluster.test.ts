@@ -12,7 +12,6 @@ import {
   MemoryStore,
   type Policy,
   RedisStore,
-  SluiceError,
   slidingLog,
   slidingWindow,
   tokenBucket,
@@ -21,18 +20,15 @@ import { LIBRARY_NAME, SCRIPTS } from '../../src/stores/redis/scripts.js';
 import { keySlot } from '../../src/stores/redis/slot.js';
 import { CLIENT_KINDS, type ClientKind } from '../helpers/clients.js';
 import { type ClusterClient, connectCluster } from '../helpers/cluster-clients.js';
+import { isCode } from '../helpers/errors.js';
 import { seeded } from '../helpers/random.js';
 import { type RedisCluster, startCluster } from '../helpers/redis-cluster.js';
+import { EXACT } from '../helpers/suites.js';
 
 const MODES = ['scripts', 'functions'] as const;
 const HOUR = 3_600_000;
 /** A fixed instant for injected clocks: a whole hour, so aligned windows start here. */
 const T0 = 1_700_002_800_000;
-/**
- * For suites that assert exact decisions: wait for Redis however slow this shared machine is, and
- * fail closed, so that a store failure shows up as a denial with a reason rather than a grant.
- */
-const EXACT = { timeoutMs: 60_000, onStoreError: 'deny' } as const;
 
 let cluster: RedisCluster;
 const clients: ClusterClient[] = [];
@@ -356,10 +352,7 @@ for (const kind of CLIENT_KINDS) {
         assert.notEqual(keySlot(userKey), keySlot(tenantKey));
         const both = all([user, tenant]);
         for (const operation of ['limit', 'peek'] as const) {
-          await assert.rejects(
-            both[operation](['42', '9']),
-            (error: unknown) => error instanceof SluiceError && error.code === ERROR_CODES.CROSS_SLOT,
-          );
+          await assert.rejects(both[operation](['42', '9']), isCode(ERROR_CODES.CROSS_SLOT));
         }
         assert.equal(await cluster.command(userOwner.port, 'EXISTS', userKey), 0);
         assert.equal(await cluster.command(tenantOwner.port, 'EXISTS', tenantKey), 0);

@@ -2,7 +2,7 @@
 // migration (redis-cli --cluster reshard), CLUSTER FAILOVER on a replica, and a primary killed with SIGKILL,
 // each under load.
 import assert from 'node:assert/strict';
-import { after, afterEach, before, test } from 'node:test';
+import { after, before, test } from 'node:test';
 import {
   all,
   createLimiter,
@@ -20,35 +20,17 @@ import { LIBRARY_NAME } from '../../src/stores/redis/scripts.js';
 import { keySlot } from '../../src/stores/redis/slot.js';
 import { CLIENT_KINDS, type ClientKind } from '../helpers/clients.js';
 import { type ClusterClient, connectCluster } from '../helpers/cluster-clients.js';
-import {
-  type Load,
-  type LoadOptions,
-  type Outcome,
-  sleep,
-  startLoad,
-  summarize,
-} from '../helpers/failover-load.js';
+import { type Outcome, type Rig, sleep, summarize, trackedLoads } from '../helpers/failover-load.js';
 import { type ClusterNode, type RedisCluster, reshard, startCluster } from '../helpers/redis-cluster.js';
 import { infoFields, pollUntil } from '../helpers/resp.js';
+import { EXACT } from '../helpers/suites.js';
 
 const HOUR = 3_600_000;
 const T0 = 1_700_002_800_000;
-/**
- * For suites that assert exact decisions: wait for Redis however slow this shared machine is, and
- * fail closed, so that a store failure shows up as a denial with a reason rather than a grant.
- */
-const EXACT = { timeoutMs: 60_000, onStoreError: 'deny' } as const;
 /** The clients that retry TRYAGAIN themselves (ioredis's retryDelayOnTryAgain, and its fork's). */
 const RETRIES_TRYAGAIN: ReadonlySet<ClientKind> = new Set(['ioredis', 'iovalkey']);
 /** So large that nothing is denied: every call is counted, and the count can be checked afterwards. */
 const HUGE = 1_000_000;
-
-interface Rig {
-  readonly kind: ClientKind;
-  readonly mode: 'scripts' | 'functions';
-  readonly label: string;
-  readonly store: RedisStore;
-}
 
 let cluster: RedisCluster;
 const clients: ClusterClient[] = [];
@@ -68,19 +50,8 @@ before(async () => {
   }
 });
 
-const running = new Set<Load>();
-
 /** Starts a load that is stopped after the test even when an assertion fails first. */
-function trackedLoad(options: LoadOptions): Load {
-  const started = startLoad(options);
-  running.add(started);
-  return started;
-}
-
-afterEach(async () => {
-  await Promise.all([...running].map((each) => each.stop()));
-  running.clear();
-});
+const trackedLoad = trackedLoads();
 
 after(async () => {
   await Promise.all(clients.map((client) => client.close()));

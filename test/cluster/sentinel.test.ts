@@ -1,7 +1,7 @@
 // sluice through Redis Sentinel (a primary, a replica, three sentinels), with ioredis and node-redis: decisions,
 // exact bursts, and the primary killed with SIGKILL under load until the sentinels promote the replica.
 import assert from 'node:assert/strict';
-import { after, afterEach, before, test } from 'node:test';
+import { after, before, test } from 'node:test';
 import {
   createLimiter,
   fixedWindow,
@@ -12,31 +12,18 @@ import {
   slidingWindow,
   tokenBucket,
 } from '../../src/index.js';
-import type { ClientKind } from '../helpers/clients.js';
 import { type ClusterClient, connectSentinel, SENTINEL_CLIENT_KINDS } from '../helpers/cluster-clients.js';
-import { type Load, type LoadOptions, sleep, startLoad, summarize } from '../helpers/failover-load.js';
+import { type Rig, sleep, summarize, trackedLoads } from '../helpers/failover-load.js';
 import { type SentinelDeployment, startSentinel } from '../helpers/redis-sentinel.js';
 import { pollUntil } from '../helpers/resp.js';
+import { EXACT } from '../helpers/suites.js';
 
 const HOUR = 3_600_000;
 const T0 = 1_700_002_800_000;
-/**
- * For suites that assert exact decisions: wait for Redis however slow this shared machine is, and
- * fail closed, so that a store failure shows up as a denial with a reason rather than a grant.
- */
-const EXACT = { timeoutMs: 60_000, onStoreError: 'deny' } as const;
-
-interface Rig {
-  readonly kind: ClientKind;
-  readonly mode: 'scripts' | 'functions';
-  readonly label: string;
-  readonly store: RedisStore;
-}
 
 let deployment: SentinelDeployment;
 const clients: ClusterClient[] = [];
 const rigs: Rig[] = [];
-const running = new Set<Load>();
 
 before(async () => {
   deployment = await startSentinel({ downAfterMs: 1000 });
@@ -50,16 +37,7 @@ before(async () => {
   }
 });
 
-function trackedLoad(options: LoadOptions): Load {
-  const started = startLoad(options);
-  running.add(started);
-  return started;
-}
-
-afterEach(async () => {
-  await Promise.all([...running].map((each) => each.stop()));
-  running.clear();
-});
+const trackedLoad = trackedLoads();
 
 after(async () => {
   await Promise.all(clients.map((client) => client.close()));

@@ -15,6 +15,7 @@ import {
 import { BACKENDS, type Backend, openBackend } from '../helpers/backends.js';
 import { connect } from '../helpers/clients.js';
 import { type RedisServer, startRedis } from '../helpers/redis-server.js';
+import { unique } from '../helpers/suites.js';
 
 let server: RedisServer;
 before(async () => {
@@ -23,9 +24,6 @@ before(async () => {
 after(async () => {
   await server.stop();
 });
-
-let names = 0;
-const unique = (label: string): string => `${label}${++names}`;
 
 /** Script calls a store has made so far: a Redis store counts them; the memory store makes none. */
 const callsOf = (store: Store): number => (store instanceof RedisStore ? store.calls : 0);

@@ -11,12 +11,12 @@ import {
   MemoryStore,
   type Policy,
   type RedisStore,
-  SluiceError,
   slidingLog,
   slidingWindow,
   tokenBucket,
 } from '../../src/index.js';
 import { BACKENDS, openBackend } from '../helpers/backends.js';
+import { isCode } from '../helpers/errors.js';
 import { type ExpiryWatch, watchExpiries } from '../helpers/expiries.js';
 import { seeded } from '../helpers/random.js';
 import { type RedisServer, startRedis } from '../helpers/redis-server.js';
@@ -42,10 +42,6 @@ function fits(policy: Policy, limit: number): boolean {
   } catch {
     return false;
   }
-}
-
-function isCode(code: string) {
-  return (error: unknown) => error instanceof SluiceError && error.code === code;
 }
 
 let server: RedisServer;

@@ -7,10 +7,11 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { allCodeBlocks, type CodeBlock, onPages } from '../helpers/code-blocks.js';
 import { runExample, startExample } from '../helpers/example-process.js';
+import { ROOT } from '../helpers/paths.js';
 import { type RedisCluster, startCluster } from '../helpers/redis-cluster.js';
 import { freePort, type RedisServer, startRedis } from '../helpers/redis-server.js';
 import { redisCommand } from '../helpers/resp.js';
-import { buildSandbox, type Compiled, ROOT, type Sandbox } from '../helpers/sandbox.js';
+import { buildSandbox, type Compiled, type Sandbox } from '../helpers/sandbox.js';
 
 let sandbox: Sandbox;
 let redis: RedisServer;
@@ -176,6 +177,39 @@ describe('examples against a real Redis', () => {
     try {
       const refused = await expectLimit(`${app.url}/api/hello`, 4);
       assert.match(refused.headers.get('ratelimit') ?? '', /^"hono";r=0;t=\d+$/);
+    } finally {
+      await app.stop();
+    }
+  });
+
+  test('koa: 5 a minute per address, the remaining count from ctx.state in the body', async () => {
+    const app = await serve('koa');
+    try {
+      const response = await fetch(`${app.url}/`);
+      assert.deepEqual(await response.json(), { remaining: 4 });
+      assert.equal(response.headers.get('ratelimit-policy'), '"koa";q=5;w=60');
+      await expectLimit(`${app.url}/`, 4);
+    } finally {
+      await app.stop();
+    }
+  });
+
+  test('nestjs: 5 a minute on every route, 2 for /search by name, /health not limited, the decision in the handler', async () => {
+    const app = await serve('nestjs');
+    try {
+      assert.deepEqual(
+        (await getMany(`${app.url}/health`, 7)).map((response) => response.status),
+        Array(7).fill(200),
+      );
+      const response = await fetch(`${app.url}/`);
+      assert.deepEqual(await response.json(), { remaining: 4 });
+      assert.match(response.headers.get('ratelimit') ?? '', /^"api";r=4;t=\d+$/);
+      await expectLimit(`${app.url}/search`, 2);
+      const refused = await fetch(`${app.url}/search`);
+      assert.equal(refused.status, 429);
+      const problem = (await refused.json()) as { 'violated-policies': string[] };
+      assert.deepEqual(problem['violated-policies'], ['search']);
+      await expectLimit(`${app.url}/`, 4);
     } finally {
       await app.stop();
     }

@@ -2,7 +2,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
-import { type RedisServer, startRedis } from '../helpers/redis-server.js';
 import {
   configDir,
   type EnvoyServe,
@@ -12,7 +11,8 @@ import {
   OK,
   OVER_LIMIT,
   startEnvoyServe,
-} from './support.js';
+} from '../helpers/envoy/support.js';
+import { type RedisServer, startRedis } from '../helpers/redis-server.js';
 
 const SERVING = 1;
 const NOT_SERVING = 2;

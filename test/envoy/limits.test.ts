@@ -4,20 +4,23 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
-import { Redis } from 'ioredis';
-import { type RedisServer, startRedis } from '../helpers/redis-server.js';
+import { parseList } from 'structured-headers';
 import {
+  awayFromMinuteEnd,
   type Descriptor,
   type EnvoyServe,
+  envoyOnRedis,
   FIXTURES,
   httpCall,
   metric,
   OK,
   OVER_LIMIT,
   type RateLimitRequest,
+  scriptCalls,
   startEnvoyServe,
   UNIT,
-} from './support.js';
+} from '../helpers/envoy/support.js';
+import { type RedisServer, startRedis } from '../helpers/redis-server.js';
 
 const CONFIG = join(FIXTURES, 'limits.yaml');
 
@@ -27,12 +30,6 @@ function request(...descriptors: Descriptor[]): RateLimitRequest {
 
 function one(key: string, value: string, extra: Partial<Descriptor> = {}): Descriptor {
   return { entries: [{ key, value }], ...extra };
-}
-
-/** Waits out the last seconds of a minute, so that a minute's fixed window cannot roll over mid-test. */
-async function awayFromMinuteEnd(): Promise<void> {
-  const intoMinute = Date.now() % 60_000;
-  if (intoMinute > 50_000) await new Promise((resolve) => setTimeout(resolve, 60_500 - intoMinute));
 }
 
 function decisionSuite(name: string, args: () => readonly string[]): void {
@@ -98,23 +95,43 @@ function decisionSuite(name: string, args: () => readonly string[]): void {
     test('hits: the descriptor’s own (0 looks without taking), else the request’s, else 1', async () => {
       const three = await serve.client.shouldRateLimit({ ...request(one('user', 'h1')), hits_addend: 3 });
       assert.equal(three.statuses[0]?.limit_remaining, 2);
+      const zero = request(one('user', 'h1', { hits_addend: { value: 0 } }));
+      const lookWithRoom = await serve.client.shouldRateLimit(zero);
+      assert.equal(lookWithRoom.overall_code, OK);
+      assert.equal(lookWithRoom.statuses[0]?.limit_remaining, 2);
       const own = await serve.client.shouldRateLimit({
         ...request(one('user', 'h1', { hits_addend: { value: 2 } })),
         hits_addend: 4,
       });
       assert.equal(own.statuses[0]?.limit_remaining, 0);
-      const look = await serve.client.shouldRateLimit(
-        request(one('user', 'h1', { hits_addend: { value: 0 } })),
-      );
-      assert.equal(look.overall_code, OK);
-      assert.equal(look.statuses[0]?.code, OK);
-      assert.equal(look.statuses[0]?.limit_remaining, 0);
+      // A check of 0 hits takes nothing, and is over once nothing is left for one more hit.
+      const lookWhenFull = await serve.client.shouldRateLimit(zero);
+      assert.equal(lookWhenFull.overall_code, OVER_LIMIT);
+      assert.equal(lookWhenFull.statuses[0]?.code, OVER_LIMIT);
+      assert.equal(lookWhenFull.statuses[0]?.limit_remaining, 0);
       assert.equal((await serve.client.shouldRateLimit(request(one('user', 'h1')))).overall_code, OVER_LIMIT);
+    });
+
+    test('more hits than the limit grants: over, nothing taken, what is left and the reset reported exactly', async () => {
       const tooMany = await serve.client.shouldRateLimit(
         request(one('user', 'h2', { hits_addend: { value: 6 } }), one('tenant', 'h2')),
       );
+      assert.equal(tooMany.overall_code, OVER_LIMIT);
       assert.equal(tooMany.statuses[0]?.code, OVER_LIMIT);
+      assert.equal(tooMany.statuses[0]?.limit_remaining, 5);
       assert.equal(tooMany.statuses[1]?.limit_remaining, 2);
+      // A full token bucket is at its full allowance now: 0 s to it, not the end of a fixed hour.
+      const bucket = await serve.client.shouldRateLimit(
+        request(one('bucket', 'h2', { hits_addend: { value: 3 } })),
+      );
+      assert.equal(bucket.statuses[0]?.code, OVER_LIMIT);
+      assert.equal(bucket.statuses[0]?.limit_remaining, 2);
+      assert.deepEqual(bucket.statuses[0]?.duration_until_reset, { seconds: 0, nanos: 0 });
+      const after = await serve.client.shouldRateLimit(request(one('user', 'h2'), one('bucket', 'h2')));
+      assert.deepEqual(
+        after.statuses.map((s) => s.limit_remaining),
+        [4, 1],
+      );
     });
 
     test('a limit override takes the rule’s place with its own unit; with no rule it is the limit alone', async () => {
@@ -145,7 +162,10 @@ function decisionSuite(name: string, args: () => readonly string[]): void {
       assert.ok((bucket.statuses[0]?.duration_until_reset?.seconds ?? 0) > 0);
     });
 
-    test('an empty domain or no descriptors: INVALID_ARGUMENT', async () => {
+    test('an empty domain or no descriptors: INVALID_ARGUMENT, counted over gRPC and POST /json alike', async () => {
+      const counted = (): Promise<number> =>
+        metric(serve.http, 'ratelimit_service_should_rate_limit_error', { err_type: 'service_error' });
+      const before = await counted();
       await assert.rejects(serve.client.shouldRateLimit({ domain: '', descriptors: [one('user', 'x')] }), {
         code: status.INVALID_ARGUMENT,
         details: 'rate limit domain must not be empty',
@@ -153,10 +173,11 @@ function decisionSuite(name: string, args: () => readonly string[]): void {
       await assert.rejects(serve.client.shouldRateLimit({ domain: 'limits', descriptors: [] }), {
         code: status.INVALID_ARGUMENT,
       });
-      assert.equal(
-        await metric(serve.http, 'ratelimit_service_should_rate_limit_error', { err_type: 'service_error' }),
-        2,
-      );
+      assert.equal(await counted(), before + 2);
+      const empty = JSON.stringify({ domain: '', descriptors: [{ entries: [{ key: 'user', value: 'x' }] }] });
+      assert.equal((await httpCall(`${serve.http}/json`, 'POST', empty)).status, 400);
+      assert.equal((await httpCall(`${serve.http}/json`, 'POST', '{"domain": 5}')).status, 400);
+      assert.equal(await counted(), before + 4);
     });
 
     test('POST /json answers 200, 429 and 400; GET /healthcheck answers OK', async () => {
@@ -203,6 +224,28 @@ function decisionSuite(name: string, args: () => readonly string[]): void {
         })) > 0,
       );
     });
+
+    test('requests of 3 hits against 5: every hit of a refused request counts as over', async () => {
+      const labels = { domain: 'limits', key1: 'user', key2: '' };
+      const names = ['total_hits', 'within_limit', 'near_limit', 'over_limit'] as const;
+      const read = async (): Promise<number[]> =>
+        Promise.all(names.map((name) => metric(serve.http, `ratelimit_service_rate_limit_${name}`, labels)));
+      const before = await read();
+      const codes: number[] = [];
+      for (let i = 0; i < 5; i++) {
+        codes.push(
+          (await serve.client.shouldRateLimit({ ...request(one('user', 'm3')), hits_addend: 3 }))
+            .overall_code,
+        );
+      }
+      assert.deepEqual(codes, [OK, OVER_LIMIT, OVER_LIMIT, OVER_LIMIT, OVER_LIMIT]);
+      const after = await read();
+      // total 15, within 3, near 0 (3 taken of 5 stay under 80%), over 12: the 4 refused requests took none of their hits.
+      assert.deepEqual(
+        after.map((value, i) => value - (before[i] as number)),
+        [15, 3, 0, 12],
+      );
+    });
   });
 }
 
@@ -218,32 +261,14 @@ after(async () => {
 decisionSuite('Redis', () => ['--redis', (redis as RedisServer).url]);
 
 describe('on one Redis, a request is one script', () => {
-  let serve: EnvoyServe;
-  let client: Redis;
-  before(async () => {
-    serve = await startEnvoyServe(CONFIG, ['--redis', (redis as RedisServer).url]);
-    client = new Redis({ port: (redis as RedisServer).port, lazyConnect: true });
-    await client.connect();
-  });
-  after(async () => {
-    client.disconnect();
-    await serve.stop();
-  });
-
-  const scriptCalls = async (): Promise<number> => {
-    const stats = String(await client.info('commandstats'));
-    return [...stats.matchAll(/cmdstat_(?:evalsha|eval):calls=(\d+)/g)].reduce(
-      (sum, m) => sum + Number(m[1]),
-      0,
-    );
-  };
+  const onRedis = envoyOnRedis(CONFIG, () => redis as RedisServer);
 
   test('two descriptors of a request: one atomic script, their keys sharing the domain’s hash tag', async () => {
-    await serve.client.shouldRateLimit(request(one('user', 'warm'), one('tenant', 'warm')));
-    const before = await scriptCalls();
-    await serve.client.shouldRateLimit(request(one('user', 'r1'), one('tenant', 'r1')));
-    assert.equal((await scriptCalls()) - before, 1);
-    assert.deepEqual((await client.keys('rl:limits.*r1')).sort(), [
+    await onRedis.serve().client.shouldRateLimit(request(one('user', 'warm'), one('tenant', 'warm')));
+    const before = await scriptCalls(onRedis.redis());
+    await onRedis.serve().client.shouldRateLimit(request(one('user', 'r1'), one('tenant', 'r1')));
+    assert.equal((await scriptCalls(onRedis.redis())) - before, 1);
+    assert.deepEqual((await onRedis.redis().keys('rl:limits.*r1')).sort(), [
       'rl:limits.tenant|fixedWindow|3600000:{limits}:tenant=r1',
       'rl:limits.user|fixedWindow|3600000:{limits}:user=r1',
     ]);
@@ -267,10 +292,57 @@ describe('the global shadow mode and the RateLimit headers', () => {
     assert.equal(await metric(serve.http, 'ratelimit_service_global_shadow_mode'), 1);
   });
 
-  test('--envoy-headers adds the most constraining descriptor’s RateLimit fields', async () => {
-    const response = await serve.client.shouldRateLimit(request(one('user', 'hd'), one('tenant', 'hd')));
+  test('--envoy-headers: a RateLimit item per descriptor with a limit, named after its rule', async () => {
+    const response = await serve.client.shouldRateLimit(
+      request(one('user', 'hd'), one('tenant', 'hd'), one('sliding', 'hd'), one('nothing', 'hd')),
+    );
     const headers = Object.fromEntries(response.response_headers_to_add.map((h) => [h.key, h.value]));
-    assert.match(headers['RateLimit-Policy'] ?? '', /^"limits\.tenant";q=2;w=3600$/);
-    assert.match(headers.RateLimit ?? '', /^"limits\.tenant";r=1;t=\d+$/);
+    const policies = parseList(headers['RateLimit-Policy'] ?? '');
+    assert.deepEqual(
+      policies.map(([name, params]) => [name, params.get('q'), params.get('w')]),
+      [
+        ['limits.user', 5, 3600],
+        ['limits.tenant', 2, 3600],
+        ['limits.sliding', 3, 90],
+      ],
+    );
+    const items = parseList(headers.RateLimit ?? '');
+    assert.deepEqual(
+      items.map(([name, params]) => [name, params.get('r')]),
+      [
+        ['limits.user', 4],
+        ['limits.tenant', 1],
+        ['limits.sliding', 2],
+      ],
+    );
+    assert.equal(headers['Retry-After'], undefined);
+    assert.equal(response.raw_body.length, 0);
+  });
+});
+
+describe('--envoy-headers on a refused request', () => {
+  let serve: EnvoyServe;
+  before(async () => {
+    serve = await startEnvoyServe(CONFIG, ['--envoy-headers']);
+  });
+  after(async () => {
+    await serve.stop();
+  });
+
+  test('the violated limits are named in a problem body, sent with Retry-After', async () => {
+    const refused = request(
+      one('user', 'pb'),
+      one('tenant', 'pb', { hits_addend: { value: 3 } }),
+      one('blocked', 'pb'),
+    );
+    const response = await serve.client.shouldRateLimit(refused);
+    assert.equal(response.overall_code, OVER_LIMIT);
+    const headers = Object.fromEntries(response.response_headers_to_add.map((h) => [h.key, h.value]));
+    assert.equal(parseList(headers.RateLimit ?? '').length, 3);
+    assert.equal(headers['Content-Type'], 'application/problem+json');
+    assert.ok(Number(headers['Retry-After']) > 0);
+    const problem = JSON.parse(response.raw_body.toString('utf8'));
+    assert.equal(problem.status, 429);
+    assert.deepEqual(problem['violated-policies'], ['limits.tenant', 'limits.blocked']);
   });
 });

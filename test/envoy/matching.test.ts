@@ -2,7 +2,15 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { type Entry, type EnvoyServe, FIXTURES, OK, OVER_LIMIT, startEnvoyServe, UNIT } from './support.js';
+import {
+  type Entry,
+  type EnvoyServe,
+  FIXTURES,
+  OK,
+  OVER_LIMIT,
+  startEnvoyServe,
+  UNIT,
+} from '../helpers/envoy/support.js';
 
 /** What a descriptor is expected to get: a limit (requests per unit, unit, name), unlimited, or nothing. */
 type Expected = { rpu: number; unit: number; name?: string } | 'unlimited' | 'none';

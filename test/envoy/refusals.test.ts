@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { runCli } from '../helpers/cli.js';
-import { FIXTURES, ROOT } from './support.js';
+import { FIXTURES, ROOT } from '../helpers/envoy/support.js';
 
 const REFUSALS: readonly { file: string; line: number; reason: string }[] = [
   { file: 'bad_limit_unit.yaml', line: 6, reason: "invalid rate limit unit 'foo'" },
@@ -39,7 +39,6 @@ const REFUSALS: readonly { file: string; line: number; reason: string }[] = [
     line: 6,
     reason: "config error, expected 'requests_per_unit' to be a whole number",
   },
-  { file: 'quota_mode.yaml', line: 4, reason: 'config error, quota_mode is not supported by sluice' },
   {
     file: join('duplicate_domain', 'b.yaml'),
     line: 2,

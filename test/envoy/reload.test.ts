@@ -3,7 +3,14 @@ import assert from 'node:assert/strict';
 import { renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { configDir, configMapDir, type EnvoyServe, eventually, metric, startEnvoyServe } from './support.js';
+import {
+  configDir,
+  configMapDir,
+  type EnvoyServe,
+  eventually,
+  metric,
+  startEnvoyServe,
+} from '../helpers/envoy/support.js';
 
 function config(limit: number): string {
   return `domain: reload\ndescriptors:\n  - key: client\n    rate_limit:\n      unit: hour\n      requests_per_unit: ${limit}\n`;

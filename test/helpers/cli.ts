@@ -86,6 +86,28 @@ export function startCli(args: readonly string[], options: CliOptions = {}): Run
   };
 }
 
+/** The banner `sluice serve` prints once it listens; the port is the last number of the address. */
+const LISTENING = /listening on http:\/\/\S+:(\d+)/;
+
+export interface ServeProcess {
+  readonly running: RunningCli;
+  /** `http://127.0.0.1:<port>`: a wildcard host (0.0.0.0, ::) listens there too. */
+  readonly base: string;
+  /** What it printed on stdout up to its banner. */
+  readonly banner: string;
+}
+
+/** Starts `sluice serve` on a free port with `args` and waits until it listens. */
+export async function startServe(
+  args: readonly string[] = [],
+  options: CliOptions = {},
+): Promise<ServeProcess> {
+  const running = startCli(['serve', '--port', '0', ...args], options);
+  await running.waitFor(LISTENING);
+  const banner = running.output().stdout;
+  return { running, base: `http://127.0.0.1:${LISTENING.exec(banner)?.[1]}`, banner };
+}
+
 /** Runs the CLI to completion. */
 export function runCli(args: readonly string[], options: CliOptions = {}): Promise<CliResult> {
   return startCli(args, options).exited;

@@ -1,5 +1,15 @@
 // Steady load for the failover suites: many concurrent callers, every outcome recorded (decision or error).
-import type { Decision } from '../../src/index.js';
+import { afterEach } from 'node:test';
+import type { Decision, RedisStore } from '../../src/index.js';
+import type { ClientKind } from './clients.js';
+
+/** One store of a failover suite: a client library in one mode, with its own key prefix. */
+export interface Rig {
+  readonly kind: ClientKind;
+  readonly mode: 'scripts' | 'functions';
+  readonly label: string;
+  readonly store: RedisStore;
+}
 
 export interface Outcome {
   /** ms since the load started, when the call was made. */
@@ -74,6 +84,23 @@ export function startLoad(options: LoadOptions): Load {
       await Promise.all(workers);
       return outcomes;
     },
+  };
+}
+
+/**
+ * `startLoad` for a suite: every load it starts is stopped after the test, even when an assertion
+ * fails first. Call once at the top level of a test file.
+ */
+export function trackedLoads(): (options: LoadOptions) => Load {
+  const running = new Set<Load>();
+  afterEach(async () => {
+    await Promise.all([...running].map((each) => each.stop()));
+    running.clear();
+  });
+  return (options) => {
+    const started = startLoad(options);
+    running.add(started);
+    return started;
   };
 }
 

@@ -1,13 +1,11 @@
-// The package as npm would install it (package.json and dist/esm built from this checkout) in a folder of its own,
-// where the examples and the documented code are compiled with strict settings and run, importing 'sluice' by name.
+// The package as npm would install it (package.json and dist/esm built from this checkout, and the server package's
+// build) in a folder of its own, where the examples and the documented code are compiled with strict settings and
+// run, importing 'sluice' by name.
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { CodeBlock } from './code-blocks.js';
-
-/** The repository root (build/test/helpers -> ../../..). */
-export const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+import { ROOT } from './paths.js';
 
 const TSC = join(ROOT, 'node_modules', '.bin', 'tsc');
 
@@ -26,7 +24,7 @@ export interface Sandbox {
   compile(blocks: readonly CodeBlock[], folder?: string): Compiled;
   /** The compiled example, e.g. `out/examples/express-redis.js`. */
   example(name: string): string;
-  /** The `sluice` CLI of the sandboxed package. */
+  /** The `sluice` CLI of the sandboxed server package. */
   readonly cli: string;
   remove(): void;
 }
@@ -48,19 +46,34 @@ export function buildSandbox(): Sandbox {
   copyFileSync(join(ROOT, 'package.json'), join(root, 'package.json'));
   const built = tsc(['-p', join(ROOT, 'tsconfig.esm.json'), '--outDir', join(root, 'dist', 'esm')], ROOT);
   if (!built.ok) throw new Error(`Building the package failed:\n${built.output}`);
+  // The service and the CLI as the server package builds them (packages/server/tsconfig.json).
+  const server = join(root, 'server');
+  const serverBuilt = tsc(
+    ['-p', join(ROOT, 'packages', 'server', 'tsconfig.json'), '--outDir', server],
+    ROOT,
+  );
+  if (!serverBuilt.ok) throw new Error(`Building the server package failed:\n${serverBuilt.output}`);
   mkdirSync(join(root, 'examples'));
   for (const name of readdirSync(join(ROOT, 'examples'))) {
     if (name.endsWith('.ts')) copyFileSync(join(ROOT, 'examples', name), join(root, 'examples', name));
   }
   return {
     root,
-    cli: join(root, 'dist', 'esm', 'cli', 'index.js'),
+    cli: join(server, 'cli', 'index.js'),
     compile(blocks, folder = 'blocks') {
       mkdirSync(join(root, folder), { recursive: true });
       for (const block of blocks) writeFileSync(join(root, folder, block.file), block.code);
       const config = {
         extends: join(ROOT, 'tsconfig.base.json'),
-        compilerOptions: { module: 'NodeNext', moduleResolution: 'NodeNext', rootDir: '.', outDir: 'out' },
+        compilerOptions: {
+          module: 'NodeNext',
+          moduleResolution: 'NodeNext',
+          rootDir: '.',
+          outDir: 'out',
+          // The NestJS example and docs: decorators as Nest needs them, as every Nest project sets them.
+          experimentalDecorators: true,
+          emitDecoratorMetadata: true,
+        },
         include: [...(folder === 'blocks' ? ['examples/*.ts'] : []), `${folder}/*.ts`],
       };
       const file = `tsconfig.${folder}.json`;

@@ -6,6 +6,12 @@ import { CLIENT_KINDS, type ClientKind, type Connected, connect } from './client
 
 export type Mode = 'scripts' | 'functions';
 
+/**
+ * For suites that assert exact decisions: wait for Redis however slow this shared machine is, and
+ * fail closed, so that a store failure shows up as a denial with a reason rather than a grant.
+ */
+export const EXACT = { timeoutMs: 60_000, onStoreError: 'deny' } as const;
+
 /** Every client library in both modes: each Redis suite runs under all four. */
 export const VARIANTS: ReadonlyArray<{ readonly kind: ClientKind; readonly mode: Mode }> =
   CLIENT_KINDS.flatMap((kind) => (['scripts', 'functions'] as const).map((mode) => ({ kind, mode })));
@@ -63,4 +69,11 @@ export function oneUnit(name: string, identifier: string): StoreRequest {
     cost: 1,
     now: undefined,
   };
+}
+
+let names = 0;
+/** A limiter name no other test uses, so tests share one server without sharing keys. */
+export function unique(label: string): string {
+  names++;
+  return `${label}${names}`;
 }

@@ -5,9 +5,15 @@ import express, { type Request } from 'express';
 import request from 'supertest';
 import { clientIp } from '../../src/http/client-key.js';
 import { rateLimit } from '../../src/http/express.js';
-import { conformance } from './conformance.js';
-import { buildExpress } from './harness/express.js';
-import { header, memoryLimiter, rateLimitItem, SECONDS_LEFT, type TestLimiter } from './support.js';
+import { conformance } from '../helpers/http/conformance.js';
+import { buildExpress } from '../helpers/http/harness/express.js';
+import {
+  header,
+  memoryLimiter,
+  rateLimitItem,
+  SECONDS_LEFT,
+  type TestLimiter,
+} from '../helpers/http/support.js';
 
 function routes(app: express.Express): void {
   app.get('/ok', (_req, res) => {

@@ -4,7 +4,7 @@ import { afterEach, describe, it } from 'node:test';
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import { rateLimitPlugin } from '../../src/http/fastify.js';
 import { SluiceError } from '../../src/index.js';
-import { header, limiterPool, policyItem, rateLimitItem, SECONDS_LEFT } from './support.js';
+import { header, limiterPool, policyItem, rateLimitItem, SECONDS_LEFT } from '../helpers/http/support.js';
 
 /** The `user` of a parsed JSON body, read without a cast. */
 function bodyUser(request: FastifyRequest): string | undefined {

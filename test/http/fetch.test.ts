@@ -4,9 +4,15 @@ import { afterEach, describe, it } from 'node:test';
 import { clientIp, headerKey } from '../../src/http/client-key.js';
 import { rateLimit } from '../../src/http/fetch.js';
 import { SluiceError } from '../../src/index.js';
-import { conformance } from './conformance.js';
-import { buildFetch } from './harness/fetch.js';
-import { assertProblem, memoryLimiter, rateLimitItem, SECONDS_LEFT, type TestLimiter } from './support.js';
+import { conformance } from '../helpers/http/conformance.js';
+import { buildFetch } from '../helpers/http/harness/fetch.js';
+import {
+  assertProblem,
+  memoryLimiter,
+  rateLimitItem,
+  SECONDS_LEFT,
+  type TestLimiter,
+} from '../helpers/http/support.js';
 
 function _answer(request: Request): Response {
   const path = new URL(request.url).pathname;

@@ -6,7 +6,7 @@ import { quotaName } from '../../src/http/header-styles.js';
 import { type PolicyDecision, rateLimitHeaders, sfString } from '../../src/http/headers.js';
 import { problemDetails, refusalFor } from '../../src/http/problem.js';
 import type { Decision } from '../../src/index.js';
-import { parseItems } from './support.js';
+import { parseItems } from '../helpers/http/support.js';
 
 const allowed = (overrides: Partial<Decision> = {}): Decision => ({
   allowed: true,

@@ -4,9 +4,9 @@ import { afterEach, describe, it } from 'node:test';
 import { Hono } from 'hono';
 import { clientIp } from '../../src/http/client-key.js';
 import { rateLimit } from '../../src/http/hono.js';
-import { conformance } from './conformance.js';
-import { buildHono, nodeEnv } from './harness/hono.js';
-import { memoryLimiter, rateLimitItem, SECONDS_LEFT, type TestLimiter } from './support.js';
+import { conformance } from '../helpers/http/conformance.js';
+import { buildHono, nodeEnv } from '../helpers/http/harness/hono.js';
+import { memoryLimiter, rateLimitItem, SECONDS_LEFT, type TestLimiter } from '../helpers/http/support.js';
 
 function routes(app: Hono): void {
   app.get('/ok', (c) => c.text('ok'));

@@ -6,9 +6,9 @@ import request from 'supertest';
 import { clientIp } from '../../src/http/client-key.js';
 import { rateLimit } from '../../src/http/node.js';
 import { pathOf } from '../../src/http/view.js';
-import { conformance } from './conformance.js';
-import { buildNode, closeServer as close, listen } from './harness/node.js';
-import { memoryLimiter, rateLimitItem, SECONDS_LEFT, type TestLimiter } from './support.js';
+import { conformance } from '../helpers/http/conformance.js';
+import { buildNode, closeServer as close, listen } from '../helpers/http/harness/node.js';
+import { memoryLimiter, rateLimitItem, SECONDS_LEFT, type TestLimiter } from '../helpers/http/support.js';
 
 function answer(req: IncomingMessage, res: ServerResponse): void {
   const path = pathOf(req.url);

@@ -6,7 +6,7 @@ import { evaluate } from '../../src/http/handle.js';
 import { resolveRateLimitOptions } from '../../src/http/options.js';
 import type { RequestView } from '../../src/http/view.js';
 import { SluiceError } from '../../src/index.js';
-import { memoryLimiter } from './support.js';
+import { memoryLimiter } from '../helpers/http/support.js';
 
 const view = (headers: Record<string, string> = {}, path = '/'): RequestView => ({
   method: 'GET',

@@ -12,7 +12,7 @@ import {
   type Store,
   type StoreRequest,
 } from '../../src/index.js';
-import { memoryLimiter, NOW } from './support.js';
+import { memoryLimiter, NOW } from '../helpers/http/support.js';
 
 const view: RequestView = { method: 'GET', path: '/', remoteAddress: '192.0.2.1', header: () => undefined };
 const ban = { after: 0, windowMs: 60_000, durationMs: 60_000 };

@@ -14,7 +14,7 @@ import {
   slidingWindow,
   tokenBucket,
 } from '../../src/index.js';
-import { policyItem } from './support.js';
+import { policyItem } from '../helpers/http/support.js';
 
 const view: RequestView = { method: 'GET', path: '/', remoteAddress: '192.0.2.1', header: () => undefined };
 

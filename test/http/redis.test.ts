@@ -1,4 +1,4 @@
-// The middlewares against a real redis-server: the common behaviour of all five adapters, keys in Redis,
+// The middlewares against a real redis-server: the common behaviour of every adapter, keys in Redis,
 // and penalties shared by two middleware instances that share nothing but the server.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -7,15 +7,16 @@ import request from 'supertest';
 import { rateLimit } from '../../src/http/express.js';
 import { createLimiter, fixedWindow, RedisStore } from '../../src/index.js';
 import { CLIENT_KINDS, type ClientKind, type Connected, connect } from '../helpers/clients.js';
+import { type Build, type Capabilities, conformance, type MakeLimiter } from '../helpers/http/conformance.js';
+import { buildExpress } from '../helpers/http/harness/express.js';
+import { buildFastify } from '../helpers/http/harness/fastify.js';
+import { buildFetch } from '../helpers/http/harness/fetch.js';
+import { buildHono } from '../helpers/http/harness/hono.js';
+import { buildKoa } from '../helpers/http/harness/koa.js';
+import { buildNode } from '../helpers/http/harness/node.js';
+import { NOW, rateLimitItem, SECONDS_LEFT, testClock, WINDOW_MS } from '../helpers/http/support.js';
 import { type RedisServer, startRedis } from '../helpers/redis-server.js';
 import { assertHygiene } from '../helpers/suites.js';
-import { type Build, type Capabilities, conformance, type MakeLimiter } from './conformance.js';
-import { buildExpress } from './harness/express.js';
-import { buildFastify } from './harness/fastify.js';
-import { buildFetch } from './harness/fetch.js';
-import { buildHono } from './harness/hono.js';
-import { buildNode } from './harness/node.js';
-import { NOW, rateLimitItem, SECONDS_LEFT, testClock, WINDOW_MS } from './support.js';
 
 // The conformance suites register their tests at load time; the server and clients are ready before any runs.
 let server: RedisServer;
@@ -55,6 +56,7 @@ const ADAPTERS: ReadonlyArray<[string, Build, Capabilities]> = [
   ['express', buildExpress, {}],
   ['fastify', buildFastify, {}],
   ['hono', buildHono, { noPeer: true }],
+  ['koa', buildKoa, {}],
   ['node:http', buildNode, {}],
   ['fetch', buildFetch, { noPeer: true }],
 ];

@@ -6,6 +6,7 @@ import { describe, it } from 'node:test';
 import express from 'express';
 import Fastify from 'fastify';
 import { Hono } from 'hono';
+import Koa from 'koa';
 import request from 'supertest';
 import { headerKey } from '../../src/http/client-key.js';
 import { rateLimit as expressRateLimit } from '../../src/http/express.js';
@@ -13,9 +14,10 @@ import { rateLimit as fastifyRateLimit, rateLimitPlugin } from '../../src/http/f
 import { rateLimit as fetchRateLimit } from '../../src/http/fetch.js';
 import { rateLimit as honoRateLimit, type RateLimitVariables } from '../../src/http/hono.js';
 import type { RateLimitInfo } from '../../src/http/info.js';
+import { rateLimit as koaRateLimit } from '../../src/http/koa.js';
 import { rateLimit as nodeRateLimit } from '../../src/http/node.js';
-import { closeServer, listen } from './harness/node.js';
-import { memoryLimiter } from './support.js';
+import { closeServer, listen } from '../helpers/http/harness/node.js';
+import { memoryLimiter } from '../helpers/http/support.js';
 
 describe('the decision in the handler, typed', () => {
   it('express: req.rateLimit and limiter.info(req)', async () => {
@@ -85,6 +87,25 @@ describe('the decision in the handler, typed', () => {
         c.json({ remaining: c.get('quota')?.remaining }),
       );
       assert.deepEqual(await (await named.request('/', {}, env)).json(), { remaining: 2 });
+    } finally {
+      close();
+    }
+  });
+
+  it('koa: ctx.state.rateLimit and limit.info(ctx)', async () => {
+    const { limiter, close } = memoryLimiter(5);
+    try {
+      const limit = koaRateLimit({ limiter });
+      const app = new Koa();
+      app.use(limit);
+      app.use((ctx) => {
+        const info: RateLimitInfo | undefined = ctx.state.rateLimit;
+        // @ts-expect-error the decision is absent when no limiter decided the request
+        const remaining: number = ctx.state.rateLimit.remaining;
+        ctx.body = { remaining: info?.remaining, same: limit.info(ctx) === info ? remaining : 'differs' };
+      });
+      const reply = await request(app.callback()).get('/');
+      assert.deepEqual(reply.body, { remaining: 4, same: 4 });
     } finally {
       close();
     }

@@ -6,7 +6,7 @@ import { Registry } from 'prom-client';
 import { rateLimit } from '../../src/http/hono.js';
 import { all, createLimiter, fixedWindow, loginGuard, MemoryStore } from '../../src/index.js';
 import { prometheusMetrics } from '../../src/metrics/index.js';
-import { outcomes, scrape } from './scrape.js';
+import { outcomes, scrape } from '../helpers/metrics/scrape.js';
 
 test('all(limiters, { metrics }) counts each member, by its name, from then on', async () => {
   const registry = new Registry();

@@ -12,7 +12,7 @@ import {
 } from '@opentelemetry/sdk-metrics';
 import { MemoryStore, SluiceError } from '../../src/index.js';
 import { openTelemetryMetrics, STORE_SECONDS_BUCKETS } from '../../src/metrics/index.js';
-import { countedLimiter } from './limiters.js';
+import { countedLimiter } from '../helpers/metrics/limiters.js';
 
 async function collect(): Promise<{
   exporter: InMemoryMetricExporter;

@@ -6,8 +6,8 @@ import { Registry } from 'prom-client';
 import { createLimiter, type FailureMode, fixedWindow, RedisStore } from '../../src/index.js';
 import { prometheusMetrics } from '../../src/metrics/index.js';
 import { type Connected, connect } from '../helpers/clients.js';
+import { histogram, outcomes, scrape, skipped } from '../helpers/metrics/scrape.js';
 import { type RedisServer, startRedis } from '../helpers/redis-server.js';
-import { histogram, outcomes, scrape, skipped } from './scrape.js';
 
 /** Waits until the client answers again after a restart (it reconnects on its own backoff). */
 async function reconnected(connected: Connected): Promise<void> {

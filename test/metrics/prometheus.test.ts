@@ -4,8 +4,8 @@ import { after, describe, test } from 'node:test';
 import promClient, { Registry } from 'prom-client';
 import { MemoryStore, SluiceError } from '../../src/index.js';
 import { decisionMetrics, prometheusMetrics } from '../../src/metrics/index.js';
-import { countedLimiter } from './limiters.js';
-import { histogram, outcomes, scrape, skipped } from './scrape.js';
+import { countedLimiter } from '../helpers/metrics/limiters.js';
+import { histogram, outcomes, scrape, skipped } from '../helpers/metrics/scrape.js';
 
 describe('prometheusMetrics on the memory store', () => {
   const store = new MemoryStore();

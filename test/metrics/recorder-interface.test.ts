@@ -7,8 +7,8 @@ import { Registry } from 'prom-client';
 import type { DecisionCounter, HookContext, MetricsRecorder } from '../../src/index.js';
 import { MemoryStore } from '../../src/index.js';
 import { prometheusMetrics } from '../../src/metrics/index.js';
-import { countedLimiter } from './limiters.js';
-import { histogram, scrape } from './scrape.js';
+import { countedLimiter } from '../helpers/metrics/limiters.js';
+import { histogram, scrape } from '../helpers/metrics/scrape.js';
 
 describe('the metrics recorder interface', () => {
   const store = new MemoryStore();

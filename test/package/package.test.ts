@@ -1,44 +1,40 @@
-// The packed tarball: what it ships, and that a consumer finds every subpath's types under each moduleResolution.
+// The packed tarballs: what each ships, and that a consumer finds every subpath's types under each moduleResolution.
 import assert from 'node:assert/strict';
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
+import { type Packed, packBoth } from '../helpers/packed.js';
+import { ROOT } from '../helpers/paths.js';
 
-/** The repository root (build/test/package -> ../../..). */
-const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const require = createRequire(import.meta.url);
 
 interface PackageJson {
   readonly exports: Record<string, string | { import: { types: string }; require: { types: string } }>;
   readonly typesVersions?: Record<string, Record<string, string[]>>;
   readonly license: string;
+  readonly version: string;
   readonly repository?: unknown;
-}
-
-interface PackResult {
-  readonly filename: string;
-  readonly files: ReadonlyArray<{ path: string }>;
+  readonly bin?: Record<string, string>;
 }
 
 const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as PackageJson;
+const serverPkg = JSON.parse(
+  readFileSync(join(ROOT, 'packages', 'server', 'package.json'), 'utf8'),
+) as PackageJson;
 /** `sluice/http`, `sluice/express`, ...: every exported subpath that is code. */
 const SUBPATHS = Object.keys(pkg.exports)
   .filter((key) => key.startsWith('./') && key !== './package.json')
   .map((key) => key.slice(2));
 
-/** Builds dist/ when it is older than the sources, as `npm start` does. */
-async function ensureBuilt(): Promise<void> {
-  const { buildState } = (await import(
-    new URL('../../../scripts/build-state.mjs', import.meta.url).href
-  )) as {
-    buildState(root?: string): { current: boolean };
-  };
-  if (buildState(ROOT).current) return;
-  execFileSync('npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'pipe' });
-}
+/** What each package may ship: code and its types, the docs pages, the license. No maps, images, sources, tests. */
+const SHIPPED = {
+  library:
+    /^(package\.json|README\.md|LICENSE|docs\/[a-z-]+\.md|dist\/cjs\/package\.json|dist\/(esm|cjs)\/[\w/.-]+\.(js|d\.ts))$/,
+  server:
+    /^(package\.json|README\.md|LICENSE|bin\/sluice\.js|docs\/[a-z-]+\.md|dist\/[\w/.-]+\.js|dist\/proto\/[\w/.-]+\.proto)$/,
+};
 
 /**
  * A consumer importing every subpath: an error if a module or its types are not found (strict, so an
@@ -74,47 +70,56 @@ const SETTINGS: ReadonlyArray<{
   { compiler: 'typescript', module: 'esnext', resolution: 'bundler' },
 ];
 
-describe('the packed package', () => {
+describe('the packed packages', () => {
   let consumer: string;
-  let packed: PackResult;
+  let packed: Packed;
 
   before(async () => {
-    await ensureBuilt();
+    packed = await packBoth();
     // Inside the repository, so that the consumer's peers (express, @types/node...) resolve from its node_modules.
     mkdirSync(join(ROOT, 'build'), { recursive: true });
     consumer = mkdtempSync(join(ROOT, 'build', 'consumer-'));
-    const output = execFileSync('npm', ['pack', '--json', '--pack-destination', consumer], {
-      cwd: ROOT,
-      encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    packed = (JSON.parse(output) as PackResult[])[0] as PackResult;
     const target = join(consumer, 'node_modules', 'sluice');
     mkdirSync(target, { recursive: true });
-    execFileSync('tar', ['-xzf', join(consumer, packed.filename), '-C', target, '--strip-components=1']);
+    execFileSync('tar', ['-xzf', packed.library.path, '-C', target, '--strip-components=1']);
     writeFileSync(join(consumer, 'consumer.ts'), consumerSource());
     writeFileSync(join(consumer, 'package.json'), '{ "type": "commonjs" }\n');
   });
   after(() => {
     if (consumer !== undefined) rmSync(consumer, { recursive: true, force: true });
+    packed?.remove();
   });
 
-  test('ships the MIT license and no source maps; claims no repository it does not have', () => {
-    const files = packed.files.map((file) => file.path);
-    assert.ok(files.includes('LICENSE'), 'LICENSE is packed');
+  test('each ships its code, the docs pages and the MIT license: no maps, images, sources or tests', () => {
     assert.equal(pkg.license, 'MIT');
+    assert.equal(serverPkg.license, 'MIT');
     assert.match(
       readFileSync(join(ROOT, 'LICENSE'), 'utf8'),
       /^MIT License\n\nCopyright \(c\) \d{4} the sluice authors\n/,
     );
-    // A map names sources under src/, which the package does not ship.
+    for (const [kind, tarball] of [
+      ['library', packed.library],
+      ['server', packed.server],
+    ] as const) {
+      const unexpected = tarball.files.filter((file) => !SHIPPED[kind].test(file));
+      assert.deepEqual(unexpected, [], `${tarball.name} ships only what its users need`);
+      for (const file of ['LICENSE', 'README.md', 'docs/errors.md']) {
+        assert.ok(tarball.files.includes(file), `${tarball.name} ships ${file}`);
+      }
+    }
+    // The library carries neither the service nor the command; the server package carries both.
     assert.deepEqual(
-      files.filter((file) => file.endsWith('.map')),
+      packed.library.files.filter((file) => /^dist\/(esm|cjs)\/(cli|envoy)\//.test(file)),
       [],
     );
-    assert.equal(files.filter((file) => file.startsWith('src/')).length, 0);
+    assert.equal(pkg.bin, undefined);
+    assert.deepEqual(serverPkg.bin, { sluice: './bin/sluice.js', 'sluice-server': './bin/sluice.js' });
+    assert.ok(packed.server.files.includes('dist/cli/index.js'));
+    assert.ok(packed.server.files.some((file) => file.startsWith('dist/proto/') && file.endsWith('.proto')));
+    // Released together: the server's copy of the library is the library of the same version.
+    assert.equal(serverPkg.version, pkg.version);
     assert.equal(pkg.repository, undefined);
-    assert.ok(files.includes('dist/esm/cli/index.js'), 'the sluice bin is packed');
+    assert.equal(serverPkg.repository, undefined);
   });
 
   test('every subpath has a typesVersions entry naming the types its exports give', () => {

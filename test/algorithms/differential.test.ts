@@ -1,0 +1,152 @@
+// Keeps the twins honest: the same random sequences decided by the Lua scripts on a real Redis and by
+// the TypeScript twins in the memory store, with the same clock, must agree on every field.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import {
+  createLimiter,
+  fixedWindow,
+  gcra,
+  type Limiter,
+  MemoryStore,
+  type Policy,
+  slidingLog,
+  slidingWindow,
+  tokenBucket,
+} from '../../src/index.js';
+import { type ExpiryWatch, watchExpiries } from '../helpers/expiries.js';
+import { seeded } from '../helpers/random.js';
+import { type RedisServer, startRedis } from '../helpers/redis-server.js';
+import { assertHygiene, openVariant, VARIANTS, type Variant } from '../helpers/suites.js';
+import { compareTick, type TwinCall } from '../helpers/twins.js';
+
+const POLICIES: ReadonlyArray<() => Policy> = [
+  () => fixedWindow({ limit: 5, windowMs: 1000 }),
+  () => fixedWindow({ limit: 40, windowMs: 60_000 }),
+  () => slidingLog({ limit: 3, windowMs: 60_000 }),
+  () => slidingLog({ limit: 20, windowMs: 1000 }),
+  () => slidingWindow({ limit: 10, windowMs: 1000 }),
+  () => slidingWindow({ limit: 7, windowMs: 333 }),
+  () => tokenBucket({ capacity: 5, refillPerSecond: 2 }),
+  () => tokenBucket({ capacity: 12, refillPerSecond: 0.3 }),
+  () => gcra({ limit: 10, periodMs: 1000, burst: 3 }),
+  () => gcra({ limit: 7, periodMs: 3000 }),
+];
+const STEPS = 1500;
+const IDENTIFIERS = ['alice', 'bob', 'c{x}', '%7B', 'd}', 'ünï'];
+
+type Call = TwinCall;
+
+let server: RedisServer;
+let expiries: ExpiryWatch;
+before(async () => {
+  server = await startRedis();
+  expiries = await watchExpiries(server.port);
+});
+after(async () => {
+  await expiries.close();
+  await server.stop();
+});
+
+function compare(
+  onRedis: Limiter,
+  inMemory: Limiter,
+  calls: readonly Call[],
+  describeTick: () => string,
+): Promise<boolean> {
+  return compareTick(expiries, onRedis, inMemory, calls, describeTick);
+}
+
+for (const { kind, mode } of VARIANTS) {
+  describe(`Lua on Redis (${kind}, ${mode}) and the TypeScript twins agree`, () => {
+    let variant: Variant;
+    before(async () => {
+      variant = await openVariant(kind, mode, server.port, `diff-${kind}-${mode}`);
+    });
+    after(async () => {
+      try {
+        await assertHygiene(variant.connected);
+      } finally {
+        await variant.connected.close();
+      }
+    });
+
+    POLICIES.forEach((makePolicy, index) => {
+      const policy = makePolicy();
+      test(`${policy.description}: ${STEPS} random ticks`, async () => {
+        const seed = 1000 * index + VARIANTS.findIndex((v) => v.kind === kind && v.mode === mode);
+        const random = seeded(seed);
+        let now = 1_700_000_000_000 + random.next();
+        let lastReal = performance.now();
+        const clock = () => now;
+        const name = `p${index}`;
+        // A busy machine must not turn a slow reply into a timeout decision: this suite compares decisions.
+        const onRedis = createLimiter({ store: variant.store, policy, name, clock, timeoutMs: 60_000 });
+        const inMemory = createLimiter({ store: new MemoryStore(), policy, name, clock });
+        let decisions = 0;
+        let skipped = 0;
+        for (let tickIndex = 0; tickIndex < STEPS; tickIndex++) {
+          const r = random.next();
+          let step = 0;
+          if (r < 0.6) step = Math.round(random.next() * 50_000) / 1000;
+          else if (r < 0.85) step = Math.round(random.next() * policy.windowMs * 300) / 1000;
+          else if (r < 0.99) step = Math.round(random.next() * policy.windowMs * 2000) / 1000;
+          else step = policy.windowMs * 10;
+          if (r < 0.2) step = 0;
+          // Redis expires keys in real time: the test clock never runs slower than real time, which
+          // makes early expiries rare (compare() tells the remaining ones apart).
+          const real = performance.now();
+          now += Math.max(step, real - lastReal);
+          lastReal = real;
+          // Several calls in one tick exercise the coalesced script call over many keys, in order.
+          const tick = random.next() < 0.2 ? random.int(2, 8) : 1;
+          const calls: Call[] = [];
+          for (let i = 0; i < tick; i++) {
+            const o = random.next();
+            const operation = o < 0.75 ? 'limit' : o < 0.9 ? 'peek' : 'refund';
+            const cost = random.next() < 0.7 ? 1 : random.int(1, policy.maxCost);
+            calls.push({ identifier: random.pick(IDENTIFIERS), operation, cost });
+          }
+          if (await compare(onRedis, inMemory, calls, () => `seed ${seed}, tick ${tickIndex}, now ${now}`)) {
+            decisions += calls.length;
+          } else skipped++;
+        }
+        // Early expiries are rare; a run that skipped much would prove little.
+        assert.ok(skipped <= STEPS / 20, `${skipped} ticks skipped for keys Redis expired early`);
+        assert.ok(decisions >= STEPS * 0.95);
+      });
+    });
+  });
+}
+
+describe('a clock that runs backwards', () => {
+  POLICIES.forEach((makePolicy, index) => {
+    const policy = makePolicy();
+    test(`${policy.description}: Lua and twin agree when time steps back`, async () => {
+      const variant = await openVariant('ioredis', 'scripts', server.port, 'back');
+      try {
+        const random = seeded(policy.windowMs + policy.limit);
+        let now = 1_800_000_000_000;
+        const clock = () => now;
+        const onRedis = createLimiter({
+          store: variant.store,
+          policy,
+          name: `b${index}`,
+          clock,
+          timeoutMs: 60_000,
+        });
+        const inMemory = createLimiter({ store: new MemoryStore(), policy, name: `b${index}`, clock });
+        let skipped = 0;
+        for (let tickIndex = 0; tickIndex < 300; tickIndex++) {
+          // Small steps both ways.
+          now += Math.round((random.next() - 0.4) * policy.windowMs * 100) / 1000;
+          const cost = random.next() < 0.7 ? 1 : random.int(1, policy.maxCost);
+          const c: Call = { identifier: 'back', operation: random.next() < 0.85 ? 'limit' : 'refund', cost };
+          if (!(await compare(onRedis, inMemory, [c], () => `tick ${tickIndex}, now ${now}`))) skipped++;
+        }
+        assert.ok(skipped <= 15, `${skipped} ticks skipped for keys Redis expired early`);
+      } finally {
+        await variant.connected.close();
+      }
+    });
+  });
+});

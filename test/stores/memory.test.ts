@@ -1,0 +1,83 @@
+// The memory store: bounded (LRU), swept without a timer per key, unref'd, with an injectable clock.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { createLimiter, fixedWindow, gcra, MemoryStore, slidingLog } from '../../src/index.js';
+
+describe('MemoryStore', () => {
+  test('holds at most maxKeys identifiers, forgetting the least recently used', async () => {
+    const store = new MemoryStore({ maxKeys: 3 });
+    const limiter = createLimiter({ store, policy: fixedWindow({ limit: 5, windowMs: 60_000 }), name: 'm' });
+    await limiter.limit('a');
+    await limiter.limit('b');
+    await limiter.limit('c');
+    await limiter.limit('a'); // a is now the most recently used; b the least
+    await limiter.limit('d');
+    assert.equal(store.size, 3);
+    assert.equal((await limiter.peek('a')).remaining, 3, 'a kept');
+    assert.equal((await limiter.peek('b')).remaining, 5, 'b forgotten');
+    assert.equal((await limiter.peek('c')).remaining, 4, 'c kept');
+    store.close();
+  });
+
+  test('a denied identifier stays recently used: floods do not evict themselves', async () => {
+    const store = new MemoryStore({ maxKeys: 2 });
+    const limiter = createLimiter({ store, policy: fixedWindow({ limit: 1, windowMs: 60_000 }), name: 'm' });
+    await limiter.limit('attacker');
+    await limiter.limit('x');
+    assert.equal((await limiter.limit('attacker')).allowed, false);
+    await limiter.limit('y'); // evicts x, not the attacker
+    assert.equal((await limiter.limit('attacker')).allowed, false);
+    store.close();
+  });
+
+  test('sweep drops expired state, judged in the time of the requests', async () => {
+    let now = 5_000_000;
+    const store = new MemoryStore({ clock: () => now });
+    const log = createLimiter({ store, policy: slidingLog({ limit: 3, windowMs: 1000 }), name: 'log' });
+    const bucket = createLimiter({ store, policy: gcra({ limit: 10, periodMs: 10_000 }), name: 'g' });
+    await log.limit('a');
+    await bucket.limit('b', { cost: 5 });
+    assert.equal(store.size, 2);
+    now += 999;
+    assert.equal(store.sweep(), 0);
+    now += 1;
+    assert.equal(store.sweep(), 1, 'the log entry aged out at its window');
+    now += 4000;
+    assert.equal(store.sweep(), 1, 'the GCRA state after its time to refill');
+    assert.equal(store.size, 0);
+    store.close();
+  });
+
+  test('sweeps follow a limiter clock set apart from the store clock', async () => {
+    let limiterNow = 1000;
+    let storeNow = 9_000_000;
+    const store = new MemoryStore({ clock: () => storeNow });
+    const limiter = createLimiter({
+      store,
+      policy: fixedWindow({ limit: 5, windowMs: 1000 }),
+      name: 'f',
+      clock: () => limiterNow,
+    });
+    await limiter.limit('a');
+    assert.equal(store.sweep(), 0, 'not judged by the store clock, far ahead');
+    storeNow += 1000;
+    limiterNow += 1000;
+    assert.equal(store.sweep(), 1);
+    store.close();
+  });
+
+  test('its sweep timer does not keep a process alive', () => {
+    const entry = fileURLToPath(new URL('../../src/index.js', import.meta.url));
+    const program = `import('${entry}').then(async ({ MemoryStore, createLimiter, gcra }) => {
+      const limiter = createLimiter({ store: new MemoryStore({ sweepIntervalMs: 50 }), policy: gcra({ limit: 1, periodMs: 1000 }), name: 'x' });
+      await limiter.limit('a');
+      console.log('done');
+    });`;
+    const result = spawnSync(process.execPath, ['-e', program], { encoding: 'utf8', timeout: 20_000 });
+    assert.equal(result.signal, null, 'the process ended by itself, not by the timeout');
+    assert.equal(result.status, 0, result.stderr);
+    assert.equal(result.stdout.trim(), 'done');
+  });
+});
