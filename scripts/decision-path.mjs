@@ -71,7 +71,8 @@ async function countCalls(session, work, times) {
   return { total, files: Object.fromEntries([...files].sort((a, b) => b[1].calls - a[1].calls)) };
 }
 
-async function redisDecision(session, port) {
+/** A limiter on a RedisStore over an ioredis client of its own, set up as docs/redis.md says. */
+async function redisLimiter(port, name) {
   const { default: Redis } = await import('ioredis');
   const { createLimiter, fixedWindow, RedisStore } = await import(join(DIST, 'index.js'));
   const client = new Redis({ port, enableOfflineQueue: false, maxRetriesPerRequest: 0, lazyConnect: true });
@@ -79,9 +80,14 @@ async function redisDecision(session, port) {
   const limiter = createLimiter({
     store: new RedisStore({ client }),
     policy: fixedWindow({ limit: 1_000_000_000, windowMs: 3_600_000 }),
-    name: 'path',
+    name,
     timeoutMs: 60_000,
   });
+  return { client, limiter };
+}
+
+async function redisDecision(session, port) {
+  const { client, limiter } = await redisLimiter(port, 'path');
   const decide = async (i) => {
     const decision = await limiter.limit(`id:${i % 100}`);
     if (!decision.allowed || decision.reason !== undefined) throw new Error('unexpected decision');
@@ -93,18 +99,9 @@ async function redisDecision(session, port) {
 }
 
 async function expressRequest(session, port) {
-  const { default: Redis } = await import('ioredis');
   const { default: express } = await import('express');
-  const { createLimiter, fixedWindow, RedisStore } = await import(join(DIST, 'index.js'));
   const { rateLimit } = await import(join(DIST, 'http', 'express.js'));
-  const client = new Redis({ port, enableOfflineQueue: false, maxRetriesPerRequest: 0, lazyConnect: true });
-  await client.connect();
-  const limiter = createLimiter({
-    store: new RedisStore({ client }),
-    policy: fixedWindow({ limit: 1_000_000_000, windowMs: 3_600_000 }),
-    name: 'express',
-    timeoutMs: 60_000,
-  });
+  const { client, limiter } = await redisLimiter(port, 'express');
   const app = express();
   app.use(rateLimit({ limiter }));
   app.get('/', (_req, res) => res.send('ok'));

@@ -17,6 +17,15 @@ import { type RedisServer, startRedis } from '../helpers/redis-server.js';
 const SERVING = 1;
 const NOT_SERVING = 2;
 
+/** A rule decided by an in-process limit of one per hour while the store fails. */
+const LOCAL_RULE = `  - key: local
+    rate_limit:
+      unit: hour
+      requests_per_unit: 1
+      on_store_error: fallback
+      timeout: 300ms
+`;
+
 const CONFIG = `domain: outage
 descriptors:
   - key: strict
@@ -36,13 +45,7 @@ descriptors:
       requests_per_unit: 5
       on_store_error: deny
       timeout: 300ms
-  - key: local
-    rate_limit:
-      unit: hour
-      requests_per_unit: 1
-      on_store_error: fallback
-      timeout: 300ms
-`;
+${LOCAL_RULE}`;
 
 const call = (serve: EnvoyServe, key: string, value = 'v') =>
   serve.client.shouldRateLimit({ domain: 'outage', descriptors: [{ entries: [{ key, value }] }] }, 5000);
@@ -61,19 +64,25 @@ describe('health on the memory store', () => {
   });
 });
 
-describe('Redis killed', () => {
-  let redis: RedisServer;
-  let serve: EnvoyServe;
+/** `sluice serve --envoy` on a Redis of its own, for the tests of the describe block that calls it. */
+function onRedis(files: Readonly<Record<string, string>>): { redis: RedisServer; serve: EnvoyServe } {
+  const running = {} as { redis: RedisServer; serve: EnvoyServe };
   before(async () => {
-    redis = await startRedis();
-    serve = await startEnvoyServe(configDir({ 'outage.yaml': CONFIG }), ['--redis', redis.url]);
+    running.redis = await startRedis();
+    running.serve = await startEnvoyServe(configDir(files), ['--redis', running.redis.url]);
   });
   after(async () => {
-    await serve.stop();
-    await redis.stop();
+    await running.serve.stop();
+    await running.redis.stop();
   });
+  return running;
+}
+
+describe('Redis killed', () => {
+  const running = onRedis({ 'outage.yaml': CONFIG });
 
   test('each rule answers as configured, health goes NOT_SERVING, and both come back with Redis', async () => {
+    const { redis, serve } = running;
     assert.equal(await serve.client.health(), SERVING);
     assert.equal((await call(serve, 'strict')).overall_code, OK);
     await redis.kill('SIGKILL');
@@ -111,34 +120,19 @@ describe('Redis killed', () => {
 
 const TWICE = `domain: twice
 descriptors:
-  - key: local
-    rate_limit:
-      unit: hour
-      requests_per_unit: 1
-      on_store_error: fallback
-      timeout: 300ms
-`;
+${LOCAL_RULE}`;
 
 describe('one rule matched by two descriptors, Redis down, fallback', () => {
-  let redis: RedisServer;
-  let serve: EnvoyServe;
-  before(async () => {
-    redis = await startRedis();
-    serve = await startEnvoyServe(configDir({ 'twice.yaml': TWICE }), ['--redis', redis.url]);
-  });
-  after(async () => {
-    await serve.stop();
-    await redis.stop();
-  });
+  const running = onRedis({ 'twice.yaml': TWICE });
 
   const ask = (...values: string[]) =>
-    serve.client.shouldRateLimit(
+    running.serve.client.shouldRateLimit(
       { domain: 'twice', descriptors: values.map((value) => ({ entries: [{ key: 'local', value }] })) },
       5000,
     );
 
   test("a descriptor over its fallback limit gives back the other's fallback grant", async () => {
-    await redis.kill('SIGKILL');
+    await running.redis.kill('SIGKILL');
     // The fallback store, one per hour: b's one unit taken alone.
     assert.equal((await ask('b')).overall_code, OK);
     const both = await ask('a', 'b');
