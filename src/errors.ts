@@ -31,6 +31,13 @@ export const ERROR_CODES = {
    * `remoteAddress`): a configuration error, answered through the framework's error path.
    */
   NO_CLIENT_ADDRESS: 'ERR_SLUICE_NO_CLIENT_ADDRESS',
+  /**
+   * The operation does not apply to the limiter's policy: `refund` on a concurrency policy (its
+   * slots come back with `release`), `release` or `extend` on any other. Nothing was written.
+   */
+  UNSUPPORTED_OPERATION: 'ERR_SLUICE_UNSUPPORTED_OPERATION',
+  /** What was given to `release` or `extend` is not a lease a concurrency policy returned. Nothing was written. */
+  INVALID_LEASE: 'ERR_SLUICE_INVALID_LEASE',
 } as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[keyof typeof ERROR_CODES];

@@ -1,4 +1,10 @@
 // The public surface of sluice: re-exports only.
+export {
+  CONCURRENCY_MAX_LIMIT,
+  type ConcurrencyOptions,
+  type ConcurrencyState,
+  concurrency,
+} from './algorithms/concurrency.js';
 export { type FixedWindowOptions, type FixedWindowState, fixedWindow } from './algorithms/fixed-window.js';
 export { type GcraOptions, gcra, type TokenBucketOptions, tokenBucket } from './algorithms/gcra.js';
 export {
@@ -47,6 +53,7 @@ export { RedisStore, type RedisStoreOptions } from './stores/redis/store.js';
 export type {
   Decision,
   DecisionReason,
+  Lease,
   LimiterDeadline,
   Operation,
   Outcome,

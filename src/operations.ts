@@ -1,6 +1,6 @@
 // Every operation a limiter asks of a store, one entry each: its wire code and what the pipeline does around it.
 import { describeValue, ERROR_CODES, SluiceError } from './errors.js';
-import type { Operation, Policy } from './types.js';
+import type { Operation, Policy, StoreRequest } from './types.js';
 
 /** The operations of the table: the decisions (see {@link Operation}) and `reset`, which forgets. */
 export type OperationName = Operation | 'reset';
@@ -60,7 +60,49 @@ export function checkUnits(option: string, amount: unknown, policy: Policy): Slu
   return undefined;
 }
 
+/** Refuses an operation on a policy it does not apply to; `leases` says which policies it needs. */
+function unsupported(operation: Operation, policy: Policy, leases: boolean): SluiceError {
+  const why = leases
+    ? `${operation}() acts on a concurrency() policy's leases`
+    : `a concurrency() policy's slots come back with release(identifier, lease)`;
+  return new SluiceError(
+    ERROR_CODES.UNSUPPORTED_OPERATION,
+    `Expected a policy that ${operation}() applies to, got ${policy.description}: ${why}.`,
+  );
+}
+
+/** Units a policy spends over time: any but a lease policy's (whose slots are released, not refunded). */
+function checkRefund(option: string, amount: unknown, policy: Policy): SluiceError | undefined {
+  return policy.leaseMs === undefined
+    ? checkUnits(option, amount, policy)
+    : unsupported('refund', policy, false);
+}
+
+/** An operation on a lease: only a lease policy's (the lease itself is checked by core/leases.ts). */
+function leaseCheck(operation: Operation): OperationEntry['checkAmount'] {
+  return (_option, _amount, policy) =>
+    policy.leaseMs === undefined ? unsupported(operation, policy, true) : undefined;
+}
+
 const DECISION = { checkAmount: checkUnits, onStoreFailure: 'policy', operands: 0, fields: 0 } as const;
+
+/** What a request and its result carry beyond a decision: operands sent, fields received. */
+export interface RecordShape {
+  readonly operands: number;
+  readonly fields: number;
+}
+
+/**
+ * A lease policy's acquisition (`limit`): the new lease's id goes to the script, and its token,
+ * expiry and the slots reclaimed from expired leases come back (see algorithms/concurrency.lua).
+ */
+const ACQUIRE: RecordShape = { operands: 1, fields: 3 };
+
+/** The operands and fields of a request: its operation's, or a lease policy's acquisition's. */
+export function shapeOf(request: Pick<StoreRequest, 'operation' | 'policy'>): RecordShape {
+  const { operation } = request;
+  return operation === 'limit' && request.policy.leaseMs !== undefined ? ACQUIRE : OPERATIONS[operation];
+}
 
 /** The table. The Lua scripts read the same codes (src/stores/redis/lua, src/algorithms/*.lua). */
 export const OPERATIONS: Readonly<Record<OperationName, OperationEntry>> = {
@@ -86,10 +128,38 @@ export const OPERATIONS: Readonly<Record<OperationName, OperationEntry>> = {
     ...DECISION,
     code: '2',
     amountOption: 'amount',
+    checkAmount: checkRefund,
     takes: false,
     undo: undefined,
     denyCache: 'forget',
     atomic: false,
+  },
+  // A lease's id; back: whether it was live and is freed, and the slots reclaimed from expired ones.
+  release: {
+    ...DECISION,
+    code: '5',
+    amountOption: 'amount',
+    checkAmount: leaseCheck('release'),
+    takes: false,
+    undo: undefined,
+    denyCache: 'forget',
+    atomic: false,
+    operands: 1,
+    fields: 2,
+  },
+  // A lease's id, its new length ('' for the policy's) and its token (for the answer's lease, unread
+  // by the script); back: whether it was live and is renewed, its new expiry, the slots reclaimed.
+  extend: {
+    ...DECISION,
+    code: '6',
+    amountOption: 'amount',
+    checkAmount: leaseCheck('extend'),
+    takes: false,
+    undo: undefined,
+    denyCache: 'none',
+    atomic: false,
+    operands: 3,
+    fields: 3,
   },
   reset: {
     code: undefined,

@@ -140,6 +140,14 @@ export function resolveLimiterOptions(options: LimiterOptions): ResolvedLimiterO
     throw invalidOption('policy', 'a policy such as tokenBucket({ capacity, refillPerSecond })', raw.policy);
   }
   const name = keyPart('name', raw.name);
+  if (raw.policy.leaseMs !== undefined && raw.denyCache !== undefined && raw.denyCache !== false) {
+    // A remembered denial would outlast the release that ends it, which this process may not see.
+    throw invalidOption(
+      'denyCache',
+      `false for ${raw.policy.description} (a denial for lack of slots ends when any holder releases, in any process)`,
+      raw.denyCache,
+    );
+  }
   if (raw.clock !== undefined && typeof raw.clock !== 'function') {
     throw invalidOption('clock', 'a function returning milliseconds', raw.clock);
   }

@@ -30,16 +30,49 @@ export interface Decision {
   readonly reason?: DecisionReason;
   /** In shadow mode (`enforce: false`), the verdict the limiter would have enforced. */
   readonly wouldAllow?: boolean;
+  /**
+   * A concurrency policy's acquisition (`limit`) that was allowed: the lease it holds, to give to
+   * `release` when the work is done (or to `extend`). Present only when slots were taken; after
+   * `extend`, the lease with its new `expiresAt`.
+   */
+  readonly lease?: Lease;
+  /** `release`: whether the lease was live and is now freed; `false` when it had expired or was released before. */
+  readonly released?: boolean;
+  /** `extend`: whether the lease was live and now lasts longer; `false` when it had expired or was released. */
+  readonly extended?: boolean;
+  /**
+   * Slots of other leases that this call found expired and freed: holders that never released (a
+   * crashed or stuck process). Present on a concurrency policy's calls that freed some.
+   */
+  readonly reclaimed?: number;
 }
 
 /**
- * What a request asks of a policy: take units, look without taking, or give units back. What each
- * one means to the scripts, the stores and the limiter is one entry of `OPERATIONS` (operations.ts).
+ * A concurrency policy's hold on `cost` slots of one identifier, until released or until it
+ * expires (see `concurrency()`).
  */
-export type Operation = 'limit' | 'peek' | 'refund';
+export interface Lease {
+  /** Names the lease to `release` and `extend`: random, unique per acquisition. */
+  readonly id: string;
+  /**
+   * A fencing token: strictly greater than every token issued before for the identifier, in every
+   * process, also after the identifier's state expired. Give it to what the lease protects, which
+   * refuses work carrying a token lower than one it has seen (a holder paused past its lease).
+   */
+  readonly token: number;
+  /** When the lease lapses unless extended, in ms since the epoch on the store's clock. */
+  readonly expiresAt: number;
+}
+
+/**
+ * What a request asks of a policy: take units, look without taking, give units back, or free or
+ * renew a concurrency policy's lease. What each one means to the scripts, the stores and the
+ * limiter is one entry of `OPERATIONS` (operations.ts).
+ */
+export type Operation = 'limit' | 'peek' | 'refund' | 'release' | 'extend';
 
 /** The algorithm names, also the names of the Lua scripts (`src/algorithms/<name>.lua`). */
-export type ScriptName = 'fixed-window' | 'sliding-log' | 'sliding-window' | 'gcra';
+export type ScriptName = 'fixed-window' | 'sliding-log' | 'sliding-window' | 'gcra' | 'concurrency';
 
 /**
  * What a pure twin returns: the decision fields the store does not know (`limit` is the policy's)
@@ -99,6 +132,12 @@ export interface Policy<S = unknown> {
    * policy). Validated by the limiter beforehand: a positive safe integer (at most 1000 for the log).
    */
   withLimit?(limit: number): Policy<S>;
+  /**
+   * Present on policies whose units are held and given back rather than spent over time (a
+   * concurrency policy): how long a lease lasts, in ms. Their `limit` acquires a lease, `release`
+   * and `extend` act on it, and `refund` does not apply.
+   */
+  readonly leaseMs?: number;
 }
 
 /** The raw result of a store: a decision without `limit`, which the limiter adds. */
@@ -258,4 +297,15 @@ export interface Limiter {
   refund(identifier: string, amount?: number, options?: KeyOptions): Promise<Decision>;
   /** Forgets the identifier: its next request starts with a full allowance. */
   reset(identifier: string, options?: KeyOptions): Promise<void>;
+  /**
+   * Frees the slots a concurrency policy's lease holds (see `Decision.lease`). A lease that expired
+   * or was released before changes nothing: the decision says `released: false`.
+   */
+  release(identifier: string, lease: Lease, options?: KeyOptions): Promise<Decision>;
+  /**
+   * Renews a live lease of a concurrency policy: it lapses `leaseMs` from now (the policy's own by
+   * default). The decision says `extended: false`, and changes nothing, when the lease had expired
+   * or was released.
+   */
+  extend(identifier: string, lease: Lease, leaseMs?: number, options?: KeyOptions): Promise<Decision>;
 }

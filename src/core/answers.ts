@@ -10,23 +10,13 @@ import { DenyCache } from './deny-cache.js';
 import { Fallback } from './fallback.js';
 import { Health } from './health.js';
 import { Reporting } from './reporting.js';
+import { decisionOf } from './result.js';
 
 /** Wraps what a store threw: a SluiceError as it is, anything else as ERR_SLUICE_STORE with it as `cause`. */
 export function storeError(kind: string, error: unknown): SluiceError {
   if (error instanceof SluiceError) return error;
   const message = error instanceof Error ? error.message || error.name : String(error);
   return new SluiceError(ERROR_CODES.STORE, `The ${kind} store failed: ${message}`, { cause: error });
-}
-
-/** The decision a store's result makes under a policy's `limit`. */
-export function decisionOf(result: StoreResult, limit: number): Decision {
-  return {
-    allowed: result.allowed,
-    limit,
-    remaining: result.remaining,
-    resetMs: result.resetMs,
-    retryAfterMs: result.retryAfterMs,
-  };
 }
 
 /**
@@ -135,7 +125,7 @@ export class Answers {
   /** The decision the store's result makes, reported and enforced. */
   decision(call: Call, result: StoreResult): Decision {
     if (this.#down) this.#health.answered(call.shard ?? this.#store.shardOf?.(call));
-    const decision = decisionOf(result, call.policy.limit);
+    const decision = decisionOf(result, call);
     const observed = this.#observed;
     // Most limiters remember no denials, report to no one and enforce: the decision is the answer.
     if (this.#denyCache === undefined && !observed && this.#enforce) return decision;
@@ -177,9 +167,12 @@ export class Answers {
     return this.#deliver(call, this.#health.decide(call, outage.reason), 'skipped', 0);
   }
 
-  /** Gives back, in the fallback store, what a fallback decision took (`back` is the call that gives back). */
-  giveBackFallback(back: Call): void {
-    this.#fallback.giveBack(back);
+  /**
+   * Gives back, in the fallback store, what a fallback decision took (`back` is the call that gives
+   * back), or renews a lease it holds: the fallback store's decision, or undefined before any.
+   */
+  giveBackFallback(back: Call): Decision | undefined {
+    return this.#fallback.giveBack(back);
   }
 
   /** Forgets an identifier in the deny cache and the fallback store (`reset`). */
@@ -212,6 +205,10 @@ export class Answers {
       retryAfterMs: 0,
       wouldAllow: decision.allowed,
     };
+    // A lease taken in shadow mode is held as if enforced: the caller gets it, to release.
+    if (decision.lease !== undefined || decision.reclaimed !== undefined) {
+      return { ...decision, ...shadowed };
+    }
     return decision.reason === undefined ? shadowed : { ...shadowed, reason: decision.reason };
   }
 }

@@ -20,7 +20,7 @@ export class Call implements StoreRequest, Expiring {
   operation: Operation;
   cost: number;
   now: number | undefined;
-  /** An operation's own arguments (see OperationEntry.operands); undefined for today's. */
+  /** An operation's own arguments (see OperationEntry.operands, operations.ts's shapeOf): a lease's id. */
   operands: readonly string[] | undefined = undefined;
   /** When the call started, in the deny cache's time: the limiter's clock, or `performance.now()`. */
   startedAt = 0;
@@ -72,6 +72,7 @@ export class Call implements StoreRequest, Expiring {
     this.cost = cost;
     this.tag = tag;
     this.now = undefined;
+    this.operands = undefined;
     this.startedAt = 0;
     this.epoch = 0;
     this.askedAt = 0;

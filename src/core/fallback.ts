@@ -1,6 +1,7 @@
 // The fallback store: an in-process MemoryStore of the limiter's own policy, deciding while its store fails.
 import { MemoryStore } from '../stores/memory.js';
 import type { Decision, StoreRequest } from '../types.js';
+import { decisionOf } from './result.js';
 
 /**
  * Decides with the same policy in this process (`onStoreError: 'fallback'`). Each process then
@@ -13,20 +14,18 @@ export class Fallback {
   decide(request: StoreRequest): Decision {
     // Created on the first failure: a limiter whose store never fails never holds one.
     this.#store ??= new MemoryStore({ prefix: 'fallback' });
-    const result = this.#store.decideNow(request);
-    return {
-      allowed: result.allowed,
-      limit: request.policy.limit,
-      remaining: result.remaining,
-      resetMs: result.resetMs,
-      retryAfterMs: result.retryAfterMs,
-      reason: 'fallback',
-    };
+    return { ...decisionOf(this.#store.decideNow(request), request), reason: 'fallback' };
   }
 
-  /** Decides a request that gives back (a refund of what a fallback decision took); nothing before any. */
-  giveBack(request: StoreRequest): void {
-    this.#store?.decideNow(request);
+  /**
+   * Decides a request that gives back what a fallback decision took (a refund, a lease's release)
+   * or renews its lease: its decision, or undefined when the fallback store never decided any.
+   */
+  giveBack(request: StoreRequest): Decision | undefined {
+    const store = this.#store;
+    return store === undefined
+      ? undefined
+      : { ...decisionOf(store.decideNow(request), request), reason: 'fallback' };
   }
 
   /** Forgets an identifier (on `reset`). */

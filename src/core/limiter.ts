@@ -1,5 +1,6 @@
 // What createLimiter() returns: a limiter whose methods run its Pipeline, and the way back from one to the other.
 import type { Limiter, Policy, Store } from '../types.js';
+import { extendOperands, releaseOperands } from './leases.js';
 import type { Pipeline } from './pipeline.js';
 
 let pipelineOf: (limiter: unknown) => Pipeline | undefined;
@@ -19,6 +20,8 @@ export class RateLimiter implements Limiter {
   readonly peek: Limiter['peek'];
   readonly refund: Limiter['refund'];
   readonly reset: Limiter['reset'];
+  readonly release: Limiter['release'];
+  readonly extend: Limiter['extend'];
 
   static {
     pipelineOf = (limiter) =>
@@ -34,6 +37,10 @@ export class RateLimiter implements Limiter {
     this.peek = (identifier, options) => pipeline.run('peek', identifier, options?.cost ?? 1, options);
     this.refund = (identifier, amount = 1, options) => pipeline.run('refund', identifier, amount, options);
     this.reset = (identifier, options) => pipeline.reset(identifier, options?.tag);
+    this.release = (identifier, lease, options) =>
+      pipeline.run('release', identifier, 1, options, releaseOperands(lease));
+    this.extend = (identifier, lease, leaseMs, options) =>
+      pipeline.run('extend', identifier, 1, options, extendOperands(lease, leaseMs));
   }
 }
 

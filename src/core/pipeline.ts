@@ -2,11 +2,22 @@ import { ERROR_CODES, SluiceError } from '../errors.js';
 import type { MetricsRecorder } from '../hooks.js';
 import { OPERATIONS } from '../operations.js';
 import type { ResolvedLimiterOptions } from '../options.js';
-import type { Decision, Operation, Policy, Store, StoreFailure, StoreReply, StoreResult } from '../types.js';
-import { Answers, decisionOf, storeError } from './answers.js';
+import type {
+  Decision,
+  Lease,
+  Operation,
+  Policy,
+  Store,
+  StoreFailure,
+  StoreReply,
+  StoreResult,
+} from '../types.js';
+import { Answers, storeError } from './answers.js';
 import { Call } from './call.js';
 import { checkIdentifier, checkTag, policyFor, readClock } from './checks.js';
 import { Deadlines } from './deadlines.js';
+import { ownOperands, undoOf, withoutLease } from './leases.js';
+import { decisionOf } from './result.js';
 import { type Submitter, submitter } from './submit.js';
 import { type TogetherAnswer, type Unanswered, Waits } from './waits.js';
 
@@ -90,7 +101,9 @@ export class Pipeline implements StoreReply<Call> {
   prepare(operation: Operation, identifier: unknown, amount: unknown, parts?: CallParts): Call | SluiceError {
     const policy = this.check(operation, identifier, amount, parts);
     if (policy instanceof SluiceError) return policy;
-    return new Call(this.name, policy, operation, identifier as string, amount as number, parts?.tag);
+    const call = new Call(this.name, policy, operation, identifier as string, amount as number, parts?.tag);
+    call.operands = ownOperands(operation, call);
+    return call;
   }
 
   /**
@@ -103,12 +116,16 @@ export class Pipeline implements StoreReply<Call> {
     identifier: string,
     amount: number,
     parts: CallParts | undefined,
+    given?: readonly string[] | SluiceError,
   ): Promise<Decision> {
     const policy = this.check(operation, identifier, amount, parts);
     if (policy instanceof SluiceError) return Promise.reject(policy);
+    // The operands the caller gave (a lease to release), checked by the caller, or the pipeline's own.
+    if (given instanceof SluiceError) return Promise.reject(given);
     const spare = this.#spare;
     if (spare !== undefined && this.clock === undefined) {
       const call = spare.renew(policy, operation, identifier, amount, parts?.tag);
+      call.operands = given ?? ownOperands(operation, call);
       // In process with nothing but the store's result to answer (see Answers.plain): a path short
       // enough for the compiler to take in whole, and no hook that could call the limiter meanwhile.
       if (this.#answers.plain) return this.#plain(call);
@@ -118,6 +135,7 @@ export class Pipeline implements StoreReply<Call> {
       return answer;
     }
     const call = new Call(this.name, policy, operation, identifier, amount, parts?.tag);
+    call.operands = given ?? ownOperands(operation, call);
     const now = this.time();
     if (now instanceof SluiceError) return Promise.reject(now);
     call.now = now;
@@ -157,7 +175,7 @@ export class Pipeline implements StoreReply<Call> {
     } catch (error) {
       return this.#failedNow(call, error);
     }
-    return Promise.resolve(decisionOf(result, call.policy.limit));
+    return Promise.resolve(decisionOf(result, call));
   }
 
   /** Decides in process, at once: the promise is settled when it is returned. */
@@ -262,23 +280,46 @@ export class Pipeline implements StoreReply<Call> {
   }
 
   /**
-   * Gives back what a call took (its operation's `undo`), where it was taken: in the store, or in the
-   * fallback store. The store's answer to the give-back, if it made one. One that fails leaves the
-   * units taken until they expire: the strict side.
+   * Gives back what a call took (its operation's `undo`; a lease's release), where it was taken: in
+   * the store, or in the fallback store. The store's answer to the give-back, if it made one. One
+   * that fails leaves the units taken until they expire: the strict side.
    */
   async giveBack(call: Call, decision: Decision): Promise<Decision | undefined> {
-    const undo = OPERATIONS[call.operation].undo;
+    const undo = undoOf(call.operation, decision);
     if (undo === undefined) return undefined;
-    const back = new Call(this.name, call.policy, undo, call.identifier, call.cost, call.tag);
-    if (decision.reason === 'fallback') {
-      back.now = call.now;
-      this.#answers.giveBackFallback(back);
-      return undefined;
-    }
+    const lease = decision.lease;
+    const operands = lease === undefined ? undefined : [lease.id];
+    const answer = await this.#follow(call, decision, undo, operands);
+    return answer === undefined ? undefined : withoutLease(answer);
+  }
+
+  /**
+   * Renews the lease a call's decision holds, where it was taken (see `giveBack`): the store's
+   * answer (`extended` says whether the lease was still live), or undefined when there is none.
+   */
+  extendLease(call: Call, decision: Decision & { readonly lease: Lease }): Promise<Decision | undefined> {
+    const { id, token } = decision.lease;
+    return this.#follow(call, decision, 'extend', [id, '', String(token)]);
+  }
+
+  /** A call about what an earlier call took (a give-back, a renewal), decided where that was taken. */
+  async #follow(
+    call: Call,
+    decision: Decision,
+    operation: Operation,
+    operands: readonly string[] | undefined,
+  ): Promise<Decision | undefined> {
+    const next = new Call(this.name, call.policy, operation, call.identifier, call.cost, call.tag);
+    next.operands = operands;
     const now = this.time();
     if (now instanceof SluiceError) return undefined;
-    back.now = now;
-    const answer = await this.decide(back);
+    if (decision.reason === 'fallback') {
+      // A give-back is decided at the time of what it gives back; a renewal, now.
+      next.now = operation === 'extend' ? now : call.now;
+      return this.#answers.giveBackFallback(next);
+    }
+    next.now = now;
+    const answer = await this.decide(next);
     return answer.reason === undefined ? answer : undefined;
   }
 

@@ -34,6 +34,11 @@ export interface Batch extends Items {
  */
 const MAX_LOG_BATCH_WORK = 256;
 
+/** Whether a policy's script inserts one sorted-set member per unit of cost (the log, the leases' slots). */
+function insertsPerUnit(policy: Policy): boolean {
+  return policy.script === 'sliding-log' || policy.script === 'concurrency';
+}
+
 /** Whether a flush holds calls of more than one policy. */
 function mixedPolicies(requests: readonly StoreRequest[]): boolean {
   const first = requests[0]?.policy;
@@ -53,7 +58,7 @@ function joins(batch: Batch, request: StoreRequest, maxBatch: number): boolean {
     batch.operation === request.operation &&
     batch.now === request.now &&
     batch.requests.length < maxBatch &&
-    (request.policy.script !== 'sliding-log' || batch.work + request.cost + 4 <= MAX_LOG_BATCH_WORK)
+    (!insertsPerUnit(request.policy) || batch.work + request.cost + 4 <= MAX_LOG_BATCH_WORK)
   );
 }
 
@@ -85,7 +90,7 @@ function whole(queue: Items, cluster: boolean, maxBatch: number): Batch | undefi
   const first = requests[0];
   if (first === undefined || requests.length > maxBatch) return undefined;
   const { policy, operation, now } = first;
-  const log = policy.script === 'sliding-log';
+  const log = insertsPerUnit(policy);
   const slots = cluster && requests.length > 1;
   const slot = slots ? keySlot(keys[0] as string) : 0;
   let work = 0;

@@ -70,3 +70,31 @@ export function answerRecords(
   }
   return true;
 }
+
+/**
+ * The results of the combined script (lua/all.lua): per key, allowed, remaining, resetMs,
+ * retryAfterMs, the number of fields and the fields. Undefined when the reply does not hold
+ * `count` such records and nothing else.
+ */
+export function togetherResults(reply: unknown, count: number): StoreResult[] | undefined {
+  if (!Array.isArray(reply)) return undefined;
+  const values = reply as unknown[];
+  const results: StoreResult[] = [];
+  let at = 0;
+  for (let i = 0; i < count; i++) {
+    const fields = values[at + 4];
+    if (typeof fields !== 'number' || !Number.isSafeInteger(fields) || fields < 0) return undefined;
+    for (let k = 0; k < 5 + fields; k++) if (typeof values[at + k] !== 'number') return undefined;
+    const result: StoreResult = {
+      allowed: values[at] === 1,
+      remaining: values[at + 1] as number,
+      resetMs: values[at + 2] as number,
+      retryAfterMs: values[at + 3] as number,
+    };
+    results.push(
+      fields === 0 ? result : { ...result, fields: values.slice(at + 5, at + 5 + fields) as number[] },
+    );
+    at += 5 + fields;
+  }
+  return at === values.length ? results : undefined;
+}

@@ -22,19 +22,21 @@ const FUNCTIONS: Readonly<Record<ScriptName, string>> = {
   'sliding-log': 'sliding_log',
   'sliding-window': 'sliding_window',
   gcra: 'gcra',
+  concurrency: 'concurrency',
 };
 const NAMES = Object.keys(FUNCTIONS) as ScriptName[];
 
 /**
  * The algorithms whose decisions start with a GET: their batch script reads every key with one MGET
  * first (lua/single.lua). The fixed window takes most requests with one INCRBY and reads nothing;
- * the log reads a sorted set.
+ * the log and the leases read sorted sets.
  */
 const READS_AHEAD: Readonly<Record<ScriptName, boolean>> = {
   'fixed-window': false,
   'sliding-log': false,
   'sliding-window': true,
   gcra: true,
+  concurrency: false,
 };
 
 const bodies: Record<ScriptName | 'all', string> = {

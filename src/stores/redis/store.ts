@@ -1,7 +1,7 @@
 // The Redis store: one script call per batch of decisions, each key decided atomically on the server.
 import { ERROR_CODES, invalidOption, SluiceError } from '../../errors.js';
 import { stateKey } from '../../keys.js';
-import { OPERATIONS } from '../../operations.js';
+import { OPERATIONS, shapeOf } from '../../operations.js';
 import type { LimiterDeadline, Store, StoreReply, StoreRequest, StoreResult, Together } from '../../types.js';
 import { durationMs, keyPart, knownKeys, optionsObject, positiveInteger } from '../../validate.js';
 import { toCommander } from './adapters.js';
@@ -10,7 +10,7 @@ import { type Batch, byKey, coalesce, type Items, noItems } from './coalesce.js'
 import type { ClientLibrary, Commander } from './commander.js';
 import { Readiness } from './readiness.js';
 import { Recovery } from './recovery.js';
-import { answerRecords } from './reply.js';
+import { answerRecords, togetherResults } from './reply.js';
 import { LIBRARY_CODE, SCRIPTS, type Script } from './scripts.js';
 import { isTryAgain, storeError, type Unrun, unrunReason } from './server-errors.js';
 import { keySlot } from './slot.js';
@@ -190,35 +190,32 @@ export class RedisStore implements Store {
     const firstKey = keys[0];
     if (first === undefined || firstKey === undefined) return;
     const count = requests.length;
+    // Every key carries as many operands as the one that takes most (a lease's id), padded with ''.
+    const operands = Math.max(...requests.map((request) => shapeOf(request).operands));
     // Slots 0 and 1 are the command and the script's name; #run fills them.
     const args = ['', '', String(count), ...keys, OPERATIONS[first.operation].code as string];
-    args.push(first.now === undefined ? '' : String(first.now));
+    args.push(first.now === undefined ? '' : String(first.now), String(operands));
     for (const request of requests) {
       const [firstParameter, secondParameter] = request.policy.args;
       args.push(request.policy.script, String(request.cost), firstParameter ?? '', secondParameter ?? '');
+      for (let k = 0; k < operands; k++) args.push(request.operands?.[k] ?? '');
     }
     const fail = (error: unknown): void => {
       for (const request of requests) reply.failed(request, error);
     };
     this.#run(SCRIPTS.all, args, firstKey).then(
       (answer) => {
-        if (!Array.isArray(answer) || answer.length !== count * 4) {
+        const results = togetherResults(answer, count);
+        if (results === undefined) {
           fail(
             new SluiceError(
               ERROR_CODES.BAD_REPLY,
-              `Expected ${count * 4} integers from the ${SCRIPTS.all.name} script, got ${Array.isArray(answer) ? `${answer.length} values` : typeof answer}.`,
+              `Expected ${count} records from the ${SCRIPTS.all.name} script, got ${Array.isArray(answer) ? `${answer.length} values that do not make them` : typeof answer}.`,
             ),
           );
           return;
         }
-        requests.forEach((request, i) => {
-          reply.answered(request, {
-            allowed: answer[i * 4] === 1,
-            remaining: Number(answer[i * 4 + 1]),
-            resetMs: Number(answer[i * 4 + 2]),
-            retryAfterMs: Number(answer[i * 4 + 3]),
-          });
-        });
+        requests.forEach((request, i) => reply.answered(request, results[i] as StoreResult));
       },
       (error: unknown) => fail(storeError(error, this.#shardOfKey(firstKey))),
     );
@@ -250,8 +247,9 @@ export class RedisStore implements Store {
     const { requests, keys, replies, policy } = batch;
     const script = SCRIPTS[policy.script];
     const entry = OPERATIONS[batch.operation];
+    const shape = shapeOf(batch);
     const count = requests.length;
-    const args: string[] = new Array(5 + count * (2 + entry.operands) + policy.args.length);
+    const args: string[] = new Array(5 + count * (2 + shape.operands) + policy.args.length);
     // Slots 0 and 1 are the command and the script's name; run() fills them. Then the keys, the
     // operation, the time, the policy's parameters, one cost per key, and each key's operands.
     args[2] = String(count);
@@ -264,11 +262,11 @@ export class RedisStore implements Store {
       const cost = request.cost;
       args[at++] = cost < COSTS.length ? (COSTS[cost] as string) : String(cost);
     }
-    if (entry.operands > 0)
+    if (shape.operands > 0)
       for (const request of requests) for (const operand of request.operands ?? []) args[at++] = operand;
     this.#run(script, args, keys[0] as string).then(
       (reply) => {
-        if (answerRecords(reply, requests, replies, entry.fields)) return;
+        if (answerRecords(reply, requests, replies, shape.fields)) return;
         const error = new SluiceError(
           ERROR_CODES.BAD_REPLY,
           `Expected one record per key (${count}) from the ${script.name} script, got ${Array.isArray(reply) ? `${reply.length} values that do not make them` : typeof reply}.`,

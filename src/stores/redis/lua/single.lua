@@ -1,13 +1,15 @@
 -- Body of the one-policy script, after prelude.lua, the algorithm's function, `local decide = <it>`
 -- and `local read_ahead = <whether it starts with a GET>`.
 -- KEYS: one key per identifier, each decided on its own, in order.
--- ARGV: op ('0' limit, '1' peek, '2' refund), now in ms ('' reads the server clock),
---       the policy's two parameters, then one cost per key.
+-- ARGV: op (see src/operations.ts), now in ms ('' reads the server clock), the policy's two
+--       parameters, one cost per key, then each key's operands (as many per key: a lease's id).
 -- Returns integers: first the reset shared by the batch (the first allowed key's resetMs, else 0),
 -- then one record per key, in order:
 --   r >= 0              allowed; remaining r, resetMs the shared one, retryAfterMs 0
 --   -1 - 2 x reset, r   allowed; remaining r, resetMs reset, retryAfterMs 0
 --   -2 - 2 x reset, r, t  denied; remaining r, resetMs reset, retryAfterMs t
+-- each followed by the fields the algorithm returned for it, if any (a table after its four values;
+-- as many for every key of a batch, which shares one operation).
 -- Most records are one integer (every allowed key of a window policy ends its state at the same
 -- moment): Redis builds a quarter of the reply, and the client decodes a quarter of the integers.
 local op = ARGV[1]
@@ -20,6 +22,9 @@ if read_ahead and #KEYS > 1 then
   for i = 1, #KEYS do ahead[KEYS[i]] = values[i] end
 end
 local first, second = tonumber(ARGV[3]), tonumber(ARGV[4])
+-- Operands per key, after the costs; most operations have none.
+local operands = (#ARGV - 4 - #KEYS) / #KEYS
+local a, b = nil, nil
 local out = { 0 }
 local shared = nil
 local n = 1
@@ -32,7 +37,12 @@ for i = 1, #KEYS do
     costText = text
     cost = tonumber(text)
   end
-  local allowed, remaining, reset, retry = decide(KEYS[i], now, op, cost, first, second)
+  if operands > 0 then
+    local at = 4 + #KEYS + (i - 1) * operands
+    a = ARGV[at + 1]
+    if operands > 1 then b = ARGV[at + 2] end
+  end
+  local allowed, remaining, reset, retry, fields = decide(KEYS[i], now, op, cost, first, second, a, b)
   if allowed == 1 then
     -- An allowed request waits for nothing: the records have no room for a retry.
     if retry ~= 0 then return redis.error_reply('ERR sluice: allowed with a retryAfterMs') end
@@ -53,6 +63,10 @@ for i = 1, #KEYS do
     out[n + 2] = remaining
     out[n + 3] = retry
     n = n + 3
+  end
+  if fields then
+    for j = 1, #fields do out[n + j] = fields[j] end
+    n = n + #fields
   end
 end
 return out

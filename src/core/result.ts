@@ -1,0 +1,15 @@
+// The decision a store's result makes: the policy's limit added, and what the result's fields say.
+import type { Decision, StoreRequest, StoreResult } from '../types.js';
+import { withLeaseFields } from './leases.js';
+
+/** The decision a store's result makes for a request, under its policy's `limit`, with what its fields say. */
+export function decisionOf(result: StoreResult, request: StoreRequest): Decision {
+  const decision: Decision = {
+    allowed: result.allowed,
+    limit: request.policy.limit,
+    remaining: result.remaining,
+    resetMs: result.resetMs,
+    retryAfterMs: result.retryAfterMs,
+  };
+  return result.fields === undefined ? decision : withLeaseFields(decision, request, result.fields);
+}
