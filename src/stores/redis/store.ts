@@ -215,7 +215,9 @@ export class RedisStore implements Store {
           );
           return;
         }
-        requests.forEach((request, i) => reply.answered(request, results[i] as StoreResult));
+        requests.forEach((request, i) => {
+          reply.answered(request, results[i] as StoreResult);
+        });
       },
       (error: unknown) => fail(storeError(error, this.#shardOfKey(firstKey))),
     );
