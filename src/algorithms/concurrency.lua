@@ -31,16 +31,32 @@ local function lease_reset(key, now)
   return 0
 end
 
--- The key lives a millisecond past its last slot (so the call that finds the slot expired can
--- count it), and until the clock has passed the last token's millisecond: a token issued after the
--- key expired, read from the same clock, is then greater.
-local function lease_keep(key, now, token)
+-- When the key's life is over: a lease length past its last slot (so that a call in that time
+-- counts the slots that lapsed unreleased), and not before the clock has passed the last token's
+-- millisecond (a token issued after the key is gone, read from the same clock, is then greater).
+local function lease_until(key, token, lease_ms)
   local keep_until = floor(token / 1000) + 1
   local latest = lease_latest(key)
-  if latest and latest + 1 > keep_until then keep_until = latest + 1 end
-  local ttl = ceil(keep_until - now)
+  if latest and latest + lease_ms > keep_until then keep_until = latest + lease_ms end
+  return keep_until
+end
+
+local function lease_keep(key, now, token, lease_ms)
+  local ttl = ceil(lease_until(key, token, lease_ms) - now)
   if ttl < 1 then ttl = 1 end
   call('PEXPIRE', key, int(ttl))
+end
+
+-- The last token and the first slot's rank, as of now: a key whose life is over by this clock is
+-- forgotten (deleted when `write`), as the server would have expired it by its own clock (a
+-- caller's clock may run ahead of it).
+local function lease_open(key, now, lease_ms, write)
+  local last, first = lease_token(key)
+  if first == 1 and now >= lease_until(key, last, lease_ms) then
+    if write then call('DEL', key) end
+    return 0, 0
+  end
+  return last, first
 end
 
 local function lease_remaining(limit, used)
@@ -55,8 +71,8 @@ local function lease_wait(key, now, first, needed)
 end
 
 local function lease_acquire(key, now, cost, limit, lease_ms, id)
+  local last, first = lease_open(key, now, lease_ms, true)
   local reclaimed = call('ZREMRANGEBYSCORE', key, 0, string.format('%.17g', now))
-  local last, first = lease_token(key)
   local used = call('ZCARD', key) - first
   if used + cost > limit then
     -- A refused acquisition takes nothing.
@@ -82,11 +98,13 @@ local function lease_acquire(key, now, cost, limit, lease_ms, id)
     done = upto
   end
   call('ZADD', key, -token, LEASE_TOKEN)
-  lease_keep(key, now, token)
+  lease_keep(key, now, token, lease_ms)
   return 1, lease_remaining(limit, used + cost), lease_reset(key, now), 0, { token, ceil(expires), reclaimed }
 end
 
-local function lease_peek(key, now, cost, limit)
+local function lease_peek(key, now, cost, limit, lease_ms)
+  local _, first = lease_open(key, now, lease_ms, false)
+  if first == 0 then return 1, limit, 0, 0 end
   local live = '(' .. string.format('%.17g', now)
   local used = call('ZCOUNT', key, live, '+inf')
   if used + cost > limit then
@@ -96,7 +114,8 @@ local function lease_peek(key, now, cost, limit)
   return 1, lease_remaining(limit, used), lease_reset(key, now), 0
 end
 
-local function lease_release(key, now, limit, id)
+local function lease_release(key, now, limit, lease_ms, id)
+  lease_open(key, now, lease_ms, true)
   local reclaimed = call('ZREMRANGEBYSCORE', key, 0, string.format('%.17g', now))
   local released = 0
   if call('ZREM', key, id) == 1 then
@@ -110,6 +129,7 @@ local function lease_release(key, now, limit, id)
 end
 
 local function lease_extend(key, now, limit, lease_ms, id, ms)
+  lease_open(key, now, lease_ms, true)
   local reclaimed = call('ZREMRANGEBYSCORE', key, 0, string.format('%.17g', now))
   local extended, expires_at = 0, 0
   if call('ZSCORE', key, id) then
@@ -121,7 +141,7 @@ local function lease_extend(key, now, limit, lease_ms, id, ms)
       j = j + 1
     end
     extended, expires_at = 1, ceil(expires)
-    lease_keep(key, now, (lease_token(key)))
+    lease_keep(key, now, (lease_token(key)), lease_ms)
   end
   local _, first = lease_token(key)
   local used = call('ZCARD', key) - first
@@ -130,8 +150,8 @@ end
 
 local function concurrency(key, now, op, cost, limit, lease_ms, a, b)
   if op == '0' then return lease_acquire(key, now, cost, limit, lease_ms, a) end
-  if op == '1' then return lease_peek(key, now, cost, limit) end
-  if op == '5' then return lease_release(key, now, limit, a) end
+  if op == '1' then return lease_peek(key, now, cost, limit, lease_ms) end
+  if op == '5' then return lease_release(key, now, limit, lease_ms, a) end
   if op == '6' then return lease_extend(key, now, limit, lease_ms, a, b) end
   error('sluice: concurrency() has no operation ' .. tostring(op))
 end

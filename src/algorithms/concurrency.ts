@@ -75,16 +75,20 @@ function waitMs(state: ConcurrencyState, now: number, needed: number): number {
 }
 
 /**
- * How long the state must live: a millisecond past its last slot (so the call that finds the slot
- * expired can count it), and until the clock has passed the last token's millisecond, so that a
- * token issued after it expired (from the same clock) is greater.
+ * When the state's life is over: a lease length past its last slot (so that a call in that time
+ * counts the slots that lapsed unreleased), and not before the clock has passed the last token's
+ * millisecond (a token issued after the state is gone, read from the same clock, is then greater).
  */
-function keepMs(state: ConcurrencyState, now: number): number {
-  let keepUntil = Math.floor(state.token / 1000) + 1;
+function keepUntil(state: ConcurrencyState, leaseMs: number): number {
+  let until = Math.floor(state.token / 1000) + 1;
   for (const lease of state.leases.values()) {
-    if (lease.expiresAt + 1 > keepUntil) keepUntil = lease.expiresAt + 1;
+    if (lease.expiresAt + leaseMs > until) until = lease.expiresAt + leaseMs;
   }
-  return Math.max(1, Math.ceil(keepUntil - now));
+  return until;
+}
+
+function keepMs(state: ConcurrencyState, now: number, leaseMs: number): number {
+  return Math.max(1, Math.ceil(keepUntil(state, leaseMs) - now));
 }
 
 function remainingOf(limit: number, used: number): number {
@@ -110,7 +114,7 @@ function acquire(at: At, cost: number, leaseMs: number, id: string): Outcome<Con
   state.leases.set(id, { expiresAt, slots: cost });
   return {
     ...settled(at, true, remainingOf(limit, used + cost), 0),
-    ttlMs: keepMs(state, now),
+    ttlMs: keepMs(state, now, leaseMs),
     fields: [token, Math.ceil(expiresAt), reclaimed],
   };
 }
@@ -141,11 +145,16 @@ function extend(at: At, leaseMs: number, id: string, ms: string | undefined): Ou
     const length = ms === undefined || ms === '' ? leaseMs : Number(ms);
     lease.expiresAt = now + length;
     extendedTo = Math.ceil(lease.expiresAt);
-    ttlMs = keepMs(state, now);
+    ttlMs = keepMs(state, now, leaseMs);
   }
   const remaining = remainingOf(limit, liveSlots(state, now));
   const fields = [lease === undefined ? 0 : 1, extendedTo, reclaimed];
   return { ...settled(at, true, remaining, 0), ttlMs, fields };
+}
+
+/** An outcome that also drops a state whose life was over (`ttlMs` 0), as the script deletes its key. */
+function forgetting(outcome: Outcome<ConcurrencyState>, lapsed: boolean): Outcome<ConcurrencyState> {
+  return lapsed ? { ...outcome, ttlMs: 0 } : outcome;
 }
 
 /** The outcome's common part; the state is kept as it is (`ttlMs` -1) unless a caller says otherwise. */
@@ -180,7 +189,10 @@ export function decideConcurrency(
   leaseMs: number,
   operands: readonly string[] | undefined,
 ): Outcome<ConcurrencyState> {
-  const at: At = { state: stored ?? freshState(), now, limit };
+  // A state whose life is over by this clock is forgotten, as the store would have expired it by
+  // its own (the script deletes such a key: a caller's clock may run ahead of the server's).
+  const lapsed = stored !== undefined && now >= keepUntil(stored, leaseMs);
+  const at: At = { state: stored === undefined || lapsed ? freshState() : stored, now, limit };
   const id = operands?.[0] ?? '';
   switch (operation) {
     case 'limit':
@@ -188,9 +200,9 @@ export function decideConcurrency(
     case 'peek':
       return peek(at, cost);
     case 'release':
-      return release(at, id);
+      return forgetting(release(at, id), lapsed);
     case 'extend':
-      return extend(at, leaseMs, id, operands?.[1]);
+      return forgetting(extend(at, leaseMs, id, operands?.[1]), lapsed);
     default:
       throw new SluiceError(
         ERROR_CODES.UNSUPPORTED_OPERATION,
