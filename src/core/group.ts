@@ -4,16 +4,21 @@ import { describeValue, ERROR_CODES, invalidOption, SluiceError } from '../error
 import { atomicRequestsError } from '../stores/atomic.js';
 import type { Decision, Operation, Policy } from '../types.js';
 import type { Call } from './call.js';
+import { withoutLease } from './leases.js';
 import type { Pipeline } from './pipeline.js';
 import { type Decided, decideTogether, took } from './together.js';
 
-/** What a group's check took, to be given back once: when a later check refuses the request, or a count mode says so. */
+/**
+ * What a group's check took, each part given back once: when a later check refuses the request, a
+ * count mode says so, or (a lease) the request is done.
+ */
 export class Grant {
   readonly #pipelines: readonly Pipeline[];
   readonly #calls: readonly Call[];
   readonly #decisions: Decision[];
   readonly #taken: readonly boolean[];
-  #given: Promise<void> | undefined;
+  /** Each part's give-back, once started. */
+  readonly #given: Array<Promise<void> | undefined>;
 
   constructor(
     pipelines: readonly Pipeline[],
@@ -25,6 +30,7 @@ export class Grant {
     this.#calls = calls;
     this.#decisions = decided.decisions;
     this.#taken = taken;
+    this.#given = calls.map(() => undefined);
   }
 
   /** Whether anything was taken. */
@@ -32,23 +38,68 @@ export class Grant {
     return !this.#taken.includes(true);
   }
 
+  /** Whether a part holds a lease (a concurrency policy's slots), to be released when the request is done. */
+  get holdsLeases(): boolean {
+    return this.#decisions.some((decision, i) => this.#taken[i] === true && decision.lease !== undefined);
+  }
+
+  /** The shortest `leaseMs` among the leases taken (Infinity when none is). */
+  get shortestLeaseMs(): number {
+    let shortest = Number.POSITIVE_INFINITY;
+    this.#calls.forEach((call, i) => {
+      const leaseMs = call.policy.leaseMs;
+      if (this.#taken[i] === true && leaseMs !== undefined && leaseMs < shortest) shortest = leaseMs;
+    });
+    return shortest;
+  }
+
   /**
-   * Gives back what was taken, where it was taken (the store, or the fallback store), once. The
-   * decisions then say what is left after the refund. A refund that fails leaves the units taken
-   * until they expire: the strict side.
+   * Gives back what was taken, where it was taken (the store, or the fallback store), each part
+   * once. The decisions then say what is left after the refund. A refund that fails leaves the
+   * units taken until they expire: the strict side.
    */
   refund(): Promise<void> {
-    this.#given ??= Promise.all(
-      this.#calls.map(async (call, i) => {
-        if (this.#taken[i] !== true) return;
+    return this.#giveBack(() => true);
+  }
+
+  /** Releases the leases taken (each once), and nothing else: the request is done with its slots. */
+  release(): Promise<void> {
+    return this.#giveBack((decision) => decision.lease !== undefined);
+  }
+
+  /**
+   * Renews every lease still held, each from now for its policy's `leaseMs` (a response that runs
+   * long). Resolves to false once none is held any more (released, or lapsed before it was renewed).
+   */
+  async extend(): Promise<boolean> {
+    const renewals = this.#calls.map(async (call, i) => {
+      const decision = this.#decisions[i] as Decision;
+      if (this.#given[i] !== undefined || this.#taken[i] !== true || decision.lease === undefined)
+        return false;
+      const lease = decision.lease;
+      const after = await (this.#pipelines[i] as Pipeline).extendLease(call, { ...decision, lease });
+      return after?.extended === true;
+    });
+    return (await Promise.all(renewals)).includes(true);
+  }
+
+  #giveBack(which: (decision: Decision) => boolean): Promise<void> {
+    return Promise.all(
+      this.#calls.map((call, i) => {
         const decision = this.#decisions[i] as Decision;
-        const after = await (this.#pipelines[i] as Pipeline).giveBack(call, decision);
-        if (after !== undefined) {
-          this.#decisions[i] = { ...decision, remaining: after.remaining, resetMs: after.resetMs };
-        }
+        if (this.#taken[i] !== true || !which(decision)) return undefined;
+        this.#given[i] ??= (this.#pipelines[i] as Pipeline).giveBack(call, decision).then((after) => {
+          if (after !== undefined) {
+            this.#decisions[i] = withoutLease({
+              ...decision,
+              remaining: after.remaining,
+              resetMs: after.resetMs,
+            });
+          }
+        });
+        return this.#given[i];
       }),
     ).then(() => undefined);
-    return this.#given;
   }
 }
 

@@ -11,6 +11,7 @@ import {
   type ResolvedOptions,
   resolveRateLimitOptions,
 } from './options.js';
+import { settleOnAbort } from './settle.js';
 import { fetchRequestView } from './view.js';
 
 export { type ClientIpOptions, clientIp, headerKey } from './client-key.js';
@@ -44,7 +45,10 @@ export interface FetchRateLimiter extends KeyControls<[request: Request, ...cont
   (request: Request, ...context: unknown[]): Promise<Response | undefined>;
   /** The rate-limit headers to add to your response for an allowed request. */
   headers(request: Request): Headers;
-  /** With the bare guard and a `count` mode: report the response's status once it is known. */
+  /**
+   * With the bare guard: report the response's status once it is known, for a `count` mode, and so
+   * that a concurrency limiter's lease is released (else when the client goes away, or it lapses).
+   */
   complete(request: Request, status: number): void;
   /** A whole fetch handler: the guard, your handler, headers on its response, and the count settled. */
   wrap(handler: FetchHandler): WrappedFetchHandler;
@@ -141,7 +145,11 @@ export function rateLimit(options: FetchRateLimitOptions): FetchRateLimiter {
     const evaluation = await evaluate(config, request, viewOf(request, context), request);
     if (evaluation.kind === 'skip') return undefined;
     if (evaluation.kind === 'allow') {
-      if (evaluation.settle !== undefined) settlers.set(request, evaluation.settle);
+      if (evaluation.settle !== undefined) {
+        settlers.set(request, evaluation.settle);
+        // A client that goes away before the handler ends frees the request's slots at once.
+        settleOnAbort(request.signal, evaluation.settle);
+      }
       return undefined;
     }
     const { refusal } = evaluation;

@@ -13,6 +13,7 @@ import {
   refusalFor,
 } from './problem.js';
 import { requestKey } from './request-key.js';
+import { giveBack, type RequestState, type Settle, settler, type Taken } from './settle.js';
 import type { RequestView } from './view.js';
 
 export { UNKNOWN_KEY } from './request-key.js';
@@ -24,8 +25,11 @@ export type Evaluation =
       readonly kind: 'allow';
       /** Rate-limit headers of every limiter that ran on this request so far. */
       readonly headers: Record<string, string>;
-      /** Call once the response is finished (count modes); `undefined` when nothing is to settle. */
-      readonly settle: ((status: number, finished: boolean) => void) | undefined;
+      /**
+       * Call once the response is finished, or the client went away (`finished` false): releases
+       * the leases of concurrency limiters and settles count modes; `undefined` when nothing is to settle.
+       */
+      readonly settle: Settle | undefined;
       readonly key: string;
       readonly entries: readonly PolicyDecision[];
       /** The decision for the handler. */
@@ -51,21 +55,6 @@ export interface DenialInfo {
   readonly problem: ProblemDetails;
   readonly key: string | undefined;
   readonly entries: readonly PolicyDecision[];
-}
-
-/** What one middleware took on a request and the decisions it added, to be given back once. */
-interface Taken {
-  readonly grant: Grant;
-  /** Where its decisions start in the request's entries. */
-  readonly first: number;
-  readonly decisions: readonly Decision[];
-}
-
-/** Per request: the decisions of every middleware (so each adds its items), what each took, the decision for the handler. */
-interface RequestState {
-  readonly entries: PolicyDecision[];
-  readonly taken: Taken[];
-  info: RateLimitInfo | undefined;
 }
 
 const requests = new WeakMap<object, RequestState>();
@@ -103,20 +92,6 @@ function missingKeyRefusal(description: string): Refusal {
     problem,
     body: JSON.stringify(problem),
   };
-}
-
-/**
- * Gives back what middlewares took on a request, and has the request's headers say what is left
- * once it is given back, as the next request will see it.
- */
-async function giveBack(state: RequestState, taken: readonly Taken[]): Promise<void> {
-  await Promise.all(taken.map((part) => part.grant.refund()));
-  for (const part of taken) {
-    part.decisions.forEach((decision, i) => {
-      const entry = state.entries[part.first + i] as PolicyDecision;
-      state.entries[part.first + i] = { ...entry, decision };
-    });
-  }
 }
 
 /** A refused request takes nothing, here or in the middlewares that ran before on it. */
@@ -158,13 +133,14 @@ function entered(
   const taken: Taken = { grant: outcome.grant, first: state.entries.length, decisions: outcome.decisions };
   group.pipelines.forEach((pipeline, i) => {
     // The period of the policy each decision was made under: the limiter's, or its variant for the request's limit.
-    const windowMs = (outcome.policies[i] ?? pipeline.policy).windowMs;
-    state.entries.push({
+    const policy = outcome.policies[i] ?? pipeline.policy;
+    const entry: PolicyDecision = {
       name: pipeline.name,
-      windowMs,
+      windowMs: policy.windowMs,
       decision: outcome.decisions[i] as Decision,
       partitionKey,
-    });
+    };
+    state.entries.push(policy.leaseMs === undefined ? entry : { ...entry, concurrent: true });
   });
   return taken;
 }
@@ -181,7 +157,7 @@ async function penalty(
   return overQuota ? await penalties?.refused(key) : undefined;
 }
 
-/** The request may go on: its headers, the decision for its handler, and how its count mode settles. */
+/** The request may go on: its headers, the decision for its handler, and how its end settles. */
 function allowed<Req>(
   config: ResolvedOptions<Req>,
   state: RequestState,
@@ -189,16 +165,7 @@ function allowed<Req>(
   taken: Taken,
 ): Evaluation {
   state.taken.push(taken);
-  let settle: ((status: number, finished: boolean) => void) | undefined;
-  if (config.count !== 'all' && !taken.grant.empty) {
-    let done = false;
-    settle = (status, finished) => {
-      if (done) return;
-      done = true;
-      const failed = !finished || config.isFailure(status);
-      if (failed !== (config.count === 'failed')) giveBack(state, [taken]).catch(config.onRefundError);
-    };
-  }
+  const settle = settler(config, state, taken);
   const { entries } = state;
   const info = rateLimitInfo(entries, key) as RateLimitInfo;
   state.info = info;

@@ -44,6 +44,7 @@ function partitionParam(entry: PolicyDecision, separator: string): string {
 
 /** express-rate-limit's draft-8 policy name: `100-in-1min`, `5-in-30sec`, `1000-in-1day`. */
 export function quotaName(entry: PolicyDecision): string {
+  if (entry.concurrent === true) return `${wholeUnits(entry.decision.limit)}-concurrent`;
   const seconds = windowSeconds(entry);
   const [amount, unit] =
     seconds < 60
@@ -57,20 +58,29 @@ export function quotaName(entry: PolicyDecision): string {
   return `${wholeUnits(entry.decision.limit)}-in-${amount}${unit}${plural}`;
 }
 
-/** The IETF lists and draft-8: the same items, named and separated differently. */
+/** The IETF quota unit of a policy that limits requests in flight. */
+export const CONCURRENT_UNIT = 'concurrent-requests';
+
+/**
+ * The IETF lists and draft-8: the same items, named and separated differently. A concurrency
+ * policy's item has the unit `qu="concurrent-requests"` and no `w` (it has no window), and its
+ * `RateLimit` item no `t` (slots come back as requests end, not at a time).
+ */
 function itemLists(name: (entry: PolicyDecision) => string, separator: string): StyleWriter {
   return (headers, visible) => {
     headers['RateLimit-Policy'] = visible
       .map((entry) => {
         const q = wholeUnits(entry.decision.limit);
-        return `${sfString(name(entry))}${separator}q=${q}${separator}w=${windowSeconds(entry)}${partitionParam(entry, separator)}`;
+        const extent =
+          entry.concurrent === true ? `qu=${sfString(CONCURRENT_UNIT)}` : `w=${windowSeconds(entry)}`;
+        return `${sfString(name(entry))}${separator}q=${q}${separator}${extent}${partitionParam(entry, separator)}`;
       })
       .join(', ');
     headers.RateLimit = visible
       .map((entry) => {
         const r = wholeUnits(entry.decision.remaining);
-        const t = secondsUntilMore(entry.decision);
-        return `${sfString(name(entry))}${separator}r=${r}${separator}t=${t}${partitionParam(entry, separator)}`;
+        const t = entry.concurrent === true ? '' : `${separator}t=${secondsUntilMore(entry.decision)}`;
+        return `${sfString(name(entry))}${separator}r=${r}${t}${partitionParam(entry, separator)}`;
       })
       .join(', ');
   };
@@ -88,7 +98,11 @@ export const STYLE_WRITERS: Readonly<Record<HeaderStyle, StyleWriter>> = {
   'draft-8': itemLists(quotaName, '; '),
   'draft-7': (headers, visible) => {
     headers['RateLimit-Policy'] = visible
-      .map((entry) => `${wholeUnits(entry.decision.limit)};w=${windowSeconds(entry)}`)
+      .map((entry) =>
+        entry.concurrent === true
+          ? `${wholeUnits(entry.decision.limit)};qu=${sfString(CONCURRENT_UNIT)}`
+          : `${wholeUnits(entry.decision.limit)};w=${windowSeconds(entry)}`,
+      )
       .join(', ');
     const { decision } = tightest(visible) as PolicyDecision;
     headers.RateLimit = `limit=${wholeUnits(decision.limit)}, remaining=${wholeUnits(decision.remaining)}, reset=${secondsUntilMore(decision)}`;

@@ -13,6 +13,11 @@ export interface PolicyDecision {
    * middleware's `partitionKey` option). Written by the `ietf` and `draft-8` styles.
    */
   readonly partitionKey?: Uint8Array | undefined;
+  /**
+   * The policy limits requests in flight (a concurrency policy): its quota unit is
+   * `"concurrent-requests"`, it has no window (`w`), and what is left (`r`) comes back as requests end.
+   */
+  readonly concurrent?: boolean | undefined;
 }
 
 /**

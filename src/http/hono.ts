@@ -6,6 +6,7 @@ import { type DenialInfo, decisionsOn, denialInfo, evaluate, infoOn } from './ha
 import { rateLimitHeaders } from './headers.js';
 import type { RateLimitInfo } from './info.js';
 import { adapterFunction, type RateLimitOptions, resolveRateLimitOptions } from './options.js';
+import { settleOnAbort } from './settle.js';
 import { fetchRequestView, type RequestView } from './view.js';
 
 export { type ClientIpOptions, clientIp, headerKey } from './client-key.js';
@@ -107,6 +108,8 @@ export function rateLimit<Name extends string = 'rateLimit'>(
       return c.res;
     }
     c.set(variable, evaluation.info);
+    // A client that goes away before the handler ends frees the request's slots at once.
+    settleOnAbort(raw.signal, evaluation.settle);
     await next();
     // Rendered after the handler: limiters further in may have added their own items.
     for (const [name, value] of Object.entries(

@@ -101,8 +101,16 @@ export interface RateLimitOptions<Req> {
   readonly headers?: HeaderStyle | readonly HeaderStyle[] | false;
   /** Overrides for the 429 problem body's `type` and `title`. */
   readonly problem?: ProblemOptions;
-  /** Receives errors of refunds made after the response (count modes, refused combinations). */
+  /** Receives errors of refunds made after the response (count modes, refused combinations, lease releases). */
   readonly onRefundError?: (error: unknown) => void;
+  /**
+   * While a response runs, renew the leases its concurrency limiters hold (each for its policy's
+   * `leaseMs`) every this many ms, so that a response longer than `leaseMs` keeps its slots while a
+   * crashed process still frees them within `leaseMs`. `true` renews at half the shortest
+   * `leaseMs`. One `unref`'d timer per request that holds a lease, cleared when it finishes.
+   * @default false
+   */
+  readonly extendLeases?: boolean | number;
   /**
    * Bans clients that keep being refused: after `after` refusals within `windowMs`, the next
    * refused request starts a ban of `durationMs` during which every request gets 403. Kept in the
@@ -153,6 +161,8 @@ export interface ResolvedOptions<Req> {
   readonly styles: readonly HeaderStyle[];
   readonly problem: ProblemOptions;
   readonly onRefundError: (error: unknown) => void;
+  /** How often leases are renewed while a response runs: ms, `'half'` of the shortest `leaseMs`, or never. */
+  readonly extendLeases: number | 'half' | undefined;
   /** The penalties following a group; `undefined` without `ban` and `block`. */
   readonly penalties: ((group: Group) => Penalties) | undefined;
   readonly partitionKey: ((key: string) => Uint8Array) | undefined;
@@ -187,6 +197,7 @@ export const CORE_OPTION_KEYS = [
   'headers',
   'problem',
   'onRefundError',
+  'extendLeases',
   'ban',
   'block',
   'partitionKey',
@@ -284,6 +295,18 @@ export function resolveRateLimitOptions<Req>(
     }
   }
   const penalties = resolvePenalties(raw.ban, raw.block);
+  const renew = raw.extendLeases;
+  if (
+    renew !== undefined &&
+    typeof renew !== 'boolean' &&
+    !(Number.isSafeInteger(renew) && (renew as number) >= 1)
+  ) {
+    throw invalidOption(
+      'extendLeases',
+      'true, false, or a whole number of milliseconds of at least 1',
+      renew,
+    );
+  }
 
   return Object.freeze({
     selectGroup,
@@ -299,6 +322,8 @@ export function resolveRateLimitOptions<Req>(
     styles: headerStyles(raw.headers),
     problem: problem as ProblemOptions,
     onRefundError: (raw.onRefundError as ((error: unknown) => void) | undefined) ?? (() => {}),
+    extendLeases:
+      renew === true ? 'half' : renew === false || renew === undefined ? undefined : (renew as number),
     penalties: penalties === undefined ? undefined : penaltiesPerGroup(penalties),
     partitionKey: partitionKeyHasher(raw.partitionKey),
     warnings: resolveWarnings(raw.warnings, raw.onWarning),

@@ -57,14 +57,32 @@ function failedStore(entry: PolicyDecision): boolean {
 }
 
 function describe(entry: PolicyDecision): string {
+  if (entry.concurrent === true) return `"${entry.name}" (${wholeUnits(entry.decision.limit)} at once)`;
   const seconds = Math.max(1, wholeSeconds(entry.windowMs));
   return `"${entry.name}" (${wholeUnits(entry.decision.limit)} per ${seconds} s)`;
 }
 
+/** What the refusing policies are, by kind: a quota over time, or too many requests in flight. */
+function refusedFor(quota: readonly PolicyDecision[]): string {
+  const unique = [...new Map(quota.map((entry) => [entry.name, entry])).values()];
+  const parts: string[] = [];
+  for (const [concurrent, lead] of [
+    [false, 'Quota exceeded for'],
+    [true, 'Too many concurrent requests for'],
+  ] as const) {
+    const policies = unique.filter((entry) => (entry.concurrent === true) === concurrent).map(describe);
+    if (policies.length > 0) {
+      parts.push(`${lead} ${policies.length === 1 ? 'policy' : 'policies'} ${policies.join(', ')}`);
+    }
+  }
+  return parts.join('; ');
+}
+
 /**
  * The problem details for a refused request, or `undefined` when no decision refused it. A quota
- * refusal is a 429 of type quota-exceeded; when every refusal came from a failing store (a limiter
- * that fails closed), it is a 503 of type temporary-reduced-capacity: the client did nothing wrong.
+ * refusal is a 429 of type quota-exceeded (its detail says which policies limit requests over time,
+ * and which requests in flight); when every refusal came from a failing store (a limiter that fails
+ * closed), it is a 503 of type temporary-reduced-capacity: the client did nothing wrong.
  *
  * @example
  * problemDetails([{ name: 'api', windowMs: 60_000, decision }]);
@@ -90,12 +108,11 @@ export function problemDetails(
       'violated-policies': names,
     };
   }
-  const policies = [...new Map(quota.map((entry) => [entry.name, entry])).values()].map(describe);
   return {
     type: options.type ?? PROBLEM_TYPES.quotaExceeded,
     title: options.title ?? 'Too Many Requests',
     status: 429,
-    detail: `Quota exceeded for ${policies.length === 1 ? 'policy' : 'policies'} ${policies.join(', ')}. Retry in ${retry} s.`,
+    detail: `${refusedFor(quota)}. Retry in ${retry} s.`,
     'violated-policies': names,
   };
 }

@@ -66,7 +66,9 @@ function randomStep(random: Random, policy: Policy, held: readonly Held[]): Step
   const pick = held.length === 0 ? undefined : held[random.int(0, held.length - 1)];
   if (pick !== undefined && r < 0.3) return { kind: 'release', held: pick };
   if (pick !== undefined && r < 0.4) {
-    return random.next() < 0.5 ? { kind: 'extend', held: pick } : { kind: 'extend', held: pick, leaseMs: random.int(1, 3000) };
+    return random.next() < 0.5
+      ? { kind: 'extend', held: pick }
+      : { kind: 'extend', held: pick, leaseMs: random.int(1, 3000) };
   }
   const cost = random.next() < 0.7 ? 1 : random.int(1, policy.maxCost);
   return { kind: r < 0.85 ? 'limit' : 'peek', identifier: random.pick(IDENTIFIERS), cost };
@@ -85,7 +87,9 @@ async function tick(
 ): Promise<boolean> {
   const fromMemory = await Promise.all(steps.map((step) => run(inMemory, step, 'memory')));
   const fromRedis = await Promise.all(steps.map((step) => run(onRedis, step, 'redis')));
-  const touched = [...new Set(steps.map((step) => ('held' in step ? step.held.identifier : step.identifier)))];
+  const touched = [
+    ...new Set(steps.map((step) => ('held' in step ? step.held.identifier : step.identifier))),
+  ];
   if (JSON.stringify(fromRedis.map(comparable)) !== JSON.stringify(fromMemory.map(comparable))) {
     await expiries.settle();
     const keys = touched.map((identifier) => onRedis.store.keyFor(onRedis.name, identifier));
@@ -141,7 +145,12 @@ for (const { kind, mode } of VARIANTS) {
         let released = 0;
         for (let tickIndex = 0; tickIndex < STEPS; tickIndex++) {
           const r = random.next();
-          let step = r < 0.3 ? 0 : r < 0.8 ? Math.round(random.next() * 50_000) / 1000 : random.int(0, 2 * policy.windowMs);
+          let step =
+            r < 0.3
+              ? 0
+              : r < 0.8
+                ? Math.round(random.next() * 50_000) / 1000
+                : random.int(0, 2 * policy.windowMs);
           // The server expires keys in real time: the test clock never runs slower (see differential.test.ts).
           const real = performance.now();
           step = Math.max(step, real - lastReal);
@@ -154,7 +163,9 @@ for (const { kind, mode } of VARIANTS) {
             (s, i) => !('held' in s) || steps.findIndex((t) => 'held' in t && t.held === s.held) === i,
           );
           released += unique.filter((s) => s.kind === 'release').length;
-          if (await tick(onRedis, inMemory, unique, held, () => `seed ${seed}, tick ${tickIndex}, now ${now}`)) {
+          if (
+            await tick(onRedis, inMemory, unique, held, () => `seed ${seed}, tick ${tickIndex}, now ${now}`)
+          ) {
             compared++;
           }
         }
@@ -175,8 +186,20 @@ describe('all([rate, concurrency]) on the server and in memory agree', () => {
         const clock = () => now;
         const group = (store: Variant['store'] | MemoryStore): CombinedLimiter =>
           all([
-            createLimiter({ store, policy: fixedWindow({ limit: 6, windowMs: 2000 }), name: 'rate', clock, ...EXACT }),
-            createLimiter({ store, policy: concurrency({ limit: 3, leaseMs: 700 }), name: 'slots', clock, ...EXACT }),
+            createLimiter({
+              store,
+              policy: fixedWindow({ limit: 6, windowMs: 2000 }),
+              name: 'rate',
+              clock,
+              ...EXACT,
+            }),
+            createLimiter({
+              store,
+              policy: concurrency({ limit: 3, leaseMs: 700 }),
+              name: 'slots',
+              clock,
+              ...EXACT,
+            }),
           ]);
         const onRedis = group(variant.store);
         const inMemory = group(memory);
@@ -210,7 +233,10 @@ describe('all([rate, concurrency]) on the server and in memory agree', () => {
             else refusedBySlots++;
           }
         }
-        assert.ok(refusedByRate > 5 && refusedBySlots > 5, `both refusals exercised (${refusedByRate}, ${refusedBySlots})`);
+        assert.ok(
+          refusedByRate > 5 && refusedBySlots > 5,
+          `both refusals exercised (${refusedByRate}, ${refusedBySlots})`,
+        );
       } finally {
         memory.close();
         await variant.connected.close();
