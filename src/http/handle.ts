@@ -1,5 +1,5 @@
 // The one request path every adapter calls: skip, choose limiters, key, penalties, decide, headers, refusal, refunds.
-import type { Grant, Group, GroupOutcome } from '../core/index.js';
+import type { Group, GroupOutcome } from '../core/index.js';
 import { type Decision, isStoreFailure } from '../types.js';
 import { headersIn, isEnforcedDenial, type PolicyDecision } from './headers.js';
 import { type RateLimitInfo, rateLimitInfo } from './info.js';
