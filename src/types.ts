@@ -303,9 +303,9 @@ export interface Limiter {
    */
   release(identifier: string, lease: Lease, options?: KeyOptions): Promise<Decision>;
   /**
-   * Renews a live lease of a concurrency policy: it lapses `leaseMs` from now (the policy's own by
-   * default). The decision says `extended: false`, and changes nothing, when the lease had expired
-   * or was released.
+   * Renews a live lease of a concurrency policy: it lapses `leaseMs` from now (at most, and by
+   * default, the policy's own). The decision says `extended: false`, and changes nothing, when the
+   * lease had expired or was released.
    */
   extend(identifier: string, lease: Lease, leaseMs?: number, options?: KeyOptions): Promise<Decision>;
 }

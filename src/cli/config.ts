@@ -3,6 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { HEADER_STYLES, type HeaderStyle } from '../http/index.js';
 import {
+  concurrency,
   fixedWindow,
   gcra,
   type Policy,
@@ -20,6 +21,7 @@ const FACTORIES: Readonly<Record<string, (options: never) => Policy>> = {
   slidingLog,
   tokenBucket,
   gcra,
+  concurrency,
 };
 
 export const ALGORITHMS = Object.keys(FACTORIES);
@@ -254,12 +256,14 @@ export const NO_CONFIG = `no config file was given (--config, $SLUICE_CONFIG) or
 /**
  * The longest TTL a policy's script ever sets: the window for the fixed window and the log, two
  * windows for the sliding window (the current count outlives its window as the next one's
- * "previous"), and the tolerance (burst x interval) for GCRA and the token bucket.
+ * "previous"), the tolerance (burst x interval) for GCRA and the token bucket, and two lease
+ * lengths for the leases (a lease length past the last slot, which lasts at most one).
  */
 export function maxTtlMs(policy: Policy): number {
   const parameter = Number(policy.args[1]);
   switch (policy.script) {
     case 'sliding-window':
+    case 'concurrency':
       return 2 * parameter;
     case 'gcra':
       return Math.ceil(parameter);
@@ -270,5 +274,5 @@ export function maxTtlMs(policy: Policy): number {
 
 /** The Redis type a policy's state has. */
 export function stateType(policy: Policy): 'string' | 'zset' {
-  return policy.script === 'sliding-log' ? 'zset' : 'string';
+  return policy.script === 'sliding-log' || policy.script === 'concurrency' ? 'zset' : 'string';
 }

@@ -60,11 +60,27 @@ export interface SlidingLogView {
   readonly timesMs: readonly number[];
 }
 
+export interface ConcurrencyView {
+  readonly format: 'leases: sorted set, one entry per slot held, scored by its expiry in ms; "#" scored minus the last fencing token';
+  /** The last fencing token issued for the identifier (0 when none is recorded). */
+  readonly lastToken: number;
+  /** Slots held by live leases now. */
+  readonly held: number;
+  /** Slots whose lease lapsed, not yet freed by a call (the next one frees and counts them). */
+  readonly lapsed: number;
+  /** Live leases, each holding one slot or more. */
+  readonly leases: number;
+  /** When the next and the last live slot lapse, unless released or extended. */
+  readonly nextExpiryMs: number | null;
+  readonly lastExpiryMs: number | null;
+}
+
 export type StateView =
   | FixedWindowView
   | SlidingWindowView
   | GcraView
   | SlidingLogView
+  | ConcurrencyView
   | { readonly error: string };
 
 const round = (value: number, digits = 3): number => Number(value.toFixed(digits));
@@ -89,10 +105,11 @@ function notThisPolicy(policy: Policy, found: string): { error: string } {
  */
 export function decodeState(policy: Policy, raw: RawState, nowMs: number, ttlMs = -1): StateView | null {
   if (raw.type === 'none') return null;
-  const expected = policy.script === 'sliding-log' ? 'zset' : 'string';
+  const expected = policy.script === 'sliding-log' || policy.script === 'concurrency' ? 'zset' : 'string';
   if (raw.type !== expected) {
     return { error: `expected a ${expected} for ${policy.algorithm}, found a ${raw.type}` };
   }
+  if ('entries' in raw && policy.script === 'concurrency') return concurrencyView(raw.entries, nowMs);
   if ('entries' in raw) return slidingLogView(raw.entries, Number(policy.args[1]), nowMs);
   const value = 'value' in raw ? raw.value : '';
   if (policy.script === 'fixed-window') return fixedWindowView(policy, value, nowMs);
@@ -116,6 +133,30 @@ function slidingLogView(
     oldestMs: times[0] ?? null,
     newestMs: newest ?? null,
     timesMs: times.slice(0, 20),
+  };
+}
+
+/** The member that keeps the last fencing token (see concurrency.lua); every other member is a slot. */
+const TOKEN_MEMBER = '#';
+
+function concurrencyView(
+  entries: ReadonlyArray<{ member: string; scoreMs: number }>,
+  nowMs: number,
+): ConcurrencyView {
+  const slots = entries.filter((entry) => entry.member !== TOKEN_MEMBER);
+  const live = slots.filter((entry) => entry.scoreMs > nowMs);
+  // A lease's slots after its first are `<id>/<n>`.
+  const leases = new Set(live.map((entry) => entry.member.split('/')[0]));
+  const token = entries.find((entry) => entry.member === TOKEN_MEMBER);
+  return {
+    format:
+      'leases: sorted set, one entry per slot held, scored by its expiry in ms; "#" scored minus the last fencing token',
+    lastToken: token === undefined ? 0 : -token.scoreMs,
+    held: live.length,
+    lapsed: slots.length - live.length,
+    leases: leases.size,
+    nextExpiryMs: live[0]?.scoreMs ?? null,
+    lastExpiryMs: live.at(-1)?.scoreMs ?? null,
   };
 }
 

@@ -33,6 +33,11 @@ function describe(state: StateView, policy: Policy): string {
     const full = state.aheadMs > 0 ? `full again in ${formatDuration(state.aheadMs)}` : 'full';
     return `TAT ${when(state.tatMs)} (${formatNumber(state.tatMs, 3)} ms): ${state.used} ${unit} in use, ${state.available} of ${policy.limit} available, ${full}`;
   }
+  if ('lastToken' in state) {
+    const next = state.nextExpiryMs === null ? '' : `, the next lapses ${when(state.nextExpiryMs)}`;
+    const lapsed = state.lapsed > 0 ? `, ${state.lapsed} lapsed unreleased (freed by the next call)` : '';
+    return `${state.held} of ${policy.limit} slots held by ${state.leases} leases${next}${lapsed}; last fencing token ${state.lastToken}`;
+  }
   const range =
     state.oldestMs === null || state.newestMs === null
       ? ''

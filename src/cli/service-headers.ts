@@ -31,12 +31,15 @@ export function headerRenderer(
   name: string,
   windowMs: number,
   styles: readonly HeaderStyle[],
+  concurrent = false,
 ): (decision: Decision, nowMs: number) => RenderedHeaders {
   const chosen = chosenStyles(styles);
   const writers = chosen.map((style) => STYLE_WRITERS[style]);
   const general = (decision: Decision, nowMs: number): RenderedHeaders => {
     const headers: Record<string, string> = {};
-    const entries: PolicyDecision[] = [{ name, windowMs, decision }];
+    const entries: PolicyDecision[] = [
+      concurrent ? { name, windowMs, decision, concurrent } : { name, windowMs, decision },
+    ];
     // Shadow decisions and decisions made without the store have no numbers worth telling.
     if (decision.wouldAllow === undefined && !isStoreFailure(decision.reason)) {
       for (const write of writers) write(headers, entries, nowMs);
@@ -52,7 +55,8 @@ export function headerRenderer(
     }
     return { flat, json: `${json}}` };
   };
-  if (chosen.length !== 1 || chosen[0] !== 'ietf') return general;
+  // A concurrency policy's items differ (no `w`, no `t`): its answers go the general way.
+  if (chosen.length !== 1 || chosen[0] !== 'ietf' || concurrent) return general;
   return ietfRenderer(name, windowMs, general);
 }
 

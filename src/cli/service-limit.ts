@@ -37,10 +37,10 @@ function describe(value: unknown): string {
   return typeof value === 'string' ? quote(value) : describeValue(value);
 }
 
-const badRequest = (message: string): Rejection => new Rejection(400, 'Bad Request', message);
+export const badRequest = (message: string): Rejection => new Rejection(400, 'Bad Request', message);
 
 /** A policy as the hot path needs it, prepared once. */
-interface Served {
+export interface Served {
   readonly name: string;
   readonly limiter: Limiter;
   /** The policy's name as a JSON string. */
@@ -63,7 +63,7 @@ export interface LimitAnswer extends Decision {
 }
 
 /** Reads the body, at most MAX_BODY_BYTES; most bodies arrive in one chunk, which is used as it is. */
-function readBody(request: IncomingMessage): Promise<Buffer> {
+export function readBody(request: IncomingMessage): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const declared = Number(request.headers['content-length']);
     if (declared > MAX_BODY_BYTES) {
@@ -95,31 +95,47 @@ function readBody(request: IncomingMessage): Promise<Buffer> {
   });
 }
 
-/** Parses and checks a body; messages describe what was sent by its type and a short escaped prefix only. */
-function parseBody(
-  body: Buffer,
-  policies: ReadonlyMap<string, Served>,
-  known: string,
-): { served: Served; key: string; cost: number } {
-  if (body.length === 0) throw badRequest(`The body is empty; expected ${EXAMPLE}.`);
-  if (!isUtf8(body)) throw badRequest(`The body is not valid UTF-8; expected JSON such as ${EXAMPLE}.`);
+/** Parses a body as a JSON object; messages describe what was sent by its type and a short escaped prefix only. */
+export function parseObject(body: Buffer, example: string): Record<string, unknown> {
+  if (body.length === 0) throw badRequest(`The body is empty; expected ${example}.`);
+  if (!isUtf8(body)) throw badRequest(`The body is not valid UTF-8; expected JSON such as ${example}.`);
   const text = body.toString('utf8');
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
   } catch {
     // JSON.parse's own message quotes the input: say where it starts instead, briefly.
-    throw badRequest(`The body is not JSON: it starts ${quote(text)}; expected ${EXAMPLE}.`);
+    throw badRequest(`The body is not JSON: it starts ${quote(text)}; expected ${example}.`);
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
-    throw badRequest(`Expected a JSON object such as ${EXAMPLE}, got ${describe(parsed)}.`);
+    throw badRequest(`Expected a JSON object such as ${example}, got ${describe(parsed)}.`);
   }
-  const fields = parsed as Record<string, unknown>;
+  return parsed as Record<string, unknown>;
+}
+
+/** Refuses fields other than the `required` and `optional` ones. */
+export function onlyFields(
+  fields: Record<string, unknown>,
+  required: readonly string[],
+  optional: readonly string[],
+): void {
   for (const name in fields) {
-    if (name !== 'policy' && name !== 'key' && name !== 'cost') {
-      throw badRequest(`Unknown field ${quote(name)}; expected "policy", "key" and optionally "cost".`);
+    if (!required.includes(name) && !optional.includes(name)) {
+      const listed = required.map((field) => JSON.stringify(field)).join(', ');
+      const more = optional.map((field) => JSON.stringify(field)).join(', ');
+      throw badRequest(
+        `Unknown field ${quote(name)}; expected ${listed}${more === '' ? '' : ` and optionally ${more}`}.`,
+      );
     }
   }
+}
+
+/** The policy and key a body names, checked. */
+export function target(
+  fields: Record<string, unknown>,
+  policies: ReadonlyMap<string, Served>,
+  known: string,
+): { served: Served; key: string } {
   const served = typeof fields.policy === 'string' ? policies.get(fields.policy) : undefined;
   if (served === undefined) {
     throw badRequest(
@@ -138,6 +154,18 @@ function parseBody(
       `Expected "key" to be well-formed Unicode, got ${quote(key)} with a lone surrogate. See ${KEY_DOCS}`,
     );
   }
+  return { served, key };
+}
+
+/** Parses and checks a limit request's body. */
+function parseBody(
+  body: Buffer,
+  policies: ReadonlyMap<string, Served>,
+  known: string,
+): { served: Served; key: string; cost: number } {
+  const fields = parseObject(body, EXAMPLE);
+  onlyFields(fields, ['policy', 'key'], ['cost']);
+  const { served, key } = target(fields, policies, known);
   // Absent means 1; null is not a cost.
   const cost = fields.cost === undefined ? 1 : fields.cost;
   if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 1) {
@@ -151,6 +179,11 @@ function parseBody(
  * `JSON.stringify(decision).slice(1, -1)` gives (a test holds it to that), written directly.
  */
 export function decisionMembers(decision: Decision): string {
+  // A lease's decision carries more members, in an order shadow mode and fallbacks vary: rare enough to stringify.
+  if (decision.lease !== undefined || decision.released !== undefined || decision.extended !== undefined) {
+    return JSON.stringify(decision).slice(1, -1);
+  }
+  if (decision.reclaimed !== undefined) return JSON.stringify(decision).slice(1, -1);
   let text = `"allowed":${decision.allowed},"limit":${decision.limit},"remaining":${decision.remaining},"resetMs":${decision.resetMs},"retryAfterMs":${decision.retryAfterMs}`;
   if (decision.wouldAllow !== undefined) text += `,"wouldAllow":${decision.wouldAllow}`;
   if (decision.reason !== undefined) text += `,"reason":${JSON.stringify(decision.reason)}`;
@@ -173,7 +206,7 @@ export function limitRoute(
 }
 
 /** Each policy with what its answers repeat, rendered once: its name as JSON, its header renderer. */
-function servedPolicies(
+export function servedPolicies(
   limiters: ReadonlyMap<string, Limiter>,
   styles: readonly HeaderStyle[],
 ): Map<string, Served> {
@@ -183,21 +216,33 @@ function servedPolicies(
       name,
       limiter,
       nameJson: JSON.stringify(name),
-      headers: headerRenderer(name, limiter.policy.windowMs, styles),
+      headers: headerRenderer(name, limiter.policy.windowMs, styles, limiter.policy.leaseMs !== undefined),
     });
   }
   return policies;
 }
 
-async function decide(
+function decide(
   served: Served,
   key: string,
   cost: number,
   failed: (error: unknown) => void,
 ): Promise<Decision> {
+  // The default cost needs no options object.
+  return answered(cost === 1 ? served.limiter.limit(key) : served.limiter.limit(key, { cost }), failed);
+}
+
+/**
+ * A limiter's answer, or the rejection a client reads: 400 for what the library refused of the
+ * request (a cost above what the policy grants, a key too long, a lease it never gave), 503 when
+ * the store failed.
+ */
+export async function answered(
+  decision: Promise<Decision>,
+  failed: (error: unknown) => void,
+): Promise<Decision> {
   try {
-    // The default cost needs no options object.
-    return await (cost === 1 ? served.limiter.limit(key) : served.limiter.limit(key, { cost }));
+    return await decision;
   } catch (error) {
     if (
       error instanceof SluiceError &&
@@ -205,7 +250,13 @@ async function decide(
       error.code !== 'ERR_SLUICE_BAD_REPLY'
     ) {
       // The caller's mistake the service could not see: a cost above what the policy grants, a key too long.
-      throw badRequest(error.message.replace('`identifier`', '"key"').replace('`cost`', '"cost"'));
+      throw badRequest(
+        error.message
+          .replace('`identifier`', '"key"')
+          .replace('`cost`', '"cost"')
+          .replace('`lease`', '"lease"')
+          .replace('`leaseMs`', '"leaseMs"'),
+      );
     }
     failed(error);
     throw new Rejection(
@@ -230,8 +281,9 @@ function answer(
   const headers = served.headers(decision, Date.now());
   let problem = '';
   if (!decision.allowed) {
+    const { policy } = served.limiter;
     const entries: PolicyDecision[] = [
-      { name: served.name, windowMs: served.limiter.policy.windowMs, decision },
+      { name: served.name, windowMs: policy.windowMs, decision, concurrent: policy.leaseMs !== undefined },
     ];
     const details = problemDetails(entries);
     if (details !== undefined) problem = `,"problem":${JSON.stringify(details)}`;

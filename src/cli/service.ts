@@ -6,6 +6,7 @@ import { rateLimit } from '../http/node.js';
 import type { Limiter } from '../index.js';
 import { errorText } from './errors.js';
 import type { RequestLog } from './request-log.js';
+import { extendRoute, releaseRoute } from './service-leases.js';
 import { limitRoute, quote, Rejection } from './service-limit.js';
 
 export { type LimitAnswer, MAX_BODY_BYTES } from './service-limit.js';
@@ -79,6 +80,28 @@ function decisionRoute(options: ServiceOptions): Route {
   };
 }
 
+/** `POST /v1/release`: frees a concurrency policy's lease. */
+function leaseReleaseRoute(options: ServiceOptions): Route {
+  return {
+    method: 'POST',
+    path: '/v1/release',
+    summary:
+      '{"policy": "<name>", "key": "<whose>", "lease": {...}} -> frees the lease /v1/limit gave (released: true)',
+    handle: releaseRoute(options.limiters, options.headers, (error) => options.log.failed(errorText(error))),
+  };
+}
+
+/** `POST /v1/extend`: renews a concurrency policy's lease. */
+function leaseExtendRoute(options: ServiceOptions): Route {
+  return {
+    method: 'POST',
+    path: '/v1/extend',
+    summary:
+      '{"policy": "<name>", "key": "<whose>", "lease": {...}, "leaseMs": 30000} -> renews it (extended: true)',
+    handle: extendRoute(options.limiters, options.headers, (error) => options.log.failed(errorText(error))),
+  };
+}
+
 /** `GET /v1/policies`: each policy's description, limit and window, rendered once. */
 function policiesRoute({ limiters }: ServiceOptions): Route {
   const text = `${JSON.stringify(
@@ -137,6 +160,8 @@ function demoRoute({ demo, headers }: ServiceOptions): Route | undefined {
  */
 const BUILT_IN_ROUTES: ReadonlyArray<(options: ServiceOptions) => Route | undefined> = [
   decisionRoute,
+  leaseReleaseRoute,
+  leaseExtendRoute,
   policiesRoute,
   healthRoute,
   demoRoute,

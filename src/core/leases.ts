@@ -57,20 +57,24 @@ export function releaseOperands(lease: unknown): readonly string[] | SluiceError
   return checked instanceof SluiceError ? checked : [checked.id];
 }
 
-/** The operands of an extend: the lease's id, its new length ('' for the policy's), its token. */
-export function extendOperands(lease: unknown, leaseMs: unknown): readonly string[] | SluiceError {
+/**
+ * The operands of an extend: the lease's id, its new length ('' for the policy's), its token. A
+ * length is at most the policy's `leaseMs` (`longest`), so that no holder keeps slots longer than
+ * that past its last renewal: the bound a crashed holder's slots are freed within.
+ */
+export function extendOperands(
+  lease: unknown,
+  leaseMs: unknown,
+  longest: number | undefined,
+): readonly string[] | SluiceError {
   const checked = checkLease('lease', lease);
   if (checked instanceof SluiceError) return checked;
   if (leaseMs === undefined) return [checked.id, '', String(checked.token)];
-  if (
-    typeof leaseMs !== 'number' ||
-    !Number.isSafeInteger(leaseMs) ||
-    leaseMs < 1 ||
-    leaseMs > 315_360_000_000
-  ) {
+  const most = longest ?? 1;
+  if (typeof leaseMs !== 'number' || !Number.isSafeInteger(leaseMs) || leaseMs < 1 || leaseMs > most) {
     return new SluiceError(
       ERROR_CODES.INVALID_OPTION,
-      `Expected \`leaseMs\` to be a whole number of milliseconds from 1 to 315360000000, got ${describeValue(leaseMs)}.`,
+      `Expected \`leaseMs\` to be a whole number of milliseconds from 1 to the policy's leaseMs (${most}), got ${describeValue(leaseMs)}: a lease never holds its slots longer than that past its last renewal.`,
     );
   }
   return [checked.id, String(leaseMs), String(checked.token)];

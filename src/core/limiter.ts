@@ -40,7 +40,7 @@ export class RateLimiter implements Limiter {
     this.release = (identifier, lease, options) =>
       pipeline.run('release', identifier, 1, options, releaseOperands(lease));
     this.extend = (identifier, lease, leaseMs, options) =>
-      pipeline.run('extend', identifier, 1, options, extendOperands(lease, leaseMs));
+      pipeline.run('extend', identifier, 1, options, extendOperands(lease, leaseMs, pipeline.policy.leaseMs));
   }
 }
 

@@ -74,6 +74,13 @@ function readAlgorithm(
 ): { algorithm: EnvoyAlgorithm; burst: number | undefined } {
   const algorithmText = reader.text(spec, 'algorithm');
   const algorithm = (algorithmText === '' ? 'fixedWindow' : algorithmText) as EnvoyAlgorithm;
+  if (algorithmText === 'concurrency') {
+    // A slot is freed when its request ends, which Envoy's rate limit service is never told.
+    reader.fail(
+      lineOf(spec, 'algorithm'),
+      "algorithm 'concurrency' cannot be served to Envoy: its rate limit service API has no call for the end of a request, so a slot taken here would only come back when its lease lapsed. Limit requests in flight in the application (sluice's HTTP middleware, or POST /v1/limit and /v1/release), or with Envoy's own circuit breakers (max_requests)",
+    );
+  }
   if (!ALGORITHMS.includes(algorithm)) {
     reader.fail(
       lineOf(spec, 'algorithm'),

@@ -71,6 +71,18 @@ export const INSTRUMENTS = {
     unit: 's',
     help: 'Time the store took to decide, by limiter.',
   },
+  leaseSlots: {
+    prometheus: 'sluice_lease_slots_in_use',
+    openTelemetry: 'sluice.lease.slots.in_use',
+    unit: '{slot}',
+    help: "A concurrency limiter's slots held now, as far as this process saw (each identifier as of its last decision), by limiter.",
+  },
+  leaseSlotsExpired: {
+    prometheus: 'sluice_lease_slots_expired_total',
+    openTelemetry: 'sluice.lease.slots.expired',
+    unit: '{slot}',
+    help: 'Slots of leases that lapsed without being released (a crashed or stuck holder), counted by the call that freed them, by limiter.',
+  },
   storeUp: {
     prometheus: 'sluice_store_up',
     openTelemetry: 'sluice.store.up',

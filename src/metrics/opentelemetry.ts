@@ -60,6 +60,8 @@ class OpenTelemetryRecorder extends DecisionMetrics {
     const cacheHits = counter('cacheHits');
     const nearLimit = counter('nearLimit');
     const up = meter.createObservableGauge(INSTRUMENTS.storeUp.openTelemetry, options('storeUp'));
+    const slots = meter.createObservableGauge(INSTRUMENTS.leaseSlots.openTelemetry, options('leaseSlots'));
+    const expired = counter('leaseSlotsExpired');
     // Counts are cumulative in the tallies: observing them at collection time costs nothing per decision.
     meter.addBatchObservableCallback(
       (result) => {
@@ -77,9 +79,13 @@ class OpenTelemetryRecorder extends DecisionMetrics {
           result.observe(cacheHits, t.cacheHits, { limiter });
           result.observe(nearLimit, t.nearLimit, { limiter });
           result.observe(up, t.downShards.size === 0 ? 1 : 0, { limiter });
+          if (t.leases !== undefined) {
+            result.observe(slots, t.leases.slotsInUse(), { limiter });
+            result.observe(expired, t.leases.expired, { limiter });
+          }
         }
       },
-      [decisions, units, skipped, cacheHits, nearLimit, up],
+      [decisions, units, skipped, cacheHits, nearLimit, up, slots, expired],
     );
   }
 

@@ -57,7 +57,7 @@ interface RegistryMetric {
   name: string;
   readonly help: string;
   readonly type: 'counter' | 'gauge' | 'histogram';
-  readonly aggregator: 'sum' | 'min';
+  readonly aggregator: 'sum' | 'min' | 'max';
   get(): Promise<{ name: string; help: string; type: string; aggregator: string; values: Sample[] }>;
   reset(): void;
 }
@@ -165,6 +165,29 @@ class PrometheusRecorder extends DecisionMetrics implements PrometheusMetrics {
         each((t) => [{ value: t.downShards.size === 0 ? 1 : 0, labels: { limiter: t.name } }]),
         () => {},
       ),
+      // Concurrency limiters only. Workers of one cluster see the same identifiers: the most any saw, not their sum.
+      metric(
+        prefix,
+        'leaseSlots',
+        'gauge',
+        each((t) =>
+          t.leases === undefined ? [] : [{ value: t.leases.slotsInUse(), labels: { limiter: t.name } }],
+        ),
+        () => {},
+        'max',
+      ),
+      metric(
+        prefix,
+        'leaseSlotsExpired',
+        'counter',
+        each((t) =>
+          t.leases === undefined ? [] : [{ value: t.leases.expired, labels: { limiter: t.name } }],
+        ),
+        () =>
+          this.#zero((t) => {
+            if (t.leases !== undefined) t.leases.expired = 0;
+          }),
+      ),
     ];
   }
 
@@ -179,10 +202,11 @@ function metric(
   type: RegistryMetric['type'],
   read: () => Sample[],
   reset: () => void,
+  across?: RegistryMetric['aggregator'],
 ): RegistryMetric {
   const { help } = INSTRUMENTS[instrument];
   // A gauge of health: across a cluster's workers (prom-client's AggregatorRegistry), down anywhere is down.
-  const aggregator = type === 'gauge' ? 'min' : 'sum';
+  const aggregator = across ?? (type === 'gauge' ? 'min' : 'sum');
   const result: RegistryMetric = {
     // The registry renames counters for OpenMetrics (it drops `_total`), so `get` reads it back.
     name: `${prefix}${INSTRUMENTS[instrument].prometheus}`,

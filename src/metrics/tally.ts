@@ -2,6 +2,7 @@
 import type { CountedCall, DecisionCounter, DecisionSource, HookContext, MetricsRecorder } from '../hooks.js';
 import { type Decision, isStoreFailure, type Policy, type Store } from '../types.js';
 import { type Outcome, type SkipReason, STORE_MS_BUCKETS, STORE_SECONDS_BUCKETS } from './definitions.js';
+import { LeaseTally } from './leases.js';
 import { type HotOptions, resolveMetricsOptions } from './options.js';
 import { type HeavyHitter, RecentHeavyHitters } from './space-saving.js';
 
@@ -32,6 +33,8 @@ export class LimiterTally {
   /** When the first shard of the current outage went down (ms since the epoch). */
   downSince: number | undefined;
   readonly hot: RecentHeavyHitters | undefined;
+  /** A concurrency limiter's slots in use and lapsed leases; undefined for the others. */
+  leases: LeaseTally | undefined;
 
   constructor(name: string, hotCapacity: number) {
     this.name = name;
@@ -119,6 +122,12 @@ export interface LimiterMetrics {
   readonly downSinceMs: number | undefined;
   /** The most-denied identifiers over the last one to two `hotWindowMs`, most first. */
   readonly topDenied: readonly HeavyHitter[];
+  /**
+   * A concurrency limiter's slots: in use now as far as this process saw (each identifier as of
+   * its last decision, until its leases would lapse), and those of leases that lapsed unreleased.
+   * Acquisitions refused are its `decisions.denied`.
+   */
+  readonly leases?: { readonly slotsInUse: number; readonly expiredUnreleased: number };
 }
 
 /** Options every recorder takes. */
@@ -182,6 +191,7 @@ export class DecisionMetrics implements MetricsRecorder {
     tally.policy = limiter.policy.description;
     tally.store = limiter.store.kind;
     tally.enforced = limiter.enforced;
+    if (limiter.policy.leaseMs !== undefined) tally.leases ??= new LeaseTally();
     const enforced = limiter.enforced;
     return {
       count: (decision, call, source, storeMs) =>
@@ -208,6 +218,10 @@ export class DecisionMetrics implements MetricsRecorder {
     enforced: boolean,
   ): void {
     if (source === 'store') this.observe(tally, storeMs);
+    // Slots are counted from every decision on them: acquisitions, releases, renewals, looks.
+    if (tally.leases !== undefined && (source === 'store' || decision.reason === 'fallback')) {
+      tally.leases.observe(call.identifier, decision);
+    }
     if (call.operation !== 'limit') return;
     tally.units += call.cost;
     if (decision.allowed) {
@@ -310,6 +324,9 @@ function describe(tally: LimiterTally): LimiterMetrics {
     downShards: [...tally.downShards],
     downSinceMs: tally.downSince,
     topDenied: tally.hot?.top() ?? [],
+    ...(tally.leases === undefined
+      ? {}
+      : { leases: { slotsInUse: tally.leases.slotsInUse(), expiredUnreleased: tally.leases.expired } }),
   };
 }
 

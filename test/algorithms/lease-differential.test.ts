@@ -68,7 +68,7 @@ function randomStep(random: Random, policy: Policy, held: readonly Held[]): Step
   if (pick !== undefined && r < 0.4) {
     return random.next() < 0.5
       ? { kind: 'extend', held: pick }
-      : { kind: 'extend', held: pick, leaseMs: random.int(1, 3000) };
+      : { kind: 'extend', held: pick, leaseMs: random.int(1, policy.leaseMs ?? 1) };
   }
   const cost = random.next() < 0.7 ? 1 : random.int(1, policy.maxCost);
   return { kind: r < 0.85 ? 'limit' : 'peek', identifier: random.pick(IDENTIFIERS), cost };

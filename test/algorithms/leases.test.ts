@@ -140,10 +140,11 @@ for (const [kind, makeStore] of STORES) {
       const extended = await limiter.extend('u', held);
       assert.equal(extended.extended, true);
       assert.deepEqual(extended.lease, { ...held, expiresAt: T0 + 1900 });
-      assert.equal((await limiter.extend('u', held, 5000)).lease?.expiresAt, T0 + 5900);
-      now = T0 + 5899;
+      assert.equal((await limiter.extend('u', held, 300)).lease?.expiresAt, T0 + 1200);
+      await assert.rejects(limiter.extend('u', held, 1001), { code: 'ERR_SLUICE_INVALID_OPTION' });
+      now = T0 + 1199;
       assert.equal((await limiter.limit('u')).allowed, false);
-      now = T0 + 5900;
+      now = T0 + 1200;
       assert.equal((await limiter.extend('u', held)).extended, false);
       const next = leaseOf(await limiter.limit('u'));
       await limiter.release('u', next);

@@ -30,6 +30,12 @@ const REFUSALS: readonly { file: string; line: number; reason: string }[] = [
   { file: 'bad_window.yaml', line: 5, reason: "invalid window 'ninety seconds'" },
   { file: 'bad_algorithm.yaml', line: 5, reason: "invalid algorithm 'leakyBucket'" },
   {
+    file: 'concurrency.yaml',
+    line: 5,
+    reason:
+      "algorithm 'concurrency' cannot be served to Envoy: its rate limit service API has no call for the end of a request",
+  },
+  {
     file: 'burst_without_bucket.yaml',
     line: 8,
     reason: "'burst' applies to tokenBucket and gcra, not slidingWindow",

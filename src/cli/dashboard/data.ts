@@ -5,6 +5,8 @@ import { HISTORY_SECONDS, type LimiterSeries } from './history.js';
 /** What the service knows of a policy beyond its counts. */
 export interface PolicyInfo {
   readonly description: string;
+  /** The most granted at once (a concurrency policy's slots). */
+  readonly limit: number;
   readonly onStoreError: 'allow' | 'deny' | 'fallback';
   readonly timeoutMs: number;
 }
@@ -37,6 +39,8 @@ export interface PolicyView extends PolicyInfo, LimiterSeries {
     readonly storeSkipped: Readonly<Record<string, number>>;
   };
   readonly topDenied: readonly HeavyHitter[];
+  /** A concurrency policy's slots in use now and those of leases that lapsed unreleased; null for the others. */
+  readonly leases: { readonly slotsInUse: number; readonly expiredUnreleased: number } | null;
 }
 
 /** The whole document. */
@@ -91,6 +95,7 @@ export function dashboardData(
         storeSkipped: limiter?.storeSkipped ?? {},
       },
       topDenied: limiter?.topDenied ?? [],
+      leases: limiter?.leases ?? null,
     };
   });
   return {

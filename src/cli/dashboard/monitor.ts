@@ -57,6 +57,7 @@ function policyInfo(config: Config): Map<string, PolicyInfo> {
         name,
         {
           description: policy.description,
+          limit: policy.limit,
           onStoreError: failure?.onStoreError ?? LIMITER_DEFAULTS.onStoreError,
           timeoutMs: failure?.timeoutMs ?? LIMITER_DEFAULTS.timeoutMs,
         },

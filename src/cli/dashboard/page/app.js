@@ -77,6 +77,10 @@ function makeCard(policy) {
   card.append(head, el('p', 'description', policy.description));
   const failure = el('p', 'failure');
   card.append(failure);
+  // A concurrency policy's slots: in use now, and those of leases that lapsed unreleased.
+  const slots = el('p', 'slots');
+  slots.hidden = true;
+  card.append(slots);
 
   const stats = el('div', 'stats');
   const stat = (className, label) => {
@@ -109,6 +113,7 @@ function makeCard(policy) {
     card,
     state,
     failure,
+    slots,
     allowedRate,
     deniedRate,
     p50,
@@ -178,6 +183,11 @@ function renderPolicy(view, policy, data) {
     ? 'store up'
     : `store down${policy.downSinceMs === null ? '' : ` since ${formatClock(policy.downSinceMs)}`}${shards.length > 0 ? ` (${shards.join(', ')})` : ''}`;
   view.failure.textContent = `${up ? 'If the store fails, it' : 'Now it'} ${FAILURE_TEXT[policy.onStoreError] ?? policy.onStoreError} (onStoreError: ${policy.onStoreError}, timeout ${policy.timeoutMs} ms)${policy.enforced ? '' : ' · shadow mode: nothing is denied'}`;
+  view.slots.hidden = policy.leases === null;
+  if (policy.leases !== null) {
+    const { slotsInUse, expiredUnreleased } = policy.leases;
+    view.slots.textContent = `slots in use ${formatCount(slotsInUse)} of ${formatCount(policy.limit)} · refused ${formatCount(sum(policy.denied))} (5 min) · lapsed unreleased ${formatCount(expiredUnreleased)}`;
+  }
   view.allowedRate.textContent = formatRate(recentRate(policy.allowed, 10));
   view.deniedRate.textContent = formatRate(
     recentRate(policy.denied, 10) + recentRate(policy.shadowDenied, 10),
