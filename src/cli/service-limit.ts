@@ -1,6 +1,7 @@
 // POST /v1/limit, the service's hot path: read the body, check it, decide, answer with the decision and headers.
 import { isUtf8 } from 'node:buffer';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { hasLeaseFields } from '../core/index.js';
 import { describeValue, ERROR_CODES, errorDocs } from '../errors.js';
 import { type HeaderStyle, type PolicyDecision, problemDetails } from '../http/index.js';
 import { type Decision, isStoreFailure, type Limiter, SluiceError } from '../index.js';
@@ -180,10 +181,7 @@ function parseBody(
  */
 export function decisionMembers(decision: Decision): string {
   // A lease's decision carries more members, in an order shadow mode and fallbacks vary: rare enough to stringify.
-  if (decision.lease !== undefined || decision.released !== undefined || decision.extended !== undefined) {
-    return JSON.stringify(decision).slice(1, -1);
-  }
-  if (decision.reclaimed !== undefined) return JSON.stringify(decision).slice(1, -1);
+  if (hasLeaseFields(decision)) return JSON.stringify(decision).slice(1, -1);
   let text = `"allowed":${decision.allowed},"limit":${decision.limit},"remaining":${decision.remaining},"resetMs":${decision.resetMs},"retryAfterMs":${decision.retryAfterMs}`;
   if (decision.wouldAllow !== undefined) text += `,"wouldAllow":${decision.wouldAllow}`;
   if (decision.reason !== undefined) text += `,"reason":${JSON.stringify(decision.reason)}`;

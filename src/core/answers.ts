@@ -9,6 +9,7 @@ import type { Call } from './call.js';
 import { DenyCache } from './deny-cache.js';
 import { Fallback } from './fallback.js';
 import { Health } from './health.js';
+import { hasLeaseFields } from './leases.js';
 import { Reporting } from './reporting.js';
 import { decisionOf } from './result.js';
 
@@ -206,9 +207,7 @@ export class Answers {
       wouldAllow: decision.allowed,
     };
     // A lease taken in shadow mode is held as if enforced: the caller gets it, to release.
-    if (decision.lease !== undefined || decision.reclaimed !== undefined) {
-      return { ...decision, ...shadowed };
-    }
+    if (hasLeaseFields(decision)) return { ...decision, ...shadowed };
     return decision.reason === undefined ? shadowed : { ...shadowed, reason: decision.reason };
   }
 }

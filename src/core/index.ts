@@ -20,5 +20,6 @@ export type {
   PerMember,
 } from './group.js';
 export { DENY_RETRY_AFTER_MS, type FailureMode } from './health.js';
+export { hasLeaseFields } from './leases.js';
 export { limiterPipeline, RateLimiter } from './limiter.js';
 export { Pipeline } from './pipeline.js';

@@ -128,3 +128,13 @@ export function withoutLease(decision: Decision): Decision {
   const { lease: _released, ...rest } = decision;
   return rest;
 }
+
+/** Whether a decision carries what a lease policy's fields add (see withLeaseFields). */
+export function hasLeaseFields(decision: Decision): boolean {
+  return (
+    decision.lease !== undefined ||
+    decision.released !== undefined ||
+    decision.extended !== undefined ||
+    decision.reclaimed !== undefined
+  );
+}
