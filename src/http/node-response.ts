@@ -27,12 +27,19 @@ export function sendNodeRefusal(response: ServerResponse, refusal: Refusal): voi
   response.end(refusal.body);
 }
 
-/** Calls `settle` once the response finished, or closed before finishing (counted as failed). */
+/**
+ * Calls `settle` once the response finished, or closed before finishing (counted as failed); at
+ * once when its client went away while the limiters decided (its 'close' came before this).
+ */
 export function settleOnFinish(
   response: ServerResponse,
   settle: ((status: number, finished: boolean) => void) | undefined,
 ): void {
   if (settle === undefined) return;
+  if (response.destroyed || response.socket?.destroyed === true) {
+    settle(response.statusCode, response.writableFinished);
+    return;
+  }
   response.once('finish', () => settle(response.statusCode, true));
   response.once('close', () => settle(response.statusCode, response.writableFinished));
 }
