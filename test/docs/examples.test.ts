@@ -278,6 +278,19 @@ describe('examples against a real Redis', () => {
     ]);
   });
 
+  test('concurrency: two leases at once, a refusal that waits for the soonest expiry, release once, a greater token', async () => {
+    await redisCommand(redis.port, ['FLUSHALL']);
+    const run = await runExample(process.execPath, [sandbox.example('concurrency')], env());
+    assert.equal(run.code, 0, run.stderr);
+    assert.deepEqual(run.stdout.trim().split('\n'), [
+      'first: true, second: true (0 free)',
+      'third: false, retry within 30 s',
+      'released: true',
+      'released again: false',
+      'fourth: true, token above the first: true',
+    ]);
+  });
+
   test('service-curl.sh: the service answers 200, then 429 with headers and a problem body, and 400', async () => {
     await redisCommand(redis.port, ['FLUSHALL']);
     const config = join(ROOT, 'sluice.config.json');
