@@ -14,9 +14,12 @@ import {
   type Limiter,
   MemoryStore,
   type Policy,
+  RedisStore,
 } from '../../src/index.js';
+import { type ClusterClient, connectCluster } from '../helpers/cluster-clients.js';
 import { type ExpiryWatch, watchExpiries } from '../helpers/expiries.js';
 import { type Random, seeded } from '../helpers/random.js';
+import { type RedisCluster, startCluster } from '../helpers/redis-cluster.js';
 import { type RedisServer, startRedis } from '../helpers/redis-server.js';
 import { assertHygiene, EXACT, openVariant, VARIANTS, type Variant } from '../helpers/suites.js';
 
@@ -84,13 +87,18 @@ async function tick(
   steps: readonly Step[],
   held: Held[],
   describeTick: () => string,
+  watch: ExpiryWatch | undefined,
 ): Promise<boolean> {
   const fromMemory = await Promise.all(steps.map((step) => run(inMemory, step, 'memory')));
   const fromRedis = await Promise.all(steps.map((step) => run(onRedis, step, 'redis')));
   const touched = [
     ...new Set(steps.map((step) => ('held' in step ? step.held.identifier : step.identifier))),
   ];
-  if (JSON.stringify(fromRedis.map(comparable)) !== JSON.stringify(fromMemory.map(comparable))) {
+  if (
+    watch !== undefined &&
+    JSON.stringify(fromRedis.map(comparable)) !== JSON.stringify(fromMemory.map(comparable))
+  ) {
+    const expiries = watch;
     await expiries.settle();
     const keys = touched.map((identifier) => onRedis.store.keyFor(onRedis.name, identifier));
     if (keys.some((key) => expiries.expired.has(key))) {
@@ -133,48 +141,73 @@ for (const { kind, mode } of VARIANTS) {
       const policy = makePolicy();
       test(`${policy.description}: ${STEPS} random ticks`, async () => {
         const seed = 7000 + 100 * index + VARIANTS.findIndex((v) => v.kind === kind && v.mode === mode);
-        const random = seeded(seed);
-        let now = 1_700_000_000_000 + random.next();
-        let lastReal = performance.now();
-        const clock = () => now;
-        const name = `c${index}`;
-        const onRedis = createLimiter({ store: variant.store, policy, name, clock, ...EXACT });
-        const inMemory = createLimiter({ store: new MemoryStore(), policy, name, clock });
-        const held: Held[] = [];
-        let compared = 0;
-        let released = 0;
-        for (let tickIndex = 0; tickIndex < STEPS; tickIndex++) {
-          const r = random.next();
-          let step =
-            r < 0.3
-              ? 0
-              : r < 0.8
-                ? Math.round(random.next() * 50_000) / 1000
-                : random.int(0, 2 * policy.windowMs);
-          // The server expires keys in real time: the test clock never runs slower (see differential.test.ts).
-          const real = performance.now();
-          step = Math.max(step, real - lastReal);
-          now += step;
-          lastReal = real;
-          const count = random.next() < 0.25 ? random.int(2, 6) : 1;
-          const steps = Array.from({ length: count }, () => randomStep(random, policy, held));
-          // Two steps on one lease in one tick would race on either side alike, but drop one to keep it plain.
-          const unique = steps.filter(
-            (s, i) => !('held' in s) || steps.findIndex((t) => 'held' in t && t.held === s.held) === i,
-          );
-          released += unique.filter((s) => s.kind === 'release').length;
-          if (
-            await tick(onRedis, inMemory, unique, held, () => `seed ${seed}, tick ${tickIndex}, now ${now}`)
-          ) {
-            compared++;
-          }
-        }
-        assert.ok(compared >= STEPS * 0.95, `${STEPS - compared} ticks skipped for keys expired early`);
-        assert.ok(released > STEPS / 10, 'releases were exercised');
+        await randomRun(variant.store, policy, `c${index}`, seed, expiries);
       });
     });
   });
 }
+
+/**
+ * STEPS ticks of random steps on `store` and on a memory store, compared. Without `watch` (a cluster,
+ * whose nodes expire keys on their own), every tick is compared.
+ */
+async function randomRun(
+  store: Variant['store'],
+  policy: Policy,
+  name: string,
+  seed: number,
+  watch: ExpiryWatch | undefined,
+): Promise<void> {
+  const random = seeded(seed);
+  let now = 1_700_000_000_000 + random.next();
+  let lastReal = performance.now();
+  const clock = () => now;
+  const onRedis = createLimiter({ store, policy, name, clock, ...EXACT });
+  const inMemory = createLimiter({ store: new MemoryStore(), policy, name, clock });
+  const held: Held[] = [];
+  let compared = 0;
+  let released = 0;
+  for (let tickIndex = 0; tickIndex < STEPS; tickIndex++) {
+    const r = random.next();
+    let step =
+      r < 0.3 ? 0 : r < 0.8 ? Math.round(random.next() * 50_000) / 1000 : random.int(0, 2 * policy.windowMs);
+    // The server expires keys in real time: the test clock never runs slower (see differential.test.ts).
+    const real = performance.now();
+    step = Math.max(step, real - lastReal);
+    now += step;
+    lastReal = real;
+    const count = random.next() < 0.25 ? random.int(2, 6) : 1;
+    const steps = Array.from({ length: count }, () => randomStep(random, policy, held));
+    // Two steps on one lease in one tick would race on either side alike, but drop one to keep it plain.
+    const unique = steps.filter(
+      (s, i) => !('held' in s) || steps.findIndex((t) => 'held' in t && t.held === s.held) === i,
+    );
+    released += unique.filter((s) => s.kind === 'release').length;
+    const describeTick = () => `seed ${seed}, tick ${tickIndex}, now ${now}`;
+    if (await tick(onRedis, inMemory, unique, held, describeTick, watch)) compared++;
+  }
+  assert.ok(compared >= STEPS * 0.95, `${STEPS - compared} ticks skipped for keys expired early`);
+  assert.ok(released > STEPS / 10, 'releases were exercised');
+}
+
+describe('concurrency() on a Redis Cluster (ioredis; keys tagged by identifier) and the TypeScript twin agree', () => {
+  let cluster: RedisCluster;
+  let client: ClusterClient;
+  before(async () => {
+    cluster = await startCluster();
+    client = await connectCluster('ioredis', cluster.rootNodes);
+  });
+  after(async () => {
+    await client?.close();
+    await cluster?.stop();
+  });
+  for (const mode of ['scripts', 'functions'] as const) {
+    test(`${mode}: ${STEPS} random ticks over identifiers on several nodes`, async () => {
+      const store = new RedisStore({ client: client.client, mode, prefix: `lease-cluster-${mode}` });
+      await randomRun(store, (POLICIES[0] as () => Policy)(), 'c', 7500 + mode.length, undefined);
+    });
+  }
+});
 
 describe('all([rate, concurrency]) on the server and in memory agree', () => {
   for (const mode of ['scripts', 'functions'] as const) {
