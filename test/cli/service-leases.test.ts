@@ -64,7 +64,10 @@ describe('sluice serve: leases of a concurrency policy', () => {
     const refused = await post(base, '/v1/limit', { policy: 'reports', key: 'k' });
     assert.equal(refused.status, 429);
     assert.equal(refused.json.lease, undefined);
-    assert.match((refused.json.problem as { detail: string }).detail, /^Too many concurrent requests for policy "reports"/);
+    assert.match(
+      (refused.json.problem as { detail: string }).detail,
+      /^Too many concurrent requests for policy "reports"/,
+    );
 
     const released = await post(base, '/v1/release', { policy: 'reports', key: 'k', lease });
     assert.equal(released.status, 200);
@@ -86,7 +89,10 @@ describe('sluice serve: leases of a concurrency policy', () => {
     assert.ok(renewed.expiresAt < lease.expiresAt, 'renewed for 30 s from now, sooner than the first 60 s');
     const tooLong = await post(base, '/v1/extend', { policy: 'reports', key: 'x', lease, leaseMs: 60_001 });
     assert.equal(tooLong.status, 400);
-    assert.match(String(tooLong.json.detail), /Expected "leaseMs" to be a whole number of milliseconds from 1 to the policy's leaseMs \(60000\)/);
+    assert.match(
+      String(tooLong.json.detail),
+      /Expected "leaseMs" to be a whole number of milliseconds from 1 to the policy's leaseMs \(60000\)/,
+    );
     await post(base, '/v1/release', { policy: 'reports', key: 'x', lease });
     const gone = await post(base, '/v1/extend', { policy: 'reports', key: 'x', lease });
     assert.deepEqual([gone.status, gone.json.extended, gone.json.lease], [200, false, undefined]);
@@ -95,11 +101,31 @@ describe('sluice serve: leases of a concurrency policy', () => {
   test('bad lease requests get 400 naming the problem, and nothing changes', async () => {
     const { base } = service;
     const cases: ReadonlyArray<readonly [string, unknown, RegExp]> = [
-      ['/v1/release', { policy: 'reports', key: 'k' }, /^Expected "lease": the lease POST \/v1\/limit answered with\./],
-      ['/v1/release', { policy: 'reports', key: 'k', lease: { id: 'no/slash', token: 1 } }, /^Expected "lease" to be the lease of an allowed acquisition/],
-      ['/v1/release', { policy: 'api', key: 'k', lease: { id: 'abc', token: 1 } }, /^Expected a policy that release\(\) applies to, got fixedWindow/],
-      ['/v1/release', { policy: 'reports', key: 'k', lease: { id: 'abc', token: 1 }, leaseMs: 5 }, /^Unknown field "leaseMs"; expected "policy", "key", "lease"\.$/],
-      ['/v1/extend', { policy: 'reports', key: 'k', lease: { id: 'abc', token: 0 } }, /^Expected "lease" to be the lease of an allowed acquisition/],
+      [
+        '/v1/release',
+        { policy: 'reports', key: 'k' },
+        /^Expected "lease": the lease POST \/v1\/limit answered with\./,
+      ],
+      [
+        '/v1/release',
+        { policy: 'reports', key: 'k', lease: { id: 'no/slash', token: 1 } },
+        /^Expected "lease" to be the lease of an allowed acquisition/,
+      ],
+      [
+        '/v1/release',
+        { policy: 'api', key: 'k', lease: { id: 'abc', token: 1 } },
+        /^Expected a policy that release\(\) applies to, got fixedWindow/,
+      ],
+      [
+        '/v1/release',
+        { policy: 'reports', key: 'k', lease: { id: 'abc', token: 1 }, leaseMs: 5 },
+        /^Unknown field "leaseMs"; expected "policy", "key", "lease"\.$/,
+      ],
+      [
+        '/v1/extend',
+        { policy: 'reports', key: 'k', lease: { id: 'abc', token: 0 } },
+        /^Expected "lease" to be the lease of an allowed acquisition/,
+      ],
     ];
     for (const [path, body, detail] of cases) {
       const reply = await post(base, path, body);

@@ -65,7 +65,10 @@ describe('concurrency limits when the store fails', () => {
       const { limiter, close } = await onDeadStore(mode);
       try {
         const decision = await limiter.limit('u');
-        assert.deepEqual([decision.allowed, decision.reason, decision.lease], [allowed, 'store-error', undefined]);
+        assert.deepEqual(
+          [decision.allowed, decision.reason, decision.lease],
+          [allowed, 'store-error', undefined],
+        );
       } finally {
         await close();
       }
