@@ -48,7 +48,7 @@ local function gcra(key, now, op, cost, interval, tolerance, max_debt)
       write = true
     end
     local next = tat + interval
-    if next - now > tolerance + EPSILON_MS then retry = ceil(next - tolerance - now) end
+    if next - now > tolerance + EPSILON_MS then retry = ceil(next - tolerance - now - EPSILON_MS) end
     -- The fewest units whose return brings the TAT back within the tolerance.
     debt = ceil((tat - now - tolerance - EPSILON_MS) / interval)
     if debt < 0 then debt = 0 end
@@ -62,7 +62,7 @@ local function gcra(key, now, op, cost, interval, tolerance, max_debt)
     if next - now > tolerance + EPSILON_MS then
       -- A denied request consumes nothing.
       allowed = 0
-      retry = ceil(next - tolerance - now)
+      retry = ceil(next - tolerance - now - EPSILON_MS)
     elseif op == '0' then
       tat = next
       write = true

@@ -35,7 +35,7 @@ function chargeFields(
   cut: number,
 ): number[] {
   const next = tat + intervalMs;
-  const retry = next - now > toleranceMs + EPSILON_MS ? Math.ceil(next - toleranceMs - now) : 0;
+  const retry = next - now > toleranceMs + EPSILON_MS ? Math.ceil(next - toleranceMs - now - EPSILON_MS) : 0;
   const debt = Math.ceil((tat - now - toleranceMs - EPSILON_MS) / intervalMs);
   return [retry, Math.max(debt, 0), cut];
 }
@@ -75,7 +75,8 @@ export function decideGcra(
     const next = tat + cost * intervalMs;
     if (next - now > toleranceMs + EPSILON_MS) {
       allowed = false;
-      retryAfterMs = Math.ceil(next - toleranceMs - now);
+      // With the same slack as the comparison: a request allowed at a whole millisecond waits no longer.
+      retryAfterMs = Math.ceil(next - toleranceMs - now - EPSILON_MS);
     } else if (operation === 'limit') {
       tat = next;
       write = true;
