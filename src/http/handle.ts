@@ -167,12 +167,13 @@ function entered(
   const taken: Taken = { grant: outcome.grant, first: state.entries.length, decisions: outcome.decisions };
   group.pipelines.forEach((pipeline, i) => {
     // The period of the policy each decision was made under: the limiter's, or its variant for the request's limit.
-    const windowMs = (outcome.policies[i] ?? pipeline.policy).windowMs;
+    const policy = outcome.policies[i] ?? pipeline.policy;
     state.entries.push({
       name: pipeline.name,
-      windowMs,
+      windowMs: policy.windowMs,
       decision: outcome.decisions[i] as Decision,
       partitionKey,
+      unit: policy.unit,
     });
   });
   return taken;
