@@ -44,10 +44,10 @@ function partitionParam(entry: PolicyDecision, separator: string): string {
   return bytes === undefined ? '' : `${separator}pk=:${Buffer.from(bytes).toString('base64')}:`;
 }
 
-/** Whether a style can describe the entry's unit: the item lists name registered units (`qu`), the others requests only. */
-export function describesUnit(style: HeaderStyle, entry: PolicyDecision): boolean {
-  if (countsRequests(entry)) return true;
-  return (style === 'ietf' || style === 'draft-8') && REGISTERED_UNITS.includes(entry.unit as string);
+/** Whether a style can describe a policy's unit: the item lists name registered units (`qu`), the others requests only. */
+export function describesUnit(style: HeaderStyle, unit: string | undefined): boolean {
+  if (unit === undefined || unit === 'requests') return true;
+  return (style === 'ietf' || style === 'draft-8') && REGISTERED_UNITS.includes(unit);
 }
 
 /** `;qu="content-bytes"` (or `; qu=…` with `separator`) for a unit other than requests. */

@@ -93,7 +93,7 @@ export function headersIn(
     const requestsOnly = visible.every(countsRequests);
     for (const style of styles) {
       // A policy in a unit the style cannot name is left out of it: nothing false is said.
-      const shown = requestsOnly ? visible : visible.filter((entry) => describesUnit(style, entry));
+      const shown = requestsOnly ? visible : visible.filter((entry) => describesUnit(style, entry.unit));
       if (shown.length > 0) STYLE_WRITERS[style](headers, shown, at);
     }
   }
