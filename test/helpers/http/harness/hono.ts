@@ -3,7 +3,7 @@ import { type Context, Hono } from 'hono';
 import { type HonoRateLimitOptions, rateLimit } from '../../../../src/http/hono.js';
 import type { Build } from '../conformance.js';
 import { describeInfo } from '../support.js';
-import { commonOptions, errorCode, STREAMED } from './common.js';
+import { commonOptions, errorCode } from './common.js';
 import { streamed } from './fetch.js';
 
 /** What @hono/node-server passes as `c.env`: the Node request, whose socket has the peer's address. */
