@@ -56,7 +56,7 @@ describe('LLM tokens per user: 300 concurrent streamed answers, charged after th
     assert.equal(figures.waitMs, Math.ceil((ESTIMATE * 60_000) / LIMIT - 1e-3));
   });
 
-  test('a charge after the response refused past the limit: every request admitted, most of the usage dropped', async (t) => {
+  test('a charge after the response refused past the limit: more served than the limit, and what did not fit dropped', async (t) => {
     const figures = await scenario.run('charge-only', PER_PROCESS);
     t.diagnostic(JSON.stringify({ ...figures, name: undefined, t0: undefined }));
     assert.ok(figures.served > LIMIT, `served ${figures.served}`);

@@ -127,6 +127,8 @@ export class Scenario {
   readonly #upstream: Server;
   readonly #upstreamUrl: string;
   readonly #workers: ChildProcess[];
+  /** The client of `peekAt`'s limiters, set up as sluice asks (the admin connection is not). */
+  #client: Redis | undefined;
   #runs = 0;
 
   private constructor(redisPort: number, admin: Redis, server: Server, url: string, workers: ChildProcess[]) {
@@ -233,8 +235,14 @@ export class Scenario {
 
   /** What a request of `cost` would be told at `now` by a run's limiter (named `name`). */
   async peekAt(name: string, now: number, cost: number): Promise<Decision> {
+    this.#client ??= new Redis({
+      port: this.#redisPort,
+      host: '127.0.0.1',
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+    });
     const limiter = createLimiter({
-      store: new RedisStore({ client: this.#admin }),
+      store: new RedisStore({ client: this.#client, connectTimeoutMs: 20_000 }),
       policy: policy(),
       name,
       clock: () => now,
@@ -254,6 +262,7 @@ export class Scenario {
       ),
     );
     this.#admin.disconnect();
+    this.#client?.disconnect();
     await new Promise<void>((resolve) => this.#upstream.close(() => resolve()));
   }
 }
