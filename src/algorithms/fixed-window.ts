@@ -3,7 +3,7 @@ import { describeShare, resolveShare, scaleLimit } from '../share.js';
 import type { Operation, Outcome, Policy } from '../types.js';
 import { durationMs, knownKeys, optionsObject, positiveInteger } from '../validate.js';
 import { DEBT_OPTION_KEYS, type DebtOptions, debtOptions } from './debt.js';
-import { callLimit, type PolicyBody, withLimits } from './variants.js';
+import { callLimit, type PolicyBody, windowBody, withLimits } from './variants.js';
 
 /**
  * The state kept per identifier: which window, and how many units it has used. As on Redis (see
@@ -123,21 +123,7 @@ export function fixedWindow(options: FixedWindowOptions): Policy<FixedWindowStat
   const limit = scaleLimit('fixedWindow', 'limit', requested, share);
   const windowMs = durationMs('fixedWindow.windowMs', raw.windowMs);
   const debt = debtOptions('fixedWindow', raw);
-  const body = (units: number): PolicyBody<FixedWindowState> => {
-    const maxDebt = debt.maxDebt ?? units;
-    return {
-      algorithm: 'fixedWindow',
-      script: 'fixed-window',
-      args: [String(units), String(windowMs)],
-      limit: units,
-      windowMs,
-      maxCost: units,
-      maxDebt,
-      unit: debt.unit,
-      description: `fixedWindow(limit=${units},windowMs=${windowMs}${describeShare(share)}${debt.described})`,
-      decide: (state, now, operation, cost) =>
-        decideFixedWindow(state, now, operation, cost, units, windowMs, maxDebt),
-    };
-  };
+  const body = (units: number): PolicyBody<FixedWindowState> =>
+    windowBody('fixedWindow', 'fixed-window', units, windowMs, describeShare(share), debt, decideFixedWindow);
   return withLimits(requested, body(limit), (perCall) => body(callLimit(perCall, share)));
 }

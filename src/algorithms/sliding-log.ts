@@ -4,7 +4,7 @@ import { describeShare, resolveShare, scaleLimit } from '../share.js';
 import type { Operation, Outcome, Policy } from '../types.js';
 import { durationMs, knownKeys, optionsObject, positiveInteger } from '../validate.js';
 import { DEBT_OPTION_KEYS, type DebtOptions, debtOptions } from './debt.js';
-import { callLimit, type PolicyBody, withLimits } from './variants.js';
+import { callLimit, type PolicyBody, windowBody, withLimits } from './variants.js';
 
 /**
  * The largest limit the sliding log accepts. Memory (about 90 bytes per entry once a log passes 128
@@ -121,22 +121,8 @@ export function slidingLog(options: SlidingLogOptions): Policy<SlidingLogState> 
   const windowMs = durationMs('slidingLog.windowMs', raw.windowMs);
   // The log keeps an entry per unit owed too: its debt is bounded as its limit is.
   const debt = debtOptions('slidingLog', raw, SLIDING_LOG_MAX_LIMIT);
-  const body = (units: number): PolicyBody<SlidingLogState> => {
-    const maxDebt = debt.maxDebt ?? units;
-    return {
-      algorithm: 'slidingLog',
-      script: 'sliding-log',
-      args: [String(units), String(windowMs)],
-      limit: units,
-      windowMs,
-      maxCost: units,
-      maxDebt,
-      unit: debt.unit,
-      description: `slidingLog(limit=${units},windowMs=${windowMs}${describeShare(share)}${debt.described})`,
-      decide: (state, now, operation, cost) =>
-        decideSlidingLog(state, now, operation, cost, units, windowMs, maxDebt),
-    };
-  };
+  const body = (units: number): PolicyBody<SlidingLogState> =>
+    windowBody('slidingLog', 'sliding-log', units, windowMs, describeShare(share), debt, decideSlidingLog);
   return withLimits(requested, body(limit), (perCall) => {
     const units = callLimit(perCall, share);
     if (units > SLIDING_LOG_MAX_LIMIT) {

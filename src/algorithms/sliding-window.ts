@@ -3,7 +3,7 @@ import { describeShare, resolveShare, scaleLimit } from '../share.js';
 import type { Operation, Outcome, Policy } from '../types.js';
 import { durationMs, knownKeys, optionsObject, positiveInteger } from '../validate.js';
 import { DEBT_OPTION_KEYS, type DebtOptions, debtOptions } from './debt.js';
-import { callLimit, type PolicyBody, withLimits } from './variants.js';
+import { callLimit, type PolicyBody, windowBody, withLimits } from './variants.js';
 
 /** Slack for float comparisons; the Lua twin uses the same value. */
 const EPSILON = 1e-6;
@@ -149,21 +149,15 @@ export function slidingWindow(options: SlidingWindowOptions): Policy<SlidingWind
   const limit = scaleLimit('slidingWindow', 'limit', requested, share);
   const windowMs = durationMs('slidingWindow.windowMs', raw.windowMs);
   const debt = debtOptions('slidingWindow', raw);
-  const body = (units: number): PolicyBody<SlidingWindowState> => {
-    const maxDebt = debt.maxDebt ?? units;
-    return {
-      algorithm: 'slidingWindow',
-      script: 'sliding-window',
-      args: [String(units), String(windowMs)],
-      limit: units,
+  const body = (units: number): PolicyBody<SlidingWindowState> =>
+    windowBody(
+      'slidingWindow',
+      'sliding-window',
+      units,
       windowMs,
-      maxCost: units,
-      maxDebt,
-      unit: debt.unit,
-      description: `slidingWindow(limit=${units},windowMs=${windowMs}${describeShare(share)}${debt.described})`,
-      decide: (state, now, operation, cost) =>
-        decideSlidingWindow(state, now, operation, cost, units, windowMs, maxDebt),
-    };
-  };
+      describeShare(share),
+      debt,
+      decideSlidingWindow,
+    );
   return withLimits(requested, body(limit), (perCall) => body(callLimit(perCall, share)));
 }
