@@ -93,9 +93,13 @@ export class Answers {
     if (this.#observed) call.askedAt = this.#reporting.timesThisOne() ? performance.now() : Number.NaN;
   }
 
-  /** Whether the call goes to the store (see `admit`), noting when it was asked (see `asking`). */
+  /**
+   * Whether the call goes to the store (see `admit`), noting when it was asked (see `asking`). A
+   * call that no failure policy may answer (a charge: OperationEntry.onStoreFailure) always goes.
+   */
   ask(call: Call): boolean {
-    if (this.#down && !this.admit(call)) return false;
+    if (this.#down && OPERATIONS[call.operation].onStoreFailure === 'policy' && !this.admit(call))
+      return false;
     if (this.#observed) call.askedAt = this.#reporting.timesThisOne() ? performance.now() : Number.NaN;
     return true;
   }

@@ -31,15 +31,21 @@ test('a charge the store cannot take rejects, and its reservation may be settled
     assert.equal(refunding.decision.remaining, 800);
     await server.kill('SIGKILL');
 
-    // onStoreError is 'allow', and still: a charge is not answered by the failure policy.
+    // onStoreError is 'allow', and still: a charge is not answered by the failure policy, not even
+    // while the shard is known to be down and another call probes it.
     await assert.rejects(limiter.charge('u', 5), failedStore);
+    const many = await Promise.allSettled(Array.from({ length: 10 }, () => limiter.charge('u', 1)));
+    assert.deepEqual(
+      many.map((outcome) => outcome.status),
+      Array(10).fill('rejected'),
+    );
     await assert.rejects(charging.settle(250), failedStore);
     assert.equal(charging.settled, false, 'a settle whose charge failed stays open');
     // A give-back the store did not record leaves the estimate counted, and says why.
     const refund = await refunding.settle(10);
     assert.ok(refund.reason === 'store-error' || refund.reason === 'timeout', String(refund.reason));
     assert.equal(refunding.settled, true);
-    assert.ok(errors.length >= 3 && errors.every(failedStore), `onError heard ${errors.length}`);
+    assert.ok(errors.length >= 13 && errors.every(failedStore), `onError heard ${errors.length}`);
 
     await server.restart();
     // The client reconnects on its own backoff; the retried settle records the charge.
