@@ -5,6 +5,7 @@ export {
   type ConcurrencyState,
   concurrency,
 } from './algorithms/concurrency.js';
+export type { DebtOptions } from './algorithms/debt.js';
 export { type FixedWindowOptions, type FixedWindowState, fixedWindow } from './algorithms/fixed-window.js';
 export { type GcraOptions, gcra, type TokenBucketOptions, tokenBucket } from './algorithms/gcra.js';
 export {
@@ -52,6 +53,8 @@ export { MemoryStore, type MemoryStoreOptions } from './stores/memory.js';
 export { RedisStore, type RedisStoreOptions } from './stores/redis/store.js';
 export type {
   AtomicBatch,
+  ChargeDecision,
+  ChargeOptions,
   Decision,
   DecisionReason,
   Lease,
@@ -59,6 +62,7 @@ export type {
   Operation,
   Outcome,
   Policy,
+  Reservation,
   ScriptName,
   Store,
   StoreFailure,

@@ -5,9 +5,9 @@ import type { Decision, Lease, Limiter } from '../index.js';
 import {
   answered,
   badRequest,
+  bodyObject,
   decisionMembers,
   onlyFields,
-  parseObject,
   readBody,
   type Served,
   servedPolicies,
@@ -47,7 +47,7 @@ function leaseRoute(
   const policies = servedPolicies(limiters, styles);
   const known = [...limiters.keys()].map((name) => JSON.stringify(name)).join(', ');
   return async (request, response) => {
-    const fields = parseObject(await readBody(request), example);
+    const fields = bodyObject(await readBody(request), example);
     onlyFields(fields, ['policy', 'key', 'lease'], optional);
     const { served, key } = target(fields, policies, known);
     const decision = await answered(act(served, key, fields), failed);

@@ -6,6 +6,7 @@ import { rateLimit } from '../http/node.js';
 import type { Limiter } from '../index.js';
 import { errorText } from './errors.js';
 import type { RequestLog } from './request-log.js';
+import { chargeRoute, reserveRoute, settleRoute } from './service-charge.js';
 import { extendRoute, releaseRoute } from './service-leases.js';
 import { limitRoute, quote, Rejection } from './service-limit.js';
 
@@ -162,6 +163,9 @@ const BUILT_IN_ROUTES: ReadonlyArray<(options: ServiceOptions) => Route | undefi
   decisionRoute,
   leaseReleaseRoute,
   leaseExtendRoute,
+  chargeRoute,
+  reserveRoute,
+  settleRoute,
   policiesRoute,
   healthRoute,
   demoRoute,

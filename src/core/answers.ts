@@ -77,9 +77,13 @@ export class Answers {
     if (this.#observed) call.askedAt = this.#reporting.timesThisOne() ? performance.now() : Number.NaN;
   }
 
-  /** Whether the call goes to the store (see `admit`), noting when it was asked (see `asking`). */
+  /**
+   * Whether the call goes to the store (see `admit`), noting when it was asked (see `asking`). A
+   * call that no failure policy may answer (a charge: OperationEntry.onStoreFailure) always goes.
+   */
   ask(call: Call): boolean {
-    if (this.#down && !this.admit(call)) return false;
+    if (this.#down && OPERATIONS[call.operation].onStoreFailure === 'policy' && !this.admit(call))
+      return false;
     if (this.#observed) call.askedAt = this.#reporting.timesThisOne() ? performance.now() : Number.NaN;
     return true;
   }
@@ -198,6 +202,8 @@ export class Answers {
   #deliver(call: Call, decision: Decision, source: DecisionSource, storeMs: number): Decision {
     if (this.#observed) this.#reporting.decided(call, decision, source, storeMs);
     if (this.#enforce) return decision;
+    // A charge is allowed whatever the policy says; its debt is the caller's to see in shadow mode too.
+    if (decision.debt !== undefined) return { ...decision, wouldAllow: true };
     const shadowed: Decision = {
       allowed: true,
       limit: decision.limit,

@@ -6,6 +6,7 @@ import type { Decision, Operation, Policy } from '../types.js';
 import type { Call } from './call.js';
 import { withoutLease } from './leases.js';
 import type { Pipeline } from './pipeline.js';
+import { settleCall } from './reservation.js';
 import { type Decided, decideTogether, took } from './together.js';
 
 /**
@@ -97,6 +98,25 @@ export class Grant {
             });
           }
         });
+        return this.#given[i];
+      }),
+    ).then(() => undefined);
+  }
+
+  /**
+   * Settles what was taken with its actual cost, the same for every limiter (the middleware's
+   * `settle`): the difference given back or charged where each was taken, once, instead of a
+   * refund. Rejects when a charge is not recorded (the store's error).
+   */
+  settle(actual: number): Promise<void> {
+    return Promise.all(
+      this.#calls.map((call, i) => {
+        const decision = this.#decisions[i] as Decision;
+        // A lease is released when the request ends, not settled.
+        if (this.#taken[i] !== true || decision.lease !== undefined) return undefined;
+        this.#given[i] ??= settleCall(this.#pipelines[i] as Pipeline, call, decision, actual).then(
+          () => undefined,
+        );
         return this.#given[i];
       }),
     ).then(() => undefined);

@@ -1,7 +1,8 @@
 // What createLimiter() returns: a limiter whose methods run its Pipeline, and the way back from one to the other.
-import type { Limiter, Policy, Store } from '../types.js';
+import type { ChargeDecision, Limiter, Policy, Store } from '../types.js';
 import { extendOperands, releaseOperands } from './leases.js';
 import type { Pipeline } from './pipeline.js';
+import { reserve } from './reservation.js';
 
 let pipelineOf: (limiter: unknown) => Pipeline | undefined;
 
@@ -19,6 +20,8 @@ export class RateLimiter implements Limiter {
   readonly limit: Limiter['limit'];
   readonly peek: Limiter['peek'];
   readonly refund: Limiter['refund'];
+  readonly charge: Limiter['charge'];
+  readonly reserve: Limiter['reserve'];
   readonly reset: Limiter['reset'];
   readonly release: Limiter['release'];
   readonly extend: Limiter['extend'];
@@ -36,6 +39,10 @@ export class RateLimiter implements Limiter {
     this.limit = (identifier, options) => pipeline.run('limit', identifier, options?.cost ?? 1, options);
     this.peek = (identifier, options) => pipeline.run('peek', identifier, options?.cost ?? 1, options);
     this.refund = (identifier, amount = 1, options) => pipeline.run('refund', identifier, amount, options);
+    // A charge's decision is its operation's answer, which carries `debt` and `cutOff`.
+    this.charge = (identifier, amount, options) =>
+      pipeline.run('charge', identifier, amount, options) as Promise<ChargeDecision>;
+    this.reserve = (identifier, options) => reserve(pipeline, identifier, options?.cost ?? 1, options);
     this.reset = (identifier, options) => pipeline.reset(identifier, options?.tag);
     this.release = (identifier, lease, options) =>
       pipeline.run('release', identifier, 1, options, releaseOperands(lease));

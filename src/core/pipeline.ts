@@ -102,7 +102,7 @@ export class Pipeline implements StoreReply<Call> {
     const policy = this.check(operation, identifier, amount, parts);
     if (policy instanceof SluiceError) return policy;
     const call = new Call(this.name, policy, operation, identifier as string, amount as number, parts?.tag);
-    call.operands = ownOperands(operation, call);
+    call.operands = ownOperands(operation, call) ?? call.operands;
     return call;
   }
 
@@ -126,7 +126,7 @@ export class Pipeline implements StoreReply<Call> {
     const spare = this.#spare;
     if (memory !== undefined && spare !== undefined && this.clock === undefined) {
       const call = spare.renew(policy, operation, identifier, amount, parts?.tag);
-      call.operands = given ?? ownOperands(operation, call);
+      call.operands = given ?? ownOperands(operation, call) ?? call.operands;
       // In process with nothing but the store's result to answer (see Answers.plain): a path short
       // enough for the compiler to take in whole, and no hook that could call the limiter meanwhile.
       if (this.#answers.plain) return this.#plain(memory, call);
@@ -136,7 +136,7 @@ export class Pipeline implements StoreReply<Call> {
       return answer;
     }
     const call = new Call(this.name, policy, operation, identifier, amount, parts?.tag);
-    call.operands = given ?? ownOperands(operation, call);
+    call.operands = given ?? ownOperands(operation, call) ?? call.operands;
     const now = this.time();
     if (now instanceof SluiceError) return Promise.reject(now);
     call.now = now;
@@ -323,6 +323,32 @@ export class Pipeline implements StoreReply<Call> {
     next.now = now;
     const answer = await this.decide(next);
     return answer.reason === undefined ? answer : undefined;
+  }
+
+  /**
+   * Gives back (`refund`) or takes more (`charge`) of what a call took, under the same policy and
+   * key, where it was taken: in the store, or in the fallback store when the fallback decided it.
+   * The store's answer; `undefined` for the fallback store's, or when the clock fails (nothing is
+   * asked). A charge the store fails rejects with its error (OperationEntry.onStoreFailure).
+   */
+  adjust(
+    call: Call,
+    decision: Decision,
+    operation: Operation,
+    amount: number,
+  ): Promise<Decision | undefined> {
+    const next = new Call(this.name, call.policy, operation, call.identifier, amount, call.tag);
+    if (decision.reason === 'fallback') {
+      next.now = call.now;
+      this.#answers.giveBackFallback(next);
+      return Promise.resolve(undefined);
+    }
+    const now = this.time();
+    // A give-back the clock prevents leaves the units taken (the strict side); a charge says why it was not made.
+    if (now instanceof SluiceError)
+      return operation === 'charge' ? Promise.reject(now) : Promise.resolve(undefined);
+    next.now = now;
+    return this.decide(next);
   }
 
   /**

@@ -1,4 +1,5 @@
 // The decision a store's result makes: the policy's limit added, and what the result's fields say.
+import { OPERATIONS } from '../operations.js';
 import type { Decision, StoreRequest, StoreResult } from '../types.js';
 import { withLeaseFields } from './leases.js';
 
@@ -11,5 +12,9 @@ export function decisionOf(result: StoreResult, request: StoreRequest): Decision
     resetMs: result.resetMs,
     retryAfterMs: result.retryAfterMs,
   };
-  return result.fields === undefined ? decision : withLeaseFields(decision, request, result.fields);
+  const fields = result.fields;
+  if (fields === undefined) return decision;
+  // An operation that makes its own answer from its fields (a charge's debt), else a lease policy's.
+  const answer = OPERATIONS[request.operation].answer;
+  return answer === undefined ? withLeaseFields(decision, request, fields) : answer(decision, fields);
 }

@@ -13,7 +13,8 @@ import {
   refusalFor,
 } from './problem.js';
 import { requestKey } from './request-key.js';
-import { giveBack, type RequestState, type Settle, settler, type Taken } from './settle.js';
+import type { Finished } from './settle.js';
+import { giveBack, type RequestState, settler, type Taken } from './settle.js';
 import type { RequestView } from './view.js';
 
 export { UNKNOWN_KEY } from './request-key.js';
@@ -26,10 +27,13 @@ export type Evaluation =
       /** Rate-limit headers of every limiter that ran on this request so far. */
       readonly headers: Record<string, string>;
       /**
-       * Call once the response is finished, or the client went away (`finished` false): releases
-       * the leases of concurrency limiters and settles count modes; `undefined` when nothing is to settle.
+       * Call once the response finished, or closed before it did, or the client went away
+       * (`completed` false): releases the leases of concurrency limiters, settles count modes and
+       * `settle`; `undefined` when nothing is to be done then.
        */
-      readonly settle: Settle | undefined;
+      readonly finished: Finished | undefined;
+      /** Whether `finished` wants the bytes of the response's body (a `settle` option may read them). */
+      readonly countsBytes: boolean;
       readonly key: string;
       readonly entries: readonly PolicyDecision[];
       /** The decision for the handler. */
@@ -42,6 +46,9 @@ export type Evaluation =
       readonly key: string | undefined;
       readonly entries: readonly PolicyDecision[];
     };
+
+/** An evaluation that lets the request go on. */
+export type Allowed = Extract<Evaluation, { kind: 'allow' }>;
 
 /** What a custom denial handler learns about the refusal it is to answer. */
 export interface DenialInfo {
@@ -139,6 +146,7 @@ function entered(
       windowMs: policy.windowMs,
       decision: outcome.decisions[i] as Decision,
       partitionKey,
+      unit: policy.unit,
     };
     state.entries.push(policy.leaseMs === undefined ? entry : { ...entry, concurrent: true });
   });
@@ -157,19 +165,29 @@ async function penalty(
   return overQuota ? await penalties?.refused(key) : undefined;
 }
 
-/** The request may go on: its headers, the decision for its handler, and how its end settles. */
+/** The request may go on: its headers, the decision for its handler, and what is done once it finished. */
 function allowed<Req>(
   config: ResolvedOptions<Req>,
+  request: Req,
   state: RequestState,
   key: string,
   taken: Taken,
 ): Evaluation {
   state.taken.push(taken);
-  const settle = settler(config, state, taken);
+  const finished = settler(config, request, state, taken);
+  const countsBytes = finished !== undefined && config.settle !== undefined;
   const { entries } = state;
   const info = rateLimitInfo(entries, key) as RateLimitInfo;
   state.info = info;
-  return { kind: 'allow', headers: headersIn(entries, config.styles), settle, key, entries, info };
+  return {
+    kind: 'allow',
+    headers: headersIn(entries, config.styles),
+    finished,
+    countsBytes,
+    key,
+    entries,
+    info,
+  };
 }
 
 /**
@@ -205,7 +223,7 @@ export async function evaluate<Req>(
   }
   const outcome = await group.run('limit', keyed.identifiers, { cost, tag, limit });
   const taken = entered(requestState, group, outcome, partitionKey);
-  if (outcome.allowed) return allowed(config, requestState, key, taken);
+  if (outcome.allowed) return allowed(config, request, requestState, key, taken);
   const held = await penalty(outcome, penalties, key);
   if (held !== undefined) requestState.entries.push({ ...held.entry, partitionKey });
   return refuse(config, requestState, key, held);

@@ -18,6 +18,20 @@ export interface PolicyDecision {
    * `"concurrent-requests"`, it has no window (`w`), and what is left (`r`) comes back as requests end.
    */
   readonly concurrent?: boolean | undefined;
+  /** What one unit of the policy is (see `Policy.unit`); absent for requests. */
+  readonly unit?: string | undefined;
+}
+
+/**
+ * The quota units the IETF fields can name (`qu`), as registered: `requests` is their default and
+ * goes unwritten. A policy in another unit (`tokens`) is left out of the fields rather than
+ * described as requests.
+ */
+export const REGISTERED_UNITS: readonly string[] = ['requests', 'content-bytes', 'concurrent-requests'];
+
+/** Whether a policy counts requests (no unit given, or `requests`). */
+export function countsRequests(entry: PolicyDecision): boolean {
+  return entry.unit === undefined || entry.unit === 'requests';
 }
 
 /**

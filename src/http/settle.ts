@@ -1,12 +1,136 @@
-// How a request's end settles what its limiters took: leases released, count modes' refunds, long responses' leases renewed.
-import type { Grant } from '../core/index.js';
+// How a request's end settles what its limiters took: leases released (and renewed while it runs), count modes'
+// refunds, the middleware's `settle` (the actual cost, with the body's bytes counted for `bodyBytes()`).
+import type { ServerResponse } from 'node:http';
+import { checkActual, type Grant } from '../core/index.js';
 import type { Decision } from '../types.js';
 import type { PolicyDecision } from './header-values.js';
 import type { RateLimitInfo } from './info.js';
 import type { ResolvedOptions } from './options.js';
 
-/** Called once the response is finished, or the client went away (`finished` false). */
-export type Settle = (status: number, finished: boolean) => void;
+/**
+ * Called once a response finished (or closed before finishing: `completed` false), with what the
+ * adapter knows of it: its status, the response object the `settle` option is given, and the bytes
+ * of its body (counted only when a `settle` option may read them).
+ */
+export type Finished = (status: number, completed: boolean, response: unknown, bodyBytes: number) => void;
+
+/** Bytes of each settled response's body, by the response object handed to `settle`. */
+const bodies = new WeakMap<object, number>();
+
+/**
+ * A `settle` for the middleware that charges the bytes of the response's body: `cost` is then the
+ * estimate taken before the handler runs, and the difference is given back or charged once the
+ * body has been sent. The bytes are those the handler wrote, as the middleware sees them (before a
+ * compression middleware mounted before it, after one mounted after it); a response closed early
+ * counts what was written. Pair it with a policy of `unit: 'content-bytes'`.
+ *
+ * @example
+ * import { bodyBytes } from 'sluice/http';
+ * app.use(rateLimit({ limiter: bytesPerMinute, cost: 64 * 1024, settle: bodyBytes() }));
+ */
+export function bodyBytes(): (request: unknown, response: unknown) => number {
+  return (_request, response) =>
+    typeof response === 'object' && response !== null ? (bodies.get(response) ?? 0) : 0;
+}
+
+/** What the middleware's `settle` gives: the actual cost, checked, then the difference settled on every limiter. */
+export async function settleResponse<Req>(
+  settle: (request: Req, response: unknown) => number | Promise<number>,
+  request: Req,
+  response: unknown,
+  bodyByteCount: number,
+  grant: Grant,
+): Promise<void> {
+  if (typeof response === 'object' && response !== null) bodies.set(response, bodyByteCount);
+  const actual = await settle(request, response);
+  const invalid = checkActual(actual);
+  if (invalid !== undefined) throw invalid;
+  await grant.settle(actual);
+}
+
+/** The bytes of one chunk given to `write` or `end`. */
+function chunkBytes(chunk: unknown, encoding: unknown): number {
+  if (typeof chunk === 'string') {
+    return Buffer.byteLength(chunk, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8');
+  }
+  if (chunk instanceof Uint8Array) return chunk.byteLength;
+  return 0;
+}
+
+/**
+ * Counts the bytes written to a Node response's body from now on: its `write` and `end` report
+ * each chunk before passing it on. Returns the count so far.
+ */
+export function countNodeBody(response: ServerResponse): () => number {
+  let bytes = 0;
+  // An `end` that writes its chunk through `write` (a compression middleware's, a test server's)
+  // counts it once.
+  let ending = false;
+  const write = response.write;
+  const end = response.end;
+  response.write = function counted(this: ServerResponse, chunk: unknown, ...rest: unknown[]) {
+    if (!ending) bytes += chunkBytes(chunk, rest[0]);
+    return (write as (...args: unknown[]) => boolean).call(this, chunk, ...rest);
+  } as ServerResponse['write'];
+  response.end = function counted(this: ServerResponse, chunk?: unknown, ...rest: unknown[]) {
+    if (typeof chunk !== 'function' && !ending) bytes += chunkBytes(chunk, rest[0]);
+    ending = true;
+    try {
+      return (end as (...args: unknown[]) => ServerResponse).call(this, chunk, ...rest);
+    } finally {
+      ending = false;
+    }
+  } as ServerResponse['end'];
+  return () => bytes;
+}
+
+/**
+ * The response to send in place of `response`: the same status, headers and body, whose end (or
+ * cancellation, `completed` false) calls `finished` with `given` (the handler's response) and the
+ * body's length. A streamed body (server-sent events from an upstream) finishes when its last chunk
+ * has been read.
+ */
+export function trackedResponse(
+  response: Response,
+  finished: Finished,
+  given: Response = response,
+): Response {
+  const source = response.body;
+  if (source === null) {
+    finished(response.status, true, given, 0);
+    return response;
+  }
+  const reader = source.getReader();
+  let bytes = 0;
+  let ended = false;
+  const end = (completed: boolean): void => {
+    if (ended) return;
+    ended = true;
+    finished(response.status, completed, given, bytes);
+  };
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const { done, value } = await reader.read();
+        if (done) {
+          controller.close();
+          end(true);
+          return;
+        }
+        bytes += value.byteLength;
+        controller.enqueue(value);
+      } catch (error) {
+        controller.error(error);
+        end(false);
+      }
+    },
+    cancel(reason) {
+      end(false);
+      return reader.cancel(reason);
+    },
+  });
+  return new Response(body, response);
+}
 
 /** What one middleware took on a request and the decisions it added, to be given back once. */
 export interface Taken {
@@ -42,29 +166,38 @@ export async function giveBack(
 }
 
 /**
- * How the end of an allowed request settles what one middleware took: its leases released (a
- * response that finished or a client that went away), and in a count mode its units given back
- * when the response says so. While the response runs, its leases are renewed when
- * `extendLeases` asks. Undefined when there is nothing to settle.
+ * What is done once the response finished or its client went away (`completed` false): a lease
+ * policy's leases released, and a count mode's refund, or else the `settle` option's actual cost
+ * settled. While the response runs, its leases are renewed when `extendLeases` asks. `undefined`
+ * when there is nothing to do.
  */
 export function settler<Req>(
   config: ResolvedOptions<Req>,
+  request: Req,
   state: RequestState,
   taken: Taken,
-): Settle | undefined {
+): Finished | undefined {
+  const { count, settle } = config;
   const { grant } = taken;
   const leases = grant.holdsLeases;
-  const counts = config.count !== 'all' && !grant.empty;
+  const counts = !(count === 'all' && settle === undefined) && !grant.empty;
   if (!leases && !counts) return undefined;
   const renewal = leases ? renewing(config, grant) : undefined;
   let done = false;
-  return (status, finished) => {
+  return (status, completed, response, bodyBytes) => {
     if (done) return;
     done = true;
     if (renewal !== undefined) clearInterval(renewal);
-    const failed = !finished || config.isFailure(status);
-    const refund = counts && failed !== (config.count === 'failed');
-    if (refund || leases) giveBack(state, [taken], !refund).catch(config.onRefundError);
+    const failed = !completed || config.isFailure(status);
+    if (counts && count !== 'all' && failed !== (count === 'failed')) {
+      // The refund gives back the leases too.
+      giveBack(state, [taken]).catch(config.onRefundError);
+      return;
+    }
+    if (leases) giveBack(state, [taken], true).catch(config.onRefundError);
+    if (counts && settle !== undefined) {
+      settleResponse(settle, request, response, bodyBytes, grant).catch(config.onRefundError);
+    }
   };
 }
 
@@ -99,11 +232,11 @@ function renewing<Req>(
  * Settles when a web-standard request's client goes away (its signal aborts, as @hono/node-server,
  * Deno and Bun abort it), so that an aborted request does not hold its slots until they lapse.
  */
-export function settleOnAbort(signal: AbortSignal | undefined, settle: Settle | undefined): void {
-  if (settle === undefined || signal === undefined) return;
+export function settleOnAbort(signal: AbortSignal | undefined, finished: Finished | undefined): void {
+  if (finished === undefined || signal === undefined) return;
   if (signal.aborted) {
-    settle(499, false);
+    finished(499, false, undefined, 0);
     return;
   }
-  signal.addEventListener('abort', () => settle(499, false), { once: true });
+  signal.addEventListener('abort', () => finished(499, false, undefined, 0), { once: true });
 }

@@ -2,16 +2,19 @@
 -- and `local read_ahead = <whether it starts with a GET>`.
 -- KEYS: one key per identifier, each decided on its own, in order.
 -- ARGV: op (see src/operations.ts), now in ms ('' reads the server clock), the policy's two
---       parameters, one cost per key, then each key's operands (as many per key: a lease's id).
+--       parameters, one cost per key, then each key's operands (as many per key: a charge's
+--       max_debt, a lease's id).
 -- Returns integers: first the reset shared by the batch (the first allowed key's resetMs, else 0),
 -- then one record per key, in order:
 --   r >= 0              allowed; remaining r, resetMs the shared one, retryAfterMs 0
 --   -1 - 2 x reset, r   allowed; remaining r, resetMs reset, retryAfterMs 0
 --   -2 - 2 x reset, r, t  denied; remaining r, resetMs reset, retryAfterMs t
 -- each followed by the fields the algorithm returned for it, if any (a table after its four values;
--- as many for every key of a batch, which shares one operation).
+-- as many for every key of a batch, which shares one operation; a lease's).
 -- Most records are one integer (every allowed key of a window policy ends its state at the same
 -- moment): Redis builds a quarter of the reply, and the client decodes a quarter of the integers.
+-- A charge's record (always allowed) is followed by its fields: the retryAfterMs for a cost of 1,
+-- the debt, and the units cut off.
 local op = ARGV[1]
 local now = clock(ARGV[2])
 -- Policies that start each decision with a GET (read_ahead: see scripts.ts) read the keys of a batch
@@ -31,6 +34,7 @@ local n = 1
 -- Costs are mostly all alike: the text of the last one is compared (interned strings: one pointer)
 -- before it is parsed again.
 local costText, cost = nil, nil
+local charging = op == '3'
 for i = 1, #KEYS do
   local text = ARGV[4 + i]
   if text ~= costText then
@@ -42,8 +46,18 @@ for i = 1, #KEYS do
     a = ARGV[at + 1]
     if operands > 1 then b = ARGV[at + 2] end
   end
-  local allowed, remaining, reset, retry, fields = decide(KEYS[i], now, op, cost, first, second, a, b)
-  if allowed == 1 then
+  if charging then a = tonumber(a) end
+  -- After the four values: a charge's debt and cut-off, or another operation's table of fields.
+  local allowed, remaining, reset, retry, extra, cut = decide(KEYS[i], now, op, cost, first, second, a, b)
+  if charging then
+    -- Its wait is a field: an allowed record has no room for one.
+    out[n + 1] = -1 - 2 * reset
+    out[n + 2] = remaining
+    out[n + 3] = retry
+    out[n + 4] = extra
+    out[n + 5] = cut
+    n = n + 5
+  elseif allowed == 1 then
     -- An allowed request waits for nothing: the records have no room for a retry.
     if retry ~= 0 then return redis.error_reply('ERR sluice: allowed with a retryAfterMs') end
     if shared == nil then
@@ -64,9 +78,9 @@ for i = 1, #KEYS do
     out[n + 3] = retry
     n = n + 3
   end
-  if fields then
-    for j = 1, #fields do out[n + j] = fields[j] end
-    n = n + #fields
+  if extra and not charging then
+    for j = 1, #extra do out[n + j] = extra[j] end
+    n = n + #extra
   end
 end
 return out
