@@ -209,3 +209,36 @@ for (const [kind, makeStore] of STORES) {
     });
   });
 }
+
+describe('fencing tokens when the deciding clock steps back after the key expired (Redis)', () => {
+  test('a step back shorter than the time since the last acquisition keeps tokens increasing; a longer one does not', async () => {
+    let now = T0;
+    const name = unique('lease-clock');
+    const limiter = createLimiter({
+      store: new RedisStore({ client: redis.client }),
+      policy: concurrency({ limit: 5, leaseMs: 50 }),
+      name,
+      clock: () => now,
+      ...EXACT,
+    });
+    // Released at once; then the server expires the key (within two lease lengths), and its state with it.
+    const acquireAndRelease = async (at: number): Promise<number> => {
+      now = at;
+      const lease = leaseOf(await limiter.limit('u'));
+      await limiter.release('u', lease);
+      const key = limiter.store.keyFor(name, 'u');
+      while ((await redis.command('PTTL', key)) !== -2)
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      return lease.token;
+    };
+    const first = await acquireAndRelease(T0 + 100);
+    // The clock runs on to T0 + 400, then steps back 100 ms: still past the last acquisition's reading.
+    const second = await acquireAndRelease(T0 + 300);
+    assert.equal(second, (T0 + 300) * 1000);
+    assert.ok(second > first);
+    // It steps back behind the last acquisition's reading, the key being gone: the documented limit.
+    const third = await acquireAndRelease(T0 + 200);
+    assert.equal(third, (T0 + 200) * 1000, 'read from the clock alone');
+    assert.ok(third < second);
+  });
+});
