@@ -62,7 +62,8 @@ export interface RedisStoreOptions {
 const DEFAULTS = { prefix: 'rl', mode: 'scripts', maxBatch: 64, connectTimeoutMs: 5000 } as const;
 /**
  * Sends per batch when the server keeps answering that the script did not run (each after a
- * repair): another flush can land between a reload and the resend (seen under load).
+ * repair): another flush can land between a reload and the resend (seen under load), so the last
+ * send carries the body (EVAL), which no flush can take away.
  */
 const SEND_TRIES = 3;
 /**
@@ -307,8 +308,9 @@ export class RedisStore implements Store {
     args[0] = functions ? 'FCALL' : 'EVALSHA';
     args[1] = functions ? script.functionName : script.sha;
     for (let attempt = 1; ; attempt++) {
-      if (attempt === SEND_TRIES && !functions) {
-        // Flushes keep landing between the loads and the resends: the body itself, which needs no load.
+      if (attempt === SEND_TRIES) {
+        // Flushes keep landing between the loads and the resends: the body itself, which needs no
+        // load. In functions mode too: each function is this same body, so EVAL decides the same way.
         args[0] = 'EVAL';
         args[1] = script.body;
       }
