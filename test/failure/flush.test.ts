@@ -5,12 +5,11 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createLimiter, fixedWindow, RedisStore, type SluiceError } from '../../src/index.js';
-import { connect } from '../helpers/clients.js';
+import { type ClientKind, type Connected, connect } from '../helpers/clients.js';
 import { startLoad, watchUnhandledRejections } from '../helpers/load.js';
 import { startRedis } from '../helpers/redis-server.js';
 import { fixedWindowCount } from '../helpers/stored.js';
 import { VARIANTS } from '../helpers/suites.js';
-import type { ClientKind, Connected } from '../helpers/clients.js';
 
 const LIMIT = 2000;
 const FLUSHES = 10;
@@ -31,7 +30,11 @@ function isLoad(args: readonly unknown[]): boolean {
  * load has run and before the store sees its reply: every resend that follows a load meets a
  * server that has lost it again, the flush timed where a flush from elsewhere can land by chance.
  */
-function flushAfterEachLoad(connected: Connected, admin: Connected, flush: readonly string[]): { loads: number } {
+function flushAfterEachLoad(
+  connected: Connected,
+  admin: Connected,
+  flush: readonly string[],
+): { loads: number } {
   const seen = { loads: 0 };
   const after = async (args: readonly unknown[], reply: unknown): Promise<unknown> => {
     if (isLoad(args)) {
@@ -52,7 +55,9 @@ function flushAfterEachLoad(connected: Connected, admin: Connected, flush: reado
   // ioredis is handed (command, ...args); node-redis and GLIDE an array (and GLIDE its options).
   const commandOf = (args: unknown[]): unknown[] => (Array.isArray(args[0]) ? (args[0] as unknown[]) : args);
   client[name] = ((...args: unknown[]) =>
-    original(...args).then((reply) => after(commandOf(args), reply))) as (...args: never[]) => Promise<unknown>;
+    original(...args).then((reply) => after(commandOf(args), reply))) as (
+    ...args: never[]
+  ) => Promise<unknown>;
   return seen;
 }
 
