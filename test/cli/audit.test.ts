@@ -5,6 +5,7 @@ import { Redis } from 'ioredis';
 import { createLimiter, fixedWindow, RedisStore } from '../../src/index.js';
 import { parseJson, runCli, startCli, writeConfig } from '../helpers/cli.js';
 import { type RedisServer, startRedis } from '../helpers/redis-server.js';
+import { EXACT } from '../helpers/suites.js';
 
 interface AuditReport {
   complete: boolean;
@@ -78,6 +79,7 @@ describe('sluice audit', () => {
     await plantHealthy(HEALTHY);
     // State written by the library itself is healthy by construction.
     const limiter = createLimiter({
+      ...EXACT,
       store: new RedisStore({ client: redis, prefix: 'rl' }),
       policy: fixedWindow({ limit: 100, windowMs: 600_000 }),
       name: 'api',
