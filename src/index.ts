@@ -47,16 +47,25 @@ export { RedisStore, type RedisStoreOptions } from './stores/redis/store.js';
 export type {
   Decision,
   DecisionReason,
+  Denial,
+  DenyOptions,
   LimiterDeadline,
   Operation,
   Outcome,
   Policy,
   ScriptName,
   Store,
+  StoredEntries,
+  StoredEntry,
+  StoredKind,
+  StoredLimit,
+  StoredLimitOptions,
+  StoredOptions,
+  StoredWrite,
   StoreFailure,
   StoreReply,
   StoreRequest,
   StoreResult,
   Together,
 } from './types.js';
-export { isStoreFailure } from './types.js';
+export { isStoreFailure, STORED_READS } from './types.js';

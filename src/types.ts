@@ -1,7 +1,13 @@
 // The words every other file speaks: decisions, policies, the pure twins' contract, and stores.
+import type { StoredKind } from './keys.js';
 
-/** Why a decision was not made by the store in the ordinary way. Absent when the store decided. */
-export type DecisionReason = 'store-error' | 'timeout' | 'fallback' | 'cached';
+export type { StoredKind } from './keys.js';
+
+/**
+ * Why a decision was not made by the store in the ordinary way. Absent when the store decided.
+ * `denied`: the identifier is denied (`limiter.deny()`); its quota was not looked at.
+ */
+export type DecisionReason = 'store-error' | 'timeout' | 'fallback' | 'cached' | 'denied';
 
 /**
  * The store failed to decide: it answered with an error (`store-error`) or not within `timeoutMs`
@@ -99,6 +105,14 @@ export interface Policy<S = unknown> {
    * policy). Validated by the limiter beforehand: a positive safe integer (at most 1000 for the log).
    */
   withLimit?(limit: number): Policy<S>;
+  /**
+   * How a limit stored for an identifier (`LimiterOptions.overrides`) becomes the script's
+   * parameters, as text the scripts read: `[rule, own limit, share, x, y]`. The rule is `withLimit`'s:
+   * `count` scales the windows' and the log's limit (`x`: the largest allowed, 0 for none), `rate`
+   * GCRA's (`x`: periodMs, `y`: burst), `capacity` the bucket's (`x`: refillPerSecond). Absent: the
+   * policy takes no stored limit.
+   */
+  readonly limitRule?: readonly string[];
 }
 
 /** The raw result of a store: a decision without `limit`, which the limiter adds. */
@@ -112,7 +126,15 @@ export interface StoreResult {
    * a lease); absent for limit, peek and refund, whose results carry none.
    */
   readonly fields?: readonly number[] | undefined;
+  /**
+   * With {@link StoreRequest.storedReads}: the limit stored for the identifier that the decision
+   * used, or -1 when the identifier is denied (its quota was not looked at); absent when neither.
+   */
+  readonly stored?: number | undefined;
 }
+
+/** Bits of {@link StoreRequest.storedReads}: what the script reads beside the identifier's state. */
+export const STORED_READS = { deny: 1, limit: 2 } as const;
 
 /** One request to a store, already validated. */
 export interface StoreRequest {
@@ -131,6 +153,59 @@ export interface StoreRequest {
    * longest wait), as its script reads them; absent for limit, peek and refund.
    */
   readonly operands?: readonly string[] | undefined;
+  /**
+   * What the script reads that an operator stored for the identifier (`LimiterOptions.overrides`),
+   * as bits of {@link STORED_READS}: its denial, its limit (applied by the policy's `limitRule`), or
+   * both; 0 or absent for neither. A store without stored entries ignores it.
+   */
+  readonly storedReads?: number | undefined;
+}
+
+/** What is stored for one identifier of a limiter (see `LimiterOptions.overrides`). */
+export interface StoredEntry {
+  readonly identifier: string;
+  readonly tag: string | undefined;
+  /** A limit: the limit. A denial: when it ends, in the limiter's milliseconds. */
+  readonly value: number;
+  /** Milliseconds until the entry expires; -1 when it is kept until cleared. */
+  readonly ttlMs: number;
+}
+
+/** A write of one stored entry. */
+export interface StoredWrite {
+  readonly kind: StoredKind;
+  readonly name: string;
+  readonly identifier: string;
+  readonly tag: string | undefined;
+  /** A limit: the limit. A denial: how long it lasts, in ms. */
+  readonly value: number;
+  /** How long the entry is kept, in ms; undefined until cleared (a denial always ends: its `value`). */
+  readonly ttlMs: number | undefined;
+  /** The limiter's milliseconds, or undefined for the store's own clock. */
+  readonly now: number | undefined;
+}
+
+/** Where a store keeps what operators store for identifiers: their limits and denials. */
+export interface StoredEntries {
+  /** Writes an entry, replacing the identifier's entry of that kind. */
+  write(entry: StoredWrite): Promise<void>;
+  /** The identifier's entry of a kind, if it has one. */
+  read(
+    kind: StoredKind,
+    name: string,
+    identifier: string,
+    tag: string | undefined,
+  ): Promise<StoredEntry | undefined>;
+  /** Deletes the identifier's entry of a kind; whether there was one. `now` as in {@link StoredWrite.now}. */
+  delete(
+    kind: StoredKind,
+    name: string,
+    identifier: string,
+    tag: string | undefined,
+    now: number | undefined,
+  ): Promise<boolean>;
+  /** Every entry of a kind the limiter named `name` holds. */
+  list(kind: StoredKind, name: string): Promise<StoredEntry[]>;
 }
 
 /**
@@ -201,6 +276,11 @@ export interface Store {
   attached?(limiter: LimiterDeadline): void;
   /** Deletes one identifier's state for a limiter. */
   reset(name: string, identifier: string, tag?: string): Promise<void>;
+  /**
+   * Limits and denials stored per identifier, which decisions read when a request's `storedReads`
+   * asks. Optional: a limiter with `overrides` needs a store that has them.
+   */
+  readonly stored?: StoredEntries;
   /** The key under which an identifier's state is kept, for tools and tests. */
   keyFor(name: string, identifier: string, tag?: string): string;
 }
@@ -245,6 +325,54 @@ export interface KeyOptions {
   readonly limit?: number;
 }
 
+/** Options of `setLimit`. */
+export interface StoredLimitOptions {
+  /** The tag the identifier's calls are made with, if any (see {@link CallOptions.tag}). */
+  readonly tag?: string;
+  /**
+   * How long the limit is kept, in ms; then the policy's own applies again. A stored limit is
+   * configuration, not a counter: without `ttlMs` it is kept until `clearLimit`.
+   * @default undefined (kept until cleared)
+   */
+  readonly ttlMs?: number;
+}
+
+/** Options of `deny`. */
+export interface DenyOptions {
+  /** The tag the identifier's calls are made with, if any (see {@link CallOptions.tag}). */
+  readonly tag?: string;
+  /**
+   * How long the identifier is denied, in ms; the denial then expires by itself. A denial always
+   * ends: one forgotten would refuse a client for good (keep permanent denials in code, such as
+   * the middleware's `deny` option).
+   * @default 3_600_000 (one hour)
+   */
+  readonly forMs?: number;
+}
+
+/** Options of `getLimit`, `clearLimit` and `undeny`. */
+export interface StoredOptions {
+  /** The tag the identifier's calls are made with, if any (see {@link CallOptions.tag}). */
+  readonly tag?: string;
+}
+
+/** A limit stored for an identifier (see `setLimit`). */
+export interface StoredLimit {
+  readonly identifier: string;
+  readonly tag: string | undefined;
+  readonly limit: number;
+  /** Milliseconds until the limit expires; `undefined` when it is kept until cleared. */
+  readonly expiresInMs: number | undefined;
+}
+
+/** A stored denial (see `deny`). */
+export interface Denial {
+  readonly identifier: string;
+  readonly tag: string | undefined;
+  /** Milliseconds until the denial ends. */
+  readonly expiresInMs: number;
+}
+
 /** A rate limiter bound to one store, one policy and one name. */
 export interface Limiter {
   readonly name: string;
@@ -258,4 +386,24 @@ export interface Limiter {
   refund(identifier: string, amount?: number, options?: KeyOptions): Promise<Decision>;
   /** Forgets the identifier: its next request starts with a full allowance. */
   reset(identifier: string, options?: KeyOptions): Promise<void>;
+  /**
+   * Stores a limit for one identifier: its next decision, on every process, uses it instead of the
+   * policy's own, as a call's `limit` would (a call's own `limit` still wins). Needs `overrides: true`.
+   */
+  setLimit(identifier: string, limit: number, options?: StoredLimitOptions): Promise<void>;
+  /** The limit stored for an identifier, if any. */
+  getLimit(identifier: string, options?: StoredOptions): Promise<StoredLimit | undefined>;
+  /** Deletes an identifier's stored limit (the policy's own applies again); whether there was one. */
+  clearLimit(identifier: string, options?: StoredOptions): Promise<boolean>;
+  /** Every limit stored for this limiter's identifiers. */
+  listLimits(): Promise<StoredLimit[]>;
+  /**
+   * Denies an identifier for `forMs`: its decisions, on every process, refuse it without looking at
+   * its quota (`reason: 'denied'`) until the denial ends by itself. Needs `overrides: true`.
+   */
+  deny(identifier: string, options?: DenyOptions): Promise<void>;
+  /** Ends an identifier's denial now; whether it was denied. */
+  undeny(identifier: string, options?: StoredOptions): Promise<boolean>;
+  /** Every denial of this limiter's identifiers that has not ended. */
+  listDenials(): Promise<Denial[]>;
 }

@@ -2,7 +2,7 @@
 import { describeShare, resolveShare, scaleLimit } from '../share.js';
 import type { Operation, Outcome, Policy } from '../types.js';
 import { durationMs, knownKeys, optionsObject, positiveInteger } from '../validate.js';
-import { callLimit, type PolicyBody, withLimits } from './variants.js';
+import { callLimit, limitRule, type PolicyBody, withLimits } from './variants.js';
 
 /**
  * The state kept per identifier: which window, and how many units it has used. As on Redis (see
@@ -116,5 +116,10 @@ export function fixedWindow(options: FixedWindowOptions): Policy<FixedWindowStat
     description: `fixedWindow(limit=${units},windowMs=${windowMs}${describeShare(share)})`,
     decide: (state, now, operation, cost) => decideFixedWindow(state, now, operation, cost, units, windowMs),
   });
-  return withLimits(requested, body(limit), (perCall) => body(callLimit(perCall, share)));
+  return withLimits(
+    requested,
+    body(limit),
+    (perCall) => body(callLimit(perCall, share)),
+    limitRule('count', requested, share),
+  );
 }

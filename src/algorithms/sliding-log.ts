@@ -3,7 +3,7 @@ import { ERROR_CODES, SluiceError } from '../errors.js';
 import { describeShare, resolveShare, scaleLimit } from '../share.js';
 import type { Operation, Outcome, Policy } from '../types.js';
 import { durationMs, knownKeys, optionsObject, positiveInteger } from '../validate.js';
-import { callLimit, type PolicyBody, withLimits } from './variants.js';
+import { callLimit, limitRule, type PolicyBody, withLimits } from './variants.js';
 
 /**
  * The largest limit the sliding log accepts. Memory (about 90 bytes per entry once a log passes 128
@@ -113,7 +113,7 @@ export function slidingLog(options: SlidingLogOptions): Policy<SlidingLogState> 
     description: `slidingLog(limit=${units},windowMs=${windowMs}${describeShare(share)})`,
     decide: (state, now, operation, cost) => decideSlidingLog(state, now, operation, cost, units, windowMs),
   });
-  return withLimits(requested, body(limit), (perCall) => {
+  const variant = (perCall: number): PolicyBody<SlidingLogState> => {
     const units = callLimit(perCall, share);
     if (units > SLIDING_LOG_MAX_LIMIT) {
       throw new SluiceError(
@@ -122,7 +122,13 @@ export function slidingLog(options: SlidingLogOptions): Policy<SlidingLogState> 
       );
     }
     return body(units);
-  });
+  };
+  return withLimits(
+    requested,
+    body(limit),
+    variant,
+    limitRule('count', requested, share, SLIDING_LOG_MAX_LIMIT),
+  );
 }
 
 function limitName(share: number): string {

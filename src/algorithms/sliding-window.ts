@@ -2,7 +2,7 @@
 import { describeShare, resolveShare, scaleLimit } from '../share.js';
 import type { Operation, Outcome, Policy } from '../types.js';
 import { durationMs, knownKeys, optionsObject, positiveInteger } from '../validate.js';
-import { callLimit, type PolicyBody, withLimits } from './variants.js';
+import { callLimit, limitRule, type PolicyBody, withLimits } from './variants.js';
 
 /** Slack for float comparisons; the Lua twin uses the same value. */
 const EPSILON = 1e-6;
@@ -130,5 +130,10 @@ export function slidingWindow(options: SlidingWindowOptions): Policy<SlidingWind
     decide: (state, now, operation, cost) =>
       decideSlidingWindow(state, now, operation, cost, units, windowMs),
   });
-  return withLimits(requested, body(limit), (perCall) => body(callLimit(perCall, share)));
+  return withLimits(
+    requested,
+    body(limit),
+    (perCall) => body(callLimit(perCall, share)),
+    limitRule('count', requested, share),
+  );
 }

@@ -22,6 +22,8 @@ export class Call implements StoreRequest, Expiring {
   now: number | undefined;
   /** An operation's own arguments (see OperationEntry.operands); undefined for today's. */
   operands: readonly string[] | undefined = undefined;
+  /** What the store reads that operators stored for the identifier (StoreRequest.storedReads). */
+  storedReads = 0;
   /** When the call started, in the deny cache's time: the limiter's clock, or `performance.now()`. */
   startedAt = 0;
   /** The deny cache's epoch when the call started (see DenyCache.epoch). */
@@ -78,6 +80,7 @@ export class Call implements StoreRequest, Expiring {
     this.shard = undefined;
     this.probe = false;
     this.error = undefined;
+    this.storedReads = 0;
     return this;
   }
 }

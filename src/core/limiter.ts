@@ -1,6 +1,7 @@
 // What createLimiter() returns: a limiter whose methods run its Pipeline, and the way back from one to the other.
 import type { Limiter, Policy, Store } from '../types.js';
 import type { Pipeline } from './pipeline.js';
+import { StoredOverrides } from './stored.js';
 
 let pipelineOf: (limiter: unknown) => Pipeline | undefined;
 
@@ -19,6 +20,13 @@ export class RateLimiter implements Limiter {
   readonly peek: Limiter['peek'];
   readonly refund: Limiter['refund'];
   readonly reset: Limiter['reset'];
+  readonly setLimit: Limiter['setLimit'];
+  readonly getLimit: Limiter['getLimit'];
+  readonly clearLimit: Limiter['clearLimit'];
+  readonly listLimits: Limiter['listLimits'];
+  readonly deny: Limiter['deny'];
+  readonly undeny: Limiter['undeny'];
+  readonly listDenials: Limiter['listDenials'];
 
   static {
     pipelineOf = (limiter) =>
@@ -34,6 +42,14 @@ export class RateLimiter implements Limiter {
     this.peek = (identifier, options) => pipeline.run('peek', identifier, options?.cost ?? 1, options);
     this.refund = (identifier, amount = 1, options) => pipeline.run('refund', identifier, amount, options);
     this.reset = (identifier, options) => pipeline.reset(identifier, options?.tag);
+    const stored = new StoredOverrides(pipeline);
+    this.setLimit = (identifier, limit, options) => stored.setLimit(identifier, limit, options);
+    this.getLimit = (identifier, options) => stored.getLimit(identifier, options);
+    this.clearLimit = (identifier, options) => stored.clearLimit(identifier, options);
+    this.listLimits = () => stored.listLimits();
+    this.deny = (identifier, options) => stored.deny(identifier, options);
+    this.undeny = (identifier, options) => stored.undeny(identifier, options);
+    this.listDenials = () => stored.listDenials();
   }
 }
 

@@ -1,13 +1,16 @@
--- Body of the one-policy script, after prelude.lua, the algorithm's function, `local decide = <it>`
--- and `local read_ahead = <whether it starts with a GET>`.
+-- Body of the one-policy script, after prelude.lua, the algorithm's function, `local decide = <it>`,
+-- `local read_ahead = <whether it starts with a GET>` and `local stored = <whether it reads what
+-- operators stored>` (with stored.lua before it when true).
 -- KEYS: one key per identifier, each decided on its own, in order.
 -- ARGV: op ('0' limit, '1' peek, '2' refund), now in ms ('' reads the server clock),
---       the policy's two parameters, then one cost per key.
+--       the policy's two parameters, then one cost per key; when `stored`, last: what to read
+--       (stored.lua) and the policy's limit rule (rule, own limit, share, x, y).
 -- Returns integers: first the reset shared by the batch (the first allowed key's resetMs, else 0),
 -- then one record per key, in order:
 --   r >= 0              allowed; remaining r, resetMs the shared one, retryAfterMs 0
 --   -1 - 2 x reset, r   allowed; remaining r, resetMs reset, retryAfterMs 0
 --   -2 - 2 x reset, r, t  denied; remaining r, resetMs reset, retryAfterMs t
+-- and, when `stored`, one more integer per record: the stored limit applied, 0, or -1 (stored.lua).
 -- Most records are one integer (every allowed key of a window policy ends its state at the same
 -- moment): Redis builds a quarter of the reply, and the client decodes a quarter of the integers.
 local op = ARGV[1]
@@ -20,6 +23,12 @@ if read_ahead and #KEYS > 1 then
   for i = 1, #KEYS do ahead[KEYS[i]] = values[i] end
 end
 local first, second = tonumber(ARGV[3]), tonumber(ARGV[4])
+local reads, rule, own, share, x, y
+if stored then
+  local at = #ARGV - 5
+  reads, rule, own = tonumber(ARGV[at]), ARGV[at + 1], tonumber(ARGV[at + 2])
+  share, x, y = tonumber(ARGV[at + 3]), tonumber(ARGV[at + 4]), tonumber(ARGV[at + 5])
+end
 local out = { 0 }
 local shared = nil
 local n = 1
@@ -32,7 +41,13 @@ for i = 1, #KEYS do
     costText = text
     cost = tonumber(text)
   end
-  local allowed, remaining, reset, retry = decide(KEYS[i], now, op, cost, first, second)
+  local allowed, remaining, reset, retry, applied
+  if stored then
+    allowed, remaining, reset, retry, applied =
+      decide_stored(decide, KEYS[i], now, op, cost, first, second, reads, rule, own, share, x, y)
+  else
+    allowed, remaining, reset, retry = decide(KEYS[i], now, op, cost, first, second)
+  end
   if allowed == 1 then
     -- An allowed request waits for nothing: the records have no room for a retry.
     if retry ~= 0 then return redis.error_reply('ERR sluice: allowed with a retryAfterMs') end
@@ -53,6 +68,10 @@ for i = 1, #KEYS do
     out[n + 2] = remaining
     out[n + 3] = retry
     n = n + 3
+  end
+  if stored then
+    n = n + 1
+    out[n] = applied
   end
 end
 return out
