@@ -64,7 +64,7 @@ export function storedIndexKey(prefix: string, name: string, kind: StoredKind): 
 const UNESCAPES: Readonly<Record<string, string>> = { '%7B': '{', '%7D': '}', '%25': '%' };
 
 function unescapeIdentifier(text: string): string {
-  return text.replace(/%(?:7B|7D|25)/g, (escape) => UNESCAPES[escape] as string);
+  return text.replace(/%(?:7B|7D|25)/g, (sequence) => UNESCAPES[sequence] as string);
 }
 
 /** The identifier and tag of a stored index's member (see {@link identifierPart}), or undefined for one sluice did not write. */
