@@ -237,10 +237,10 @@ describe('stored entries in Redis', () => {
         Number(await redis.command('PTTL', `rl:${name}:%deny`)) > 0,
         'the denials index expires with its last',
       );
-      assert.deepEqual((await keysWithoutExpiry(redis, `rl:${name}*`)).sort(), [
-        `${state}%limit`,
-        `rl:${name}:%limit`,
-      ]);
+      assert.deepEqual(
+        (await keysWithoutExpiry(redis, `rl:${name}*`)).sort(),
+        [`${state}%limit`, `rl:${name}:%limit`].sort(),
+      );
       await limiter.clearLimit('x{1}', { tag: 't' });
       await limiter.undeny('x{1}', { tag: 't' });
       assert.deepEqual(await keysWithoutExpiry(redis, `rl:${name}*`), []);
