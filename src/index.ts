@@ -27,6 +27,7 @@ export type {
   DecisionCounter,
   DecisionHook,
   DecisionSource,
+  DenyList,
   ErrorHook,
   HookContext,
   MetricsRecorder,

@@ -160,6 +160,7 @@ function hearingHealth(
       recorder?.health(name, up, shard);
       if (up && failing.delete(name)) log(`sluice serve: policy ${name}: Redis answers again`);
     },
+    listDenied: (name, list) => recorder?.listDenied?.(name, list),
   };
 }
 

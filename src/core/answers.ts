@@ -173,6 +173,11 @@ export class Answers {
     return this.#deliver(call, this.#health.decide(call, failure), failure, 0);
   }
 
+  /** A request the middleware's `deny` list refused before this limiter was asked, for the recorders. */
+  listDenied(): void {
+    this.#reporting.listDenied();
+  }
+
   /** A store failure noted (the shard's health, `onError`, the call's `error`); the error, wrapped. */
   noted(call: Call, failure: StoreFailure, error: unknown): SluiceError {
     const wrapped = failure === 'timeout' ? this.timeoutError() : storeError(this.#store.kind, error);

@@ -118,6 +118,11 @@ export class Pipeline implements StoreReply<Call> {
     return deny | limit;
   }
 
+  /** Tells the limiter's recorders of a request the middleware's `deny` list refused before asking it. */
+  listDenied(): void {
+    this.#answers.listDenied();
+  }
+
   /** Forgets this process's remembered denials of an identifier (its stored limit or denial changed). */
   forgetDenial(identifier: string, tag: string | undefined): void {
     this.#answers.forgetDenial(identifier, tag);
