@@ -184,6 +184,7 @@ function buildLimiters(
       policy,
       name,
       ...config.failure.get(name),
+      overrides: config.overrides.has(name),
       metrics,
       onError: (error) => {
         if (failing.has(name)) return;
