@@ -101,8 +101,10 @@ function actionPositionals(spec: CommandSpec, action: string | undefined): reado
   const wanted = action === undefined ? undefined : actions[action];
   if (wanted === undefined) {
     const guess = action === undefined ? undefined : closest(action, names);
+    const asked = action === undefined ? 'No action' : `Unknown action ${JSON.stringify(action)}`;
+    const hint = guess === undefined ? '' : ` (did you mean ${guess}?)`;
     throw new CliError(
-      `${action === undefined ? 'Expected an action' : `Unknown action ${JSON.stringify(action)}`}${guess === undefined ? '' : `; did you mean ${guess}?`}: one of ${names.join(', ')} (see \`sluice ${spec.name} --help\`).`,
+      `${asked}${hint}; expected one of ${names.join(', ')} (see \`sluice ${spec.name} --help\`).`,
     );
   }
   return [action as string, ...wanted];

@@ -73,16 +73,17 @@ async function execute(asked: Asked, target: StoredTarget): Promise<{ json: unkn
   const who = whoText(identifier, tag);
   if (action === 'list') {
     const denials = await limiter.listDenials();
-    return { json: { policy, denials }, text: denialRows(denials) };
+    const json = denials.map((entry) => ({ ...entry, tag: entry.tag ?? null }));
+    return { json: { policy, denials: json }, text: denialRows(denials) };
   }
   if (action === 'remove') {
     const removed = await limiter.undeny(identifier, options);
     const text = removed ? `${who} is no longer denied.` : `Nothing to remove: ${who} is not denied.`;
-    return { json: { policy, identifier, tag, removed }, text };
+    return { json: { policy, identifier, tag: tag ?? null, removed }, text };
   }
   await limiter.deny(identifier, { ...options, forMs });
   return {
-    json: { policy, identifier, tag, forMs },
+    json: { policy, identifier, tag: tag ?? null, forMs },
     text: `Denied ${who} for ${formatDuration(forMs)}: the next decision on every process refuses it; the denial then ends by itself.`,
   };
 }

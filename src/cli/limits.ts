@@ -90,7 +90,12 @@ async function execute(asked: Asked, target: StoredTarget): Promise<Done> {
   const who = whoText(identifier, tag);
   if (action === 'list') {
     const limits = await limiter.listLimits();
-    return { json: { policy, limits }, text: limitRows(limits) };
+    const json = limits.map((entry) => ({
+      ...entry,
+      tag: entry.tag ?? null,
+      expiresInMs: entry.expiresInMs ?? null,
+    }));
+    return { json: { policy, limits: json }, text: limitRows(limits) };
   }
   if (action === 'get') {
     const stored = await limiter.getLimit(identifier, options);
@@ -98,14 +103,16 @@ async function execute(asked: Asked, target: StoredTarget): Promise<Done> {
       stored === undefined
         ? `${who} has no stored limit: the policy's own applies (${target.policy}).`
         : `${who} has a stored limit of ${formatNumber(stored.limit)}, kept ${keptText(stored.expiresInMs)}.`;
-    return { json: { policy, identifier, tag, stored: stored ?? null }, text };
+    const json =
+      stored === undefined ? null : { limit: stored.limit, expiresInMs: stored.expiresInMs ?? null };
+    return { json: { policy, identifier, tag: tag ?? null, stored: json }, text };
   }
   if (action === 'clear') {
     const cleared = await limiter.clearLimit(identifier, options);
     const text = cleared
       ? `Cleared the stored limit of ${who}: the next decision uses the policy's own.`
       : `Nothing to clear: ${who} has no stored limit.`;
-    return { json: { policy, identifier, tag, cleared }, text };
+    return { json: { policy, identifier, tag: tag ?? null, cleared }, text };
   }
   const { limit, ttlMs } = asked;
   const before = await limiter.getLimit(identifier, options);
@@ -113,7 +120,14 @@ async function execute(asked: Asked, target: StoredTarget): Promise<Done> {
   const was = before === undefined ? '' : ` (was ${formatNumber(before.limit)})`;
   const kept = ttlMs === undefined ? 'until cleared' : `for ${formatDuration(ttlMs)}`;
   return {
-    json: { policy, identifier, tag, limit, ttlMs: ttlMs ?? null, previous: before?.limit ?? null },
+    json: {
+      policy,
+      identifier,
+      tag: tag ?? null,
+      limit,
+      ttlMs: ttlMs ?? null,
+      previous: before?.limit ?? null,
+    },
     text: `Stored a limit of ${formatNumber(limit)} for ${who}${was}, kept ${kept}: the next decision on every process uses it.`,
   };
 }
