@@ -122,10 +122,6 @@ describe('stored limits and denials across processes', () => {
     assert.ok((listed.denials[0]?.expiresInMs ?? 0) > 3_500_000);
     const removed = await cli('deny', 'remove', 'api', 'eve', '--tag', 'tenant-9');
     assert.match(removed.stdout, /is no longer denied/);
-    assert.deepEqual(
-      parseJson<{ denials: unknown[] }>(await cli('deny', 'list', 'api', '--json')).denials,
-      [],
-    );
     assert.equal(await redis.exists('rl:api:%deny'), 0, 'an empty index is gone');
   });
 
