@@ -1,0 +1,131 @@
+// The cost of `overrides: true` on Redis: server µs per decision without it, with it and nothing stored (most
+// identifiers), and with a limit stored for every identifier, each policy raced in alternating rounds.
+import { createLimiter, type Decision, fixedWindow, gcra, type Policy, RedisStore } from '../src/index.js';
+import { BENCH_TIMEOUT_MS, LIMIT, WINDOW_MS } from './contenders.js';
+import { count, table } from './format.js';
+import { collectGarbage, runLoad } from './load.js';
+import type { Section, Settings } from './section.js';
+import { type BenchServer, scriptTotals } from './server.js';
+
+/** How a run reads stored entries: not at all, with none stored, or with a limit stored for every identifier. */
+type Mode = 'off' | 'on' | 'stored';
+const MODES: readonly Mode[] = ['off', 'on', 'stored'];
+
+interface ModeRun {
+  readonly decisions: number;
+  readonly perSecond: number;
+  /** `usec` of the script commands in INFO commandstats, per decision. */
+  readonly scriptUsecPerDecision: number;
+  /** Growth of the server process's CPU time, per decision. */
+  readonly serverCpuUsecPerDecision: number;
+}
+
+export interface OverridesRecord {
+  readonly policy: string;
+  /** Per mode, one run per round. */
+  readonly rounds: Readonly<Record<Mode, ModeRun[]>>;
+}
+
+const POLICIES: ReadonlyArray<() => Policy> = [
+  () => fixedWindow({ limit: LIMIT, windowMs: WINDOW_MS }),
+  () => gcra({ limit: LIMIT, periodMs: WINDOW_MS }),
+];
+
+async function run(bench: BenchServer, policy: Policy, mode: Mode, settings: Settings): Promise<ModeRun> {
+  await bench.flush();
+  const store = new RedisStore({ client: bench.client, prefix: 'ov' });
+  const overrides = mode !== 'off';
+  const limiter = createLimiter({ store, policy, name: 'ov', timeoutMs: BENCH_TIMEOUT_MS, overrides });
+  if (mode === 'stored') {
+    // Twice the policy's own: every decision reads a limit and scales the parameters by it.
+    for (let i = 0; i < settings.identifiers; i += 1000) {
+      const last = Math.min(settings.identifiers, i + 1000);
+      const writes = Array.from({ length: last - i }, (_, k) => limiter.setLimit(`user:${i + k}`, 2 * LIMIT));
+      await Promise.all(writes);
+    }
+  }
+  const decider = { decide: (id: string) => limiter.limit(id), allowed: (d: Decision) => d.allowed };
+  const load = { concurrency: settings.concurrency, identifiers: settings.identifiers, latency: false };
+  await runLoad(decider, { ...load, durationMs: settings.warmupMs, minDecisions: settings.identifiers });
+  collectGarbage();
+  await bench.resetStats();
+  const cpuBefore = await bench.cpuUsec();
+  const result = await runLoad(decider, { ...load, durationMs: settings.durationMs });
+  const cpu = (await bench.cpuUsec()) - cpuBefore;
+  const totals = scriptTotals(await bench.commandStats());
+  return {
+    decisions: result.decisions,
+    perSecond: result.perSecond,
+    scriptUsecPerDecision: totals.usec / result.decisions,
+    serverCpuUsecPerDecision: cpu / result.decisions,
+  };
+}
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1
+    ? (sorted[middle] as number)
+    : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
+}
+
+/** The median over rounds of a mode's figure. */
+function figure(record: OverridesRecord, mode: Mode, read: (run: ModeRun) => number): number {
+  return median(record.rounds[mode].map(read));
+}
+
+export const section: Section<OverridesRecord[]> = {
+  name: 'overrides',
+  async run({ settings, bench, filtered, log, quick }) {
+    if (filtered) return [];
+    log('overrides: true');
+    const records: OverridesRecord[] = [];
+    for (const makePolicy of POLICIES) {
+      const policy = makePolicy();
+      const rounds: Record<Mode, ModeRun[]> = { off: [], on: [], stored: [] };
+      // Alternating rounds: a busy machine moves every mode alike within a round.
+      for (let round = 0; round < (quick ? 1 : settings.rounds); round++) {
+        for (const mode of MODES) {
+          const measured = await run(bench, policy, mode, settings);
+          rounds[mode].push(measured);
+          log(
+            `  ${policy.description} ${mode}: ${measured.scriptUsecPerDecision.toFixed(2)} µs script, ${count(Math.round(measured.perSecond))}/s`,
+          );
+        }
+      }
+      records.push({ policy: policy.description, rounds });
+    }
+    return records;
+  },
+  render(records) {
+    if (records.length === 0) return [];
+    const script = (run: ModeRun) => run.scriptUsecPerDecision;
+    const cpu = (run: ModeRun) => run.serverCpuUsecPerDecision;
+    const rate = (run: ModeRun) => run.perSecond;
+    const rows = records.flatMap((record) =>
+      MODES.map((mode) => [
+        record.policy,
+        { off: 'without', on: 'with, nothing stored', stored: 'with, a limit stored for every identifier' }[
+          mode
+        ],
+        figure(record, mode, script).toFixed(2),
+        `+${(figure(record, mode, script) - figure(record, 'off', script)).toFixed(2)}`,
+        figure(record, mode, cpu).toFixed(2),
+        count(Math.round(figure(record, mode, rate))),
+      ]),
+    );
+    return [
+      '## The cost of `overrides: true`',
+      '',
+      "A limiter with `overrides: true` reads, in the decision's own script, the identifier's denial and its stored limit (two GETs per key, no extra round trip), and with a limit stored computes the policy's parameters from it. " +
+        'Each policy ran without the option, with it and nothing stored (most identifiers), and with a limit stored for every identifier, in alternating rounds (medians shown). ' +
+        '"script µs/decision" is the `usec` of `INFO commandstats` for the script commands, per decision; "server CPU" the redis-server process\'s CPU time per decision.',
+      '',
+      table(
+        ['policy', 'overrides', 'script µs/decision', 'added', 'server CPU µs/decision', 'decisions/s'],
+        rows,
+      ),
+      '',
+    ];
+  },
+};
