@@ -58,9 +58,10 @@ function parse(context: Context): Asked {
 
 function denialRows(denials: readonly Denial[]): string {
   if (denials.length === 0) return 'No identifier is denied.';
+  // Quoted, as the other messages name them: an address reads as text, a space is seen.
   const rows = denials.map((entry) => [
-    entry.identifier,
-    entry.tag ?? '-',
+    JSON.stringify(entry.identifier),
+    entry.tag === undefined ? '(none)' : JSON.stringify(entry.tag),
     formatDuration(entry.expiresInMs),
   ]);
   return table([['identifier', 'tag', 'ends in'], ...rows]);

@@ -68,9 +68,10 @@ function parse(context: Context): Asked {
 
 function limitRows(limits: readonly StoredLimit[]): string {
   if (limits.length === 0) return 'No stored limits: every identifier has the policy’s own.';
+  // Quoted, as the other messages name them: an address reads as text, a space is seen.
   const rows = limits.map((entry) => [
-    entry.identifier,
-    entry.tag ?? '-',
+    JSON.stringify(entry.identifier),
+    entry.tag === undefined ? '(none)' : JSON.stringify(entry.tag),
     formatNumber(entry.limit),
     entry.expiresInMs === undefined ? 'until cleared' : formatDuration(entry.expiresInMs),
   ]);
