@@ -13,6 +13,13 @@ local ALGORITHMS = { ['fixed-window'] = fixed_window, ['sliding-window'] = slidi
 local op = ARGV[1]
 local now = clock(ARGV[2])
 local stride = stored and 10 or 4
+-- What is stored for every key, read once for both passes (stored.lua).
+local entries
+if stored then
+  local reads = {}
+  for i = 1, #KEYS do reads[i] = tonumber(ARGV[2 + (i - 1) * stride + 5]) end
+  entries = stored_entries(KEYS, reads)
+end
 local function each(mode)
   local out, everyone = {}, 1
   for i = 1, #KEYS do
@@ -22,8 +29,8 @@ local function each(mode)
     local allowed, remaining, reset, retry, applied
     if stored then
       allowed, remaining, reset, retry, applied = decide_stored(decide, KEYS[i], now, mode, cost, first,
-        second, tonumber(ARGV[at + 5]), ARGV[at + 6], tonumber(ARGV[at + 7]), tonumber(ARGV[at + 8]),
-        tonumber(ARGV[at + 9]), tonumber(ARGV[at + 10]))
+        second, tonumber(ARGV[at + 5]), entries[2 * i - 1], entries[2 * i], ARGV[at + 6],
+        tonumber(ARGV[at + 7]), tonumber(ARGV[at + 8]), tonumber(ARGV[at + 9]), tonumber(ARGV[at + 10]))
     else
       allowed, remaining, reset, retry = decide(KEYS[i], now, mode, cost, first, second)
     end

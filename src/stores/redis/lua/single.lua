@@ -23,11 +23,12 @@ if read_ahead and #KEYS > 1 then
   for i = 1, #KEYS do ahead[KEYS[i]] = values[i] end
 end
 local first, second = tonumber(ARGV[3]), tonumber(ARGV[4])
-local reads, rule, own, share, x, y
+local reads, rule, own, share, x, y, entries
 if stored then
   local at = #ARGV - 5
   reads, rule, own = tonumber(ARGV[at]), ARGV[at + 1], tonumber(ARGV[at + 2])
   share, x, y = tonumber(ARGV[at + 3]), tonumber(ARGV[at + 4]), tonumber(ARGV[at + 5])
+  entries = stored_entries(KEYS, reads)
 end
 local out = { 0 }
 local shared = nil
@@ -43,8 +44,8 @@ for i = 1, #KEYS do
   end
   local allowed, remaining, reset, retry, applied
   if stored then
-    allowed, remaining, reset, retry, applied =
-      decide_stored(decide, KEYS[i], now, op, cost, first, second, reads, rule, own, share, x, y)
+    allowed, remaining, reset, retry, applied = decide_stored(decide, KEYS[i], now, op, cost, first,
+      second, reads, entries[2 * i - 1], entries[2 * i], rule, own, share, x, y)
   else
     allowed, remaining, reset, retry = decide(KEYS[i], now, op, cost, first, second)
   end
