@@ -2,20 +2,12 @@ import { ERROR_CODES, SluiceError } from '../errors.js';
 import type { MetricsRecorder } from '../hooks.js';
 import { OPERATIONS } from '../operations.js';
 import type { ResolvedLimiterOptions } from '../options.js';
-import {
-  type Decision,
-  type Operation,
-  type Policy,
-  STORED_READS,
-  type Store,
-  type StoreFailure,
-  type StoreReply,
-  type StoreResult,
-} from '../types.js';
+import type { Decision, Operation, Policy, Store, StoreFailure, StoreReply, StoreResult } from '../types.js';
 import { Answers, decisionOf, storeError, underStoredLimit } from './answers.js';
 import { Call } from './call.js';
 import { checkIdentifier, checkTag, policyFor, readClock } from './checks.js';
 import { Deadlines } from './deadlines.js';
+import { storedReads } from './stored.js';
 import { type Submitter, submitter } from './submit.js';
 import { type TogetherAnswer, type Unanswered, Waits } from './waits.js';
 
@@ -103,19 +95,8 @@ export class Pipeline implements StoreReply<Call> {
     const policy = this.check(operation, identifier, amount, parts);
     if (policy instanceof SluiceError) return policy;
     const call = new Call(this.name, policy, operation, identifier as string, amount as number, parts?.tag);
-    if (this.overrides) call.storedReads = this.#storedReads(operation, parts);
+    if (this.overrides) call.storedReads = storedReads(this.policy, operation, parts?.limit);
     return call;
-  }
-
-  /**
-   * What a call's store reads that operators stored (StoreRequest.storedReads): a denial for the
-   * operations that ask for units (those whose denials the deny cache remembers), and the limit
-   * unless the call gives its own, which wins.
-   */
-  #storedReads(operation: Operation, parts: CallParts | undefined): number {
-    const deny = OPERATIONS[operation].denyCache === 'lookup' ? STORED_READS.deny : 0;
-    const limit = parts?.limit === undefined && this.policy.limitRule !== undefined ? STORED_READS.limit : 0;
-    return deny | limit;
   }
 
   /** Tells the limiter's recorders of a request the middleware's `deny` list refused before asking it. */
@@ -144,7 +125,7 @@ export class Pipeline implements StoreReply<Call> {
     const spare = this.#spare;
     if (spare !== undefined && this.clock === undefined) {
       const call = spare.renew(policy, operation, identifier, amount, parts?.tag);
-      if (this.overrides) call.storedReads = this.#storedReads(operation, parts);
+      if (this.overrides) call.storedReads = storedReads(this.policy, operation, parts?.limit);
       // In process with nothing but the store's result to answer (see Answers.plain): a path short
       // enough for the compiler to take in whole, and no hook that could call the limiter meanwhile.
       if (this.#answers.plain) return this.#plain(call);
@@ -154,7 +135,7 @@ export class Pipeline implements StoreReply<Call> {
       return answer;
     }
     const call = new Call(this.name, policy, operation, identifier, amount, parts?.tag);
-    if (this.overrides) call.storedReads = this.#storedReads(operation, parts);
+    if (this.overrides) call.storedReads = storedReads(this.policy, operation, parts?.limit);
     const now = this.time();
     if (now instanceof SluiceError) return Promise.reject(now);
     call.now = now;

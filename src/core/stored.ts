@@ -1,18 +1,33 @@
 // What operators store for a limiter's identifiers: limits and denials, checked, then written through the store.
 import { invalidOption, SluiceError } from '../errors.js';
 import type { StoredKind } from '../keys.js';
-import type {
-  Denial,
-  DenyOptions,
-  StoredEntries,
-  StoredEntry,
-  StoredLimit,
-  StoredLimitOptions,
-  StoredOptions,
+import { OPERATIONS } from '../operations.js';
+import {
+  type Denial,
+  type DenyOptions,
+  type Operation,
+  type Policy,
+  STORED_READS,
+  type StoredEntries,
+  type StoredEntry,
+  type StoredLimit,
+  type StoredLimitOptions,
+  type StoredOptions,
 } from '../types.js';
 import { durationMs, knownKeys, optionsObject } from '../validate.js';
 import { checkIdentifier, checkTag, policyFor } from './checks.js';
 import type { Pipeline } from './pipeline.js';
+
+/**
+ * What a call of a limiter with `overrides` has its store read (StoreRequest.storedReads): the
+ * denial for the operations that ask for units (those whose denials the deny cache remembers), and
+ * the limit unless the call gives its own, which wins.
+ */
+export function storedReads(policy: Policy, operation: Operation, callLimit: number | undefined): number {
+  const deny = OPERATIONS[operation].denyCache === 'lookup' ? STORED_READS.deny : 0;
+  const limit = callLimit === undefined && policy.limitRule !== undefined ? STORED_READS.limit : 0;
+  return deny | limit;
+}
 
 /** How long `deny` denies when `forMs` is not given: an hour. */
 export const DEFAULT_DENY_MS = 3_600_000;

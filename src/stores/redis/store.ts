@@ -15,6 +15,7 @@ import { durationMs, keyPart, knownKeys, optionsObject, positiveInteger } from '
 import { toCommander } from './adapters.js';
 import { warnAboutClientSettings, warnAboutRequestTimeout } from './client-settings.js';
 import { type Batch, byKey, coalesce, type Items, noItems } from './coalesce.js';
+import { combinedCall, combinedResults } from './combined-call.js';
 import type { ClientLibrary, Commander } from './commander.js';
 import { Readiness } from './readiness.js';
 import { Recovery } from './recovery.js';
@@ -213,47 +214,22 @@ export class RedisStore implements Store {
    * takes from all only when all allow. The caller checked the keys (one slot, all distinct).
    */
   #sendTogether(requests: readonly StoreRequest[], reply: StoreReply, keys: readonly string[]): void {
-    const first = requests[0];
     const firstKey = keys[0];
-    if (first === undefined || firstKey === undefined) return;
-    const count = requests.length;
-    // One limiter with `overrides` makes the call read what is stored (each key as its own asks).
-    const stored = requests.some((request) => (request.storedReads ?? 0) !== 0);
-    const script = stored ? SCRIPTS['all:stored'] : SCRIPTS.all;
-    const width = stored ? 5 : 4;
-    // Slots 0 and 1 are the command and the script's name; #run fills them.
-    const args = ['', '', String(count), ...keys, OPERATIONS[first.operation].code as string];
-    args.push(first.now === undefined ? '' : String(first.now));
-    for (const request of requests) {
-      const [firstParameter, secondParameter] = request.policy.args;
-      args.push(request.policy.script, String(request.cost), firstParameter ?? '', secondParameter ?? '');
-      if (stored) args.push(...storedArguments(request.storedReads, request.policy));
-    }
+    if (requests.length === 0 || firstKey === undefined) return;
+    const call = combinedCall(requests, keys);
     const fail = (error: unknown): void => {
       for (const request of requests) reply.failed(request, error);
     };
-    this.#run(script, args, firstKey).then(
+    this.#run(call.script, call.args, firstKey).then(
       (answer) => {
-        if (!Array.isArray(answer) || answer.length !== count * width) {
-          fail(
-            new SluiceError(
-              ERROR_CODES.BAD_REPLY,
-              `Expected ${count * width} integers from the ${script.name} script, got ${Array.isArray(answer) ? `${answer.length} values` : typeof answer}.`,
-            ),
-          );
+        const results = combinedResults(call, answer, requests.length);
+        if (results instanceof SluiceError) {
+          fail(results);
           return;
         }
-        requests.forEach((request, i) => {
-          const at = i * width;
-          const result: StoreResult = {
-            allowed: answer[at] === 1,
-            remaining: Number(answer[at + 1]),
-            resetMs: Number(answer[at + 2]),
-            retryAfterMs: Number(answer[at + 3]),
-          };
-          const applied = stored ? Number(answer[at + 4]) : 0;
-          reply.answered(request, applied === 0 ? result : { ...result, stored: applied });
-        });
+        for (let i = 0; i < requests.length; i++) {
+          reply.answered(requests[i] as StoreRequest, results[i] as StoreResult);
+        }
       },
       (error: unknown) => fail(storeError(error, this.#shardOfKey(firstKey))),
     );

@@ -13,13 +13,10 @@ local ALGORITHMS = { ['fixed-window'] = fixed_window, ['sliding-window'] = slidi
 local op = ARGV[1]
 local now = clock(ARGV[2])
 local stride = stored and 10 or 4
--- What is stored for every key, read once for both passes (stored.lua).
+-- What is stored for every key, both kinds, read once for both passes (stored.lua); each key's own
+-- reads then say which it uses.
 local entries
-if stored then
-  local reads = {}
-  for i = 1, #KEYS do reads[i] = tonumber(ARGV[2 + (i - 1) * stride + 5]) end
-  entries = stored_entries(KEYS, reads)
-end
+if stored then entries = stored_entries(KEYS, 3) end
 local function each(mode)
   local out, everyone = {}, 1
   for i = 1, #KEYS do

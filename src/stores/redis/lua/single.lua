@@ -44,8 +44,9 @@ for i = 1, #KEYS do
   end
   local allowed, remaining, reset, retry, applied
   if stored then
+    local denial, limit = stored_at(entries, i, reads)
     allowed, remaining, reset, retry, applied = decide_stored(decide, KEYS[i], now, op, cost, first,
-      second, reads, entries[2 * i - 1], entries[2 * i], rule, own, share, x, y)
+      second, reads, denial, limit, rule, own, share, x, y)
   else
     allowed, remaining, reset, retry = decide(KEYS[i], now, op, cost, first, second)
   end

@@ -39,30 +39,35 @@ local function limit_params(limit, first, second, rule, own, share, x, y)
   return nil
 end
 
--- Reads what is stored for every key of a call with one MGET (one command for the batch, not two
--- per key): the denial of key i at 2i - 1 and its limit at 2i, false when absent or not asked for.
--- `reads` is one value for every key, or a table with one per key. Decisions write no entry, so
--- what is read first stays true for the whole call.
+-- Reads what is stored for every key of a call with one MGET (one command for the call, not two per
+-- key). `reads` is one value for every key: the reply then holds, per key, its denial when asked
+-- for, then its limit when asked for; `stored_at` finds them. Decisions write no entry, so what is
+-- read first stays true for the whole call.
 local function stored_entries(keys, reads)
-  local names, at = {}, {}
-  local uniform = type(reads) ~= 'table'
+  local names, n = {}, 0
+  local deny, limit = reads % 2 == 1, reads >= 2
   for i = 1, #keys do
-    local r = uniform and reads or reads[i]
-    if r % 2 == 1 then
-      names[#names + 1] = keys[i] .. '%deny'
-      at[#names] = 2 * i - 1
+    local key = keys[i]
+    if deny then
+      n = n + 1
+      names[n] = key .. '%deny'
     end
-    if r >= 2 then
-      names[#names + 1] = keys[i] .. '%limit'
-      at[#names] = 2 * i
+    if limit then
+      n = n + 1
+      names[n] = key .. '%limit'
     end
   end
-  local values = {}
-  if #names > 0 then
-    local found = call('MGET', unpack(names))
-    for j = 1, #names do values[at[j]] = found[j] end
-  end
-  return values
+  if n == 0 then return {} end
+  return call('MGET', unpack(names))
+end
+
+-- The denial and the limit of the i-th key in what stored_entries read with `reads`; nil for a kind
+-- not read, false for one absent.
+local function stored_at(entries, i, reads)
+  if reads == 3 then return entries[2 * i - 1], entries[2 * i] end
+  if reads == 1 then return entries[i], nil end
+  if reads == 2 then return nil, entries[i] end
+  return nil, nil
 end
 
 -- Decides one key as `decide` would, after what is stored for it (`denial` and `limit` as read by
@@ -83,7 +88,8 @@ local function decide_stored(decide, key, now, op, cost, first, second, reads, d
     end
   end
   local applied = 0
-  limit = limit and tonumber(limit)
+  -- A key that does not read its limit (a call that gives its own) may have been given it all the same.
+  limit = reads >= 2 and limit and tonumber(limit)
   -- Only what setLimit writes is applied: a whole number of at least 1.
   if limit and limit >= 1 and limit == floor(limit) then
     local f, s, most = limit_params(limit, first, second, rule, own, share, x, y)
