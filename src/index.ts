@@ -46,6 +46,7 @@ export { LIMITER_DEFAULTS, type LimiterOptions } from './options.js';
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory.js';
 export { RedisStore, type RedisStoreOptions } from './stores/redis/store.js';
 export type {
+  AtomicBatch,
   Decision,
   DecisionReason,
   Denial,
@@ -67,6 +68,5 @@ export type {
   StoreReply,
   StoreRequest,
   StoreResult,
-  Together,
 } from './types.js';
 export { isStoreFailure, STORED_READS } from './types.js';

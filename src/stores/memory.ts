@@ -2,6 +2,7 @@
 import { storedVariant } from '../algorithms/variants.js';
 import { stateKey } from '../keys.js';
 import {
+  type AtomicBatch,
   type Operation,
   type Policy,
   STORED_READS,
@@ -9,7 +10,6 @@ import {
   type StoreReply,
   type StoreRequest,
   type StoreResult,
-  type Together,
 } from '../types.js';
 import { keyPart, knownKeys, optionsObject, positiveInteger } from '../validate.js';
 import { NIL, Slots } from './memory-slots.js';
@@ -116,7 +116,7 @@ export class MemoryStore implements Store {
    * store's combined script decides them: every key is looked at first, and `limit` takes from each
    * only when all allow.
    */
-  submit<R extends StoreRequest>(requests: readonly R[], reply: StoreReply<R>, together?: Together): void {
+  submit<R extends StoreRequest>(requests: readonly R[], reply: StoreReply<R>, together?: AtomicBatch): void {
     if (together === undefined) {
       for (const request of requests) {
         let result: StoreResult;
