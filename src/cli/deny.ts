@@ -3,15 +3,15 @@ import { DEFAULT_DENY_MS } from '../core/stored.js';
 import type { Denial } from '../index.js';
 import { COMMON_FLAGS_HELP, CONNECTION_FLAGS_HELP } from './args.js';
 import type { Command, Context } from './command.js';
-import { EXIT } from './errors.js';
 import { formatDuration, table } from './output.js';
 import {
   forFlag,
+  runStored,
   STORED_FLAGS,
   STORED_FLAGS_HELP,
+  type StoredDone,
   type StoredTarget,
   whoText,
-  withStoredTarget,
 } from './stored-command.js';
 
 const spec = {
@@ -67,7 +67,7 @@ function denialRows(denials: readonly Denial[]): string {
   return table([['identifier', 'tag', 'ends in'], ...rows]);
 }
 
-async function execute(asked: Asked, target: StoredTarget): Promise<{ json: unknown; text: string }> {
+async function execute(asked: Asked, target: StoredTarget): Promise<StoredDone> {
   const { action, policy, identifier, forMs } = asked;
   const { limiter, tag } = target;
   const options = tag === undefined ? {} : { tag };
@@ -89,15 +89,8 @@ async function execute(asked: Asked, target: StoredTarget): Promise<{ json: unkn
   };
 }
 
-async function run(context: Context): Promise<number> {
-  const asked = parse(context);
-  const { done, note } = await withStoredTarget(context, asked.policy, async (target) => ({
-    done: await execute(asked, target),
-    note: asked.action === 'add' ? target.note : undefined,
-  }));
-  context.out(context.json ? JSON.stringify(done.json, null, 2) : done.text);
-  if (note !== undefined) context.err(note);
-  return EXIT.OK;
+function run(context: Context): Promise<number> {
+  return runStored(context, parse(context), 'add', execute);
 }
 
 /** `sluice deny`. */

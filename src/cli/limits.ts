@@ -2,16 +2,16 @@
 import type { StoredLimit } from '../index.js';
 import { COMMON_FLAGS_HELP, CONNECTION_FLAGS_HELP, parsePositiveInteger } from './args.js';
 import type { Command, Context } from './command.js';
-import { EXIT } from './errors.js';
 import { formatDuration, formatNumber, table } from './output.js';
 import {
   forFlag,
   keptText,
+  runStored,
   STORED_FLAGS,
   STORED_FLAGS_HELP,
+  type StoredDone,
   type StoredTarget,
   whoText,
-  withStoredTarget,
 } from './stored-command.js';
 
 const spec = {
@@ -79,12 +79,7 @@ function limitRows(limits: readonly StoredLimit[]): string {
 }
 
 /** What an action found or did, as a JSON document and as text. */
-interface Done {
-  readonly json: unknown;
-  readonly text: string;
-}
-
-async function execute(asked: Asked, target: StoredTarget): Promise<Done> {
+async function execute(asked: Asked, target: StoredTarget): Promise<StoredDone> {
   const { action, policy, identifier } = asked;
   const { limiter, tag } = target;
   const options = tag === undefined ? {} : { tag };
@@ -133,15 +128,8 @@ async function execute(asked: Asked, target: StoredTarget): Promise<Done> {
   };
 }
 
-async function run(context: Context): Promise<number> {
-  const asked = parse(context);
-  const { done, note } = await withStoredTarget(context, asked.policy, async (target) => ({
-    done: await execute(asked, target),
-    note: asked.action === 'set' ? target.note : undefined,
-  }));
-  context.out(context.json ? JSON.stringify(done.json, null, 2) : done.text);
-  if (note !== undefined) context.err(note);
-  return EXIT.OK;
+function run(context: Context): Promise<number> {
+  return runStored(context, parse(context), 'set', execute);
 }
 
 /** `sluice limits`. */

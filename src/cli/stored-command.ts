@@ -11,7 +11,7 @@ import {
 } from './args.js';
 import type { Context } from './command.js';
 import { type Config, findConfig, NO_CONFIG } from './config.js';
-import { CliError } from './errors.js';
+import { CliError, EXIT } from './errors.js';
 import { POLICY_FLAGS, resolvePolicy } from './inspect.js';
 import { formatDuration } from './output.js';
 import { connect, redisUrl } from './redis.js';
@@ -102,6 +102,37 @@ export async function withStoredTarget<T>(
   } finally {
     await connection.close();
   }
+}
+
+/** What an action of `sluice limits` or `sluice deny` was asked, parsed before anything is connected. */
+export interface StoredAsked {
+  readonly action: string;
+  readonly policy: string;
+}
+
+/** What an action did: its JSON answer and its sentence. */
+export interface StoredDone {
+  readonly json: unknown;
+  readonly text: string;
+}
+
+/**
+ * Runs an action of `sluice limits` or `sluice deny` on the policy's limiter and prints what it did,
+ * then the target's note (a policy `sluice serve` does not read) after the action that writes.
+ */
+export async function runStored<A extends StoredAsked>(
+  context: Context,
+  asked: A,
+  writes: A['action'],
+  execute: (asked: A, target: StoredTarget) => Promise<StoredDone>,
+): Promise<number> {
+  const { done, note } = await withStoredTarget(context, asked.policy, async (target) => ({
+    done: await execute(asked, target),
+    note: asked.action === writes ? target.note : undefined,
+  }));
+  context.out(context.json ? JSON.stringify(done.json, null, 2) : done.text);
+  if (note !== undefined) context.err(note);
+  return EXIT.OK;
 }
 
 /** How long an entry is kept: `for 59 min 58 s more`, or `until cleared`. */
