@@ -137,7 +137,7 @@ export const section: Section<OverridesRecord[]> = {
     return [
       '## The cost of `overrides: true`',
       '',
-      "A limiter with `overrides: true` reads, in the decision's own script, the identifier's denial and its stored limit (two GETs per key, no extra round trip), and with a limit stored computes the policy's parameters from it. " +
+      "A limiter with `overrides: true` reads, in the decision's own script, the identifiers' denials and stored limits (one MGET for the script call's keys, no extra round trip), and with a limit stored computes the policy's parameters from it. " +
         `Each policy ran without the option, with it and nothing stored (most identifiers), and with a limit stored for every identifier, in alternating rounds (medians shown), in batches of ${BATCH} decisions one after another (one script call in flight: the scripts' own time, not a loaded machine's queueing). ` +
         '"script µs/decision" is the `usec` of `INFO commandstats` for the script commands, per decision; "server CPU" the redis-server process\'s CPU time per decision.',
       '',
