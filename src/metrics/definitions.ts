@@ -74,6 +74,24 @@ export const INSTRUMENTS = {
     unit: '{request}',
     help: 'Requests refused by a deny list, by limiter and list (store: limiter.deny(); middleware: the deny option).',
   },
+  charges: {
+    prometheus: 'sluice_charges_total',
+    openTelemetry: 'sluice.charges',
+    unit: '{charge}',
+    help: 'Charges (usage known after the fact, taken into debt if need be), by limiter.',
+  },
+  chargedUnits: {
+    prometheus: 'sluice_charged_units_total',
+    openTelemetry: 'sluice.charged.units',
+    unit: '{unit}',
+    help: 'Units charges took, by limiter (what maxDebt cut off is not among them).',
+  },
+  cutOff: {
+    prometheus: 'sluice_debt_cut_off_units_total',
+    openTelemetry: 'sluice.debt.cut_off',
+    unit: '{unit}',
+    help: 'Units charges did not take because the debt would have passed maxDebt, by limiter.',
+  },
   storeSeconds: {
     prometheus: 'sluice_store_decision_seconds',
     openTelemetry: 'sluice.store.decision.duration',

@@ -60,6 +60,9 @@ class OpenTelemetryRecorder extends DecisionMetrics {
     const cacheHits = counter('cacheHits');
     const nearLimit = counter('nearLimit');
     const listDenials = counter('listDenials');
+    const charges = counter('charges');
+    const chargedUnits = counter('chargedUnits');
+    const cutOff = counter('cutOff');
     const up = meter.createObservableGauge(INSTRUMENTS.storeUp.openTelemetry, options('storeUp'));
     // Counts are cumulative in the tallies: observing them at collection time costs nothing per decision.
     meter.addBatchObservableCallback(
@@ -77,6 +80,9 @@ class OpenTelemetryRecorder extends DecisionMetrics {
           result.observe(units, t.units, { limiter });
           result.observe(cacheHits, t.cacheHits, { limiter });
           result.observe(nearLimit, t.nearLimit, { limiter });
+          result.observe(charges, t.charges, { limiter });
+          result.observe(chargedUnits, t.chargedUnits, { limiter });
+          result.observe(cutOff, t.cutOff, { limiter });
           for (const list of DENY_LISTS) {
             const value = list === 'store' ? t.storeListDenials : t.middlewareListDenials;
             result.observe(listDenials, value, { limiter, list });
@@ -84,7 +90,7 @@ class OpenTelemetryRecorder extends DecisionMetrics {
           result.observe(up, t.downShards.size === 0 ? 1 : 0, { limiter });
         }
       },
-      [decisions, units, skipped, cacheHits, nearLimit, listDenials, up],
+      [decisions, units, skipped, cacheHits, nearLimit, listDenials, charges, chargedUnits, cutOff, up],
     );
   }
 
@@ -103,7 +109,8 @@ class OpenTelemetryRecorder extends DecisionMetrics {
 /**
  * A recorder for `createLimiter({ metrics })` on an OpenTelemetry meter: the counters
  * `sluice.decisions` (attributes `limiter`, `outcome`), `sluice.units`, `sluice.store.skipped`
- * (`reason`), `sluice.deny_cache.hits` and `sluice.near_limit`, observed at collection time; the
+ * (`reason`), `sluice.deny_cache.hits`, `sluice.near_limit`, `sluice.charges`,
+ * `sluice.charged.units` and `sluice.debt.cut_off`, observed at collection time; the
  * histogram `sluice.store.decision.duration` in seconds; the gauge `sluice.store.up`. Each
  * store decision is one histogram recording on the meter; the counters cost nothing per decision.
  *

@@ -23,10 +23,11 @@ local function each(mode)
     local at = 2 + (i - 1) * stride
     local decide = ALGORITHMS[ARGV[at + 1]]
     local cost, first, second = tonumber(ARGV[at + 2]), tonumber(ARGV[at + 3]), tonumber(ARGV[at + 4])
-    local allowed, remaining, reset, retry, applied
+    -- `_`: a charge's fields, which no combined call asks for.
+    local allowed, remaining, reset, retry, applied, _
     if stored then
-      allowed, remaining, reset, retry, applied = decide_stored(decide, KEYS[i], now, mode, cost, first,
-        second, tonumber(ARGV[at + 5]), entries[2 * i - 1], entries[2 * i], ARGV[at + 6],
+      allowed, remaining, reset, retry, _, _, applied = decide_stored(decide, KEYS[i], now, mode, cost,
+        first, second, nil, tonumber(ARGV[at + 5]), entries[2 * i - 1], entries[2 * i], ARGV[at + 6],
         tonumber(ARGV[at + 7]), tonumber(ARGV[at + 8]), tonumber(ARGV[at + 9]), tonumber(ARGV[at + 10]))
     else
       allowed, remaining, reset, retry = decide(KEYS[i], now, mode, cost, first, second)

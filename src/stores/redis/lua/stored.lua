@@ -71,20 +71,21 @@ local function stored_at(entries, i, reads)
 end
 
 -- Decides one key as `decide` would, after what is stored for it (`denial` and `limit` as read by
--- stored_entries). Returns the decision's four values and what was applied: the stored limit used,
+-- stored_entries). Returns what `decide` returns (a charge's debt and cut off after the decision's four
+-- values; nil for other operations) and what was applied: the stored limit used,
 -- 0 for none, -1 for a denial (the quota is not looked at, and nothing is taken). A denial ends at
 -- the time its value names, in the decisions' clock. Operations that ask for units read the denial
 -- (reads' first bit); such a request asking more than a smaller stored limit ever grants is refused,
 -- taking nothing, with what a look at one unit says and a retry after the limit's period (the cost
 -- was checked against the policy's own limit only).
-local function decide_stored(decide, key, now, op, cost, first, second, reads, denial, limit, rule, own,
-                             share, x, y)
+local function decide_stored(decide, key, now, op, cost, first, second, operand, reads, denial, limit,
+                             rule, own, share, x, y)
   local asks = reads % 2 == 1
   if asks and denial then
     local ends = tonumber(denial)
     if ends and ends > now then
       local left = ceil(ends - now)
-      return 0, 0, left, left, -1
+      return 0, 0, left, left, nil, nil, -1
     end
   end
   local applied = 0
@@ -97,10 +98,10 @@ local function decide_stored(decide, key, now, op, cost, first, second, reads, d
       first, second, applied = f, s, limit
       if asks and cost > most then
         local _, remaining, reset = decide(key, now, '1', 1, first, second)
-        return 0, remaining, reset, ceil(second - EPSILON_MS), applied
+        return 0, remaining, reset, ceil(second - EPSILON_MS), nil, nil, applied
       end
     end
   end
-  local allowed, remaining, reset, retry = decide(key, now, op, cost, first, second)
-  return allowed, remaining, reset, retry, applied
+  local allowed, remaining, reset, retry, debt, cut = decide(key, now, op, cost, first, second, operand)
+  return allowed, remaining, reset, retry, debt, cut, applied
 end
