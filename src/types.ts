@@ -150,10 +150,11 @@ export interface Policy<S = unknown> {
   withLimit?(limit: number): Policy<S>;
   /**
    * How a limit stored for an identifier (`LimiterOptions.overrides`) becomes the script's
-   * parameters, as text the scripts read: `[rule, own limit, share, x, y]`. The rule is `withLimit`'s:
-   * `count` scales the windows' and the log's limit (`x`: the largest allowed, 0 for none), `rate`
-   * GCRA's (`x`: periodMs, `y`: burst), `capacity` the bucket's (`x`: refillPerSecond). Absent: the
-   * policy takes no stored limit.
+   * parameters, as text the scripts read: `[rule, own limit, share, x, y, follows]`. The rule is
+   * `withLimit`'s: `count` scales the windows' and the log's limit (`x`: the largest allowed, 0 for
+   * none), `rate` GCRA's (`x`: periodMs, `y`: burst), `capacity` the bucket's (`x`:
+   * refillPerSecond); `follows` is '1' when the policy has no `maxDebt` of its own, so a charge may
+   * owe one allowance of the stored limit. Absent: the policy takes no stored limit.
    */
   readonly limitRule?: readonly string[];
 }

@@ -129,6 +129,6 @@ export function fixedWindow(options: FixedWindowOptions): Policy<FixedWindowStat
     requested,
     body(limit),
     (perCall) => body(callLimit(perCall, share)),
-    limitRule('count', requested, share),
+    limitRule('count', requested, share, debt),
   );
 }

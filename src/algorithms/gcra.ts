@@ -145,7 +145,7 @@ export function gcra(options: GcraOptions): Policy<number> {
     limit,
     body(limit, burst),
     (rate) => body(rate, scaledAtLeastOne(burst, rate / limit)),
-    limitRule('rate', limit, share, periodMs, burst),
+    limitRule('rate', limit, share, debt, periodMs, burst),
   );
 }
 
@@ -195,7 +195,7 @@ export function tokenBucket(options: TokenBucketOptions): Policy<number> {
     capacity,
     body(capacity, refillPerSecond),
     (size) => body(size, (refillPerSecond * size) / capacity),
-    limitRule('capacity', capacity, share, refillPerSecond),
+    limitRule('capacity', capacity, share, debt, refillPerSecond),
   );
 }
 

@@ -137,7 +137,7 @@ export function slidingLog(options: SlidingLogOptions): Policy<SlidingLogState> 
     requested,
     body(limit),
     variant,
-    limitRule('count', requested, share, SLIDING_LOG_MAX_LIMIT),
+    limitRule('count', requested, share, debt, SLIDING_LOG_MAX_LIMIT),
   );
 }
 

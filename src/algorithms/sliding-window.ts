@@ -163,6 +163,6 @@ export function slidingWindow(options: SlidingWindowOptions): Policy<SlidingWind
     requested,
     body(limit),
     (perCall) => body(callLimit(perCall, share)),
-    limitRule('count', requested, share),
+    limitRule('count', requested, share, debt),
   );
 }

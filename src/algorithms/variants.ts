@@ -42,10 +42,13 @@ export function limitRule(
   rule: 'count' | 'rate' | 'capacity',
   requested: number,
   share: number,
+  debt: ResolvedDebt,
   x = 0,
   y = 0,
 ): readonly string[] {
-  return Object.freeze([rule, String(requested), String(share), String(x), String(y)]);
+  // Without a `maxDebt` of its own, a charge may owe one allowance of the limit it runs under.
+  const follows = debt.maxDebt === undefined ? '1' : '0';
+  return Object.freeze([rule, String(requested), String(share), String(x), String(y), follows]);
 }
 
 /**

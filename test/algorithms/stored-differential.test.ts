@@ -31,6 +31,9 @@ const POLICIES: ReadonlyArray<() => Policy> = [
   () => tokenBucket({ capacity: 12, refillPerSecond: 0.3, share: 0.29 }),
   () => gcra({ limit: 10, periodMs: 1000, burst: 3 }),
   () => gcra({ limit: 7, periodMs: 3000, share: 0.4 }),
+  // A maxDebt of their own, which a stored limit does not scale (one that follows the allowance does).
+  () => fixedWindow({ limit: 6, windowMs: 1000, maxDebt: 4 }),
+  () => gcra({ limit: 10, periodMs: 1000, burst: 3, maxDebt: 20 }),
 ];
 const STEPS = 800;
 const IDENTIFIERS = ['alice', 'bob', 'c{x}', '%7B', 'ünï'];
@@ -103,9 +106,11 @@ function randomCalls(random: Random, policy: Policy): TwinCall[] {
   const calls: TwinCall[] = [];
   for (let i = 0; i < tick; i++) {
     const o = random.next();
-    const operation = o < 0.75 ? 'limit' : o < 0.9 ? 'peek' : 'refund';
-    // Costs up to the policy's own most: above a smaller stored limit, they meet its denial.
-    const cost = random.next() < 0.7 ? 1 : random.int(1, policy.maxCost);
+    const operation = o < 0.7 ? 'limit' : o < 0.83 ? 'peek' : o < 0.9 ? 'refund' : 'charge';
+    // Costs up to the policy's own most: above a smaller stored limit, they meet its denial. A
+    // charge may be far more, and owes up to one allowance of the limit it runs under.
+    const most = operation === 'charge' ? 4 * policy.maxCost : policy.maxCost;
+    const cost = random.next() < 0.6 ? 1 : random.int(1, most);
     // Some calls give their own limit, which wins over a stored one (one their cost fits).
     const limit = random.next() < 0.1 ? random.int(policy.limit, 3 * policy.limit + 2) : undefined;
     const fits = limit !== undefined && operation !== 'refund' && fitsCost(policy, limit, cost);

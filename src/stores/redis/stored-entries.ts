@@ -10,7 +10,7 @@ export interface EntryTransport {
 }
 
 /** A policy that takes no stored limit: the rule the scripts read, never applied. */
-const NO_RULE: readonly string[] = ['', '1', '1', '0', '0'];
+const NO_RULE: readonly string[] = ['', '1', '1', '0', '0', '0'];
 
 export const NO_ARGUMENTS: readonly string[] = [];
 

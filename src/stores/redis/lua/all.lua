@@ -4,7 +4,7 @@
 -- KEYS: one key per policy.
 -- ARGV: op ('0' limit, '1' peek), now in ms ('' reads the server clock),
 --       then per key: algorithm name, cost, first parameter, second parameter, and when `stored`,
---       what to read (stored.lua) and the policy's limit rule (rule, own limit, share, x, y).
+--       what to read (stored.lua) and the policy's limit rule (rule, own limit, share, x, y, follows).
 -- Returns allowed, remaining, resetMs, retryAfterMs for each key (and when `stored`, the stored limit
 -- applied, 0, or -1 for a denial): the grant when every key allows, otherwise what each would say,
 -- with nothing taken from any.
@@ -12,7 +12,7 @@ local ALGORITHMS = { ['fixed-window'] = fixed_window, ['sliding-window'] = slidi
   ['sliding-log'] = sliding_log, gcra = gcra }
 local op = ARGV[1]
 local now = clock(ARGV[2])
-local stride = stored and 10 or 4
+local stride = stored and 11 or 4
 -- What is stored for every key, both kinds, read once for both passes (stored.lua); each key's own
 -- reads then say which it uses.
 local entries
@@ -28,7 +28,8 @@ local function each(mode)
     if stored then
       allowed, remaining, reset, retry, _, _, applied = decide_stored(decide, KEYS[i], now, mode, cost,
         first, second, nil, tonumber(ARGV[at + 5]), entries[2 * i - 1], entries[2 * i], ARGV[at + 6],
-        tonumber(ARGV[at + 7]), tonumber(ARGV[at + 8]), tonumber(ARGV[at + 9]), tonumber(ARGV[at + 10]))
+        tonumber(ARGV[at + 7]), tonumber(ARGV[at + 8]), tonumber(ARGV[at + 9]), tonumber(ARGV[at + 10]),
+        ARGV[at + 11] == '1')
     else
       allowed, remaining, reset, retry = decide(KEYS[i], now, mode, cost, first, second)
     end

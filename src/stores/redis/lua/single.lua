@@ -5,7 +5,7 @@
 -- ARGV: op ('0' limit, '1' peek, '2' refund, '3' charge), now in ms ('' reads the server clock),
 --       the policy's two parameters, one cost per key, then each key's operands (a charge: its
 --       max_debt); when `stored`, last: what to read (stored.lua) and the policy's limit rule (rule,
---       own limit, share, x, y).
+--       own limit, share, x, y, follows).
 -- Returns integers: first the reset shared by the batch (the first allowed key's resetMs, else 0),
 -- then one record per key, in order:
 --   r >= 0              allowed; remaining r, resetMs the shared one, retryAfterMs 0
@@ -27,11 +27,12 @@ if read_ahead and #KEYS > 1 then
   for i = 1, #KEYS do ahead[KEYS[i]] = values[i] end
 end
 local first, second = tonumber(ARGV[3]), tonumber(ARGV[4])
-local reads, rule, own, share, x, y, entries
+local reads, rule, own, share, x, y, follows, entries
 if stored then
-  local at = #ARGV - 5
+  local at = #ARGV - 6
   reads, rule, own = tonumber(ARGV[at]), ARGV[at + 1], tonumber(ARGV[at + 2])
   share, x, y = tonumber(ARGV[at + 3]), tonumber(ARGV[at + 4]), tonumber(ARGV[at + 5])
+  follows = ARGV[at + 6] == '1'
   entries = stored_entries(KEYS, reads)
 end
 local out = { 0 }
@@ -53,7 +54,7 @@ for i = 1, #KEYS do
   if stored then
     local denial, limit = stored_at(entries, i, reads)
     allowed, remaining, reset, retry, debt, cut, applied = decide_stored(decide, KEYS[i], now, op, cost,
-      first, second, operand, reads, denial, limit, rule, own, share, x, y)
+      first, second, operand, reads, denial, limit, rule, own, share, x, y, follows)
   else
     allowed, remaining, reset, retry, debt, cut = decide(KEYS[i], now, op, cost, first, second, operand)
   end

@@ -79,7 +79,7 @@ end
 -- taking nothing, with what a look at one unit says and a retry after the limit's period (the cost
 -- was checked against the policy's own limit only).
 local function decide_stored(decide, key, now, op, cost, first, second, operand, reads, denial, limit,
-                             rule, own, share, x, y)
+                             rule, own, share, x, y, follows)
   local asks = reads % 2 == 1
   if asks and denial then
     local ends = tonumber(denial)
@@ -96,6 +96,8 @@ local function decide_stored(decide, key, now, op, cost, first, second, operand,
     local f, s, most = limit_params(limit, first, second, rule, own, share, x, y)
     if f then
       first, second, applied = f, s, limit
+      -- A charge may owe one allowance of the limit applied, unless the policy set its own maxDebt.
+      if op == '3' and follows and most ~= math.huge then operand = most end
       if asks and cost > most then
         local _, remaining, reset = decide(key, now, '1', 1, first, second)
         return 0, remaining, reset, ceil(second - EPSILON_MS), nil, nil, applied
