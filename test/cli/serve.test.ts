@@ -188,9 +188,14 @@ describe('sluice serve', () => {
           /^Expected "cost" to be at most 100, the most tokenBucket\(capacity=100,refillPerSecond=10\) can ever grant, got 101 \(number\)\. See sluice\/docs\/errors\.md#err_sluice_cost_exceeds_limit$/,
         ],
         [
+          limit(base, { policy: 'api', key: 'k', limit: 0 }),
+          400,
+          /^Expected "limit" to be a positive integer, got 0 \(number\)\. See sluice\/docs\/errors\.md#err_sluice_invalid_limit$/,
+        ],
+        [
           limit(base, { policy: 'api', key: 'k', costs: 1 }),
           400,
-          /^Unknown field "costs"; expected "policy", "key" and optionally "cost"\.$/,
+          /^Unknown field "costs"; expected "policy", "key" and optionally "cost" and "limit"\.$/,
         ],
         [limit(base, 'x'.repeat(20_000)), 413, /^The body is 20000 bytes; at most 16384 are read\.$/],
         [send(base, 'GET', '/v1/limit'), 405, /^\/v1\/limit answers POST only\.$/],
