@@ -63,7 +63,16 @@ export interface MetricsRecorder {
   record(decision: Decision, context: HookContext): void;
   /** The store's health as a limiter sees it changed: `up` is false while the failure policy answers. */
   health(name: string, up: boolean, shard: string | undefined): void;
+  /**
+   * A request that a deny list refused before the limiter was asked: `middleware`, the HTTP
+   * middleware's `deny` option. (Denials of `limiter.deny()` are decisions: `record` gets them,
+   * with `reason: 'denied'`.) Optional.
+   */
+  listDenied?(name: string, list: DenyList): void;
 }
+
+/** Which deny list refused a request: `store`, the limiter's stored denials; `middleware`, the middleware's `deny` option. */
+export type DenyList = 'store' | 'middleware';
 
 /** What a {@link DecisionCounter} is told of the call behind a decision (read it, do not keep it). */
 export type CountedCall = Pick<HookContext, 'identifier' | 'operation' | 'cost'>;

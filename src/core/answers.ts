@@ -1,5 +1,6 @@
 // What a limiter answers a call: from the deny cache, the store's result, or the failure policy; reported, then enforced.
 import { performance } from 'node:perf_hooks';
+import { storedVariant } from '../algorithms/variants.js';
 import { ERROR_CODES, SluiceError } from '../errors.js';
 import type { DecisionSource, HookContext, MetricsRecorder } from '../hooks.js';
 import { OPERATIONS } from '../operations.js';
@@ -18,6 +19,16 @@ export function storeError(kind: string, error: unknown): SluiceError {
   if (error instanceof SluiceError) return error;
   const message = error instanceof Error ? error.message || error.name : String(error);
   return new SluiceError(ERROR_CODES.STORE, `The ${kind} store failed: ${message}`, { cause: error });
+}
+
+/**
+ * A call the store decided under a limit stored for its identifier runs under that limit's variant
+ * of the policy from here on: its decision reports that `limit`, its headers that window, and what
+ * it took is given back at the same rate.
+ */
+export function underStoredLimit(call: Call, result: StoreResult): void {
+  const stored = result.stored;
+  if (stored !== undefined && stored > 0) call.policy = storedVariant(call.policy, stored) ?? call.policy;
 }
 
 /**
@@ -130,13 +141,16 @@ export class Answers {
   /** The decision the store's result makes, reported and enforced. */
   decision(call: Call, result: StoreResult): Decision {
     if (this.#down) this.#health.answered(call.shard ?? this.#store.shardOf?.(call));
+    if (result.stored !== undefined) underStoredLimit(call, result);
     const decision = decisionOf(result, call);
     const observed = this.#observed;
     // Most limiters remember no denials, report to no one and enforce: the decision is the answer.
     if (this.#denyCache === undefined && !observed && this.#enforce) return decision;
+    // A stored denial is not remembered: undeny() must reach every process at its next decision.
     if (
       this.#denyCache !== undefined &&
       !result.allowed &&
+      result.stored !== -1 &&
       OPERATIONS[call.operation].denyCache === 'lookup'
     ) {
       const { identifier, tag, cost, startedAt, epoch } = call;
@@ -151,6 +165,11 @@ export class Answers {
   failure(call: Call, failure: StoreFailure, error: unknown): Decision {
     this.noted(call, failure, error);
     return this.#deliver(call, this.#health.decide(call, failure), failure, 0);
+  }
+
+  /** A request the middleware's `deny` list refused before this limiter was asked, for the recorders. */
+  listDenied(): void {
+    this.#reporting.listDenied();
   }
 
   /** A store failure noted (the shard's health, `onError`, the call's `error`); the error, wrapped. */
@@ -178,6 +197,11 @@ export class Answers {
    */
   giveBackFallback(back: Call): Decision | undefined {
     return this.#fallback.giveBack(back);
+  }
+
+  /** Forgets what the deny cache remembers of an identifier (its stored limit or denial changed). */
+  forgetDenial(identifier: string, tag: string | undefined): void {
+    this.#denyCache?.forget(identifier, tag);
   }
 
   /** Forgets an identifier in the deny cache and the fallback store (`reset`). */

@@ -3,6 +3,7 @@ import type { ChargeDecision, Limiter, Policy, Store } from '../types.js';
 import { extendOperands, releaseOperands } from './leases.js';
 import type { Pipeline } from './pipeline.js';
 import { reserve } from './reservation.js';
+import { StoredOverrides } from './stored.js';
 
 let pipelineOf: (limiter: unknown) => Pipeline | undefined;
 
@@ -25,6 +26,13 @@ export class RateLimiter implements Limiter {
   readonly reset: Limiter['reset'];
   readonly release: Limiter['release'];
   readonly extend: Limiter['extend'];
+  readonly setLimit: Limiter['setLimit'];
+  readonly getLimit: Limiter['getLimit'];
+  readonly clearLimit: Limiter['clearLimit'];
+  readonly listLimits: Limiter['listLimits'];
+  readonly deny: Limiter['deny'];
+  readonly undeny: Limiter['undeny'];
+  readonly listDenials: Limiter['listDenials'];
 
   static {
     pipelineOf = (limiter) =>
@@ -48,6 +56,14 @@ export class RateLimiter implements Limiter {
       pipeline.run('release', identifier, 1, options, releaseOperands(lease));
     this.extend = (identifier, lease, leaseMs, options) =>
       pipeline.run('extend', identifier, 1, options, extendOperands(lease, leaseMs, pipeline.policy.leaseMs));
+    const stored = new StoredOverrides(pipeline);
+    this.setLimit = (identifier, limit, options) => stored.setLimit(identifier, limit, options);
+    this.getLimit = (identifier, options) => stored.getLimit(identifier, options);
+    this.clearLimit = (identifier, options) => stored.clearLimit(identifier, options);
+    this.listLimits = () => stored.listLimits();
+    this.deny = (identifier, options) => stored.deny(identifier, options);
+    this.undeny = (identifier, options) => stored.undeny(identifier, options);
+    this.listDenials = () => stored.listDenials();
   }
 }
 

@@ -12,12 +12,13 @@ import type {
   StoreReply,
   StoreResult,
 } from '../types.js';
-import { Answers, storeError } from './answers.js';
+import { Answers, storeError, underStoredLimit } from './answers.js';
 import { Call } from './call.js';
 import { checkIdentifier, checkTag, policyFor, readClock } from './checks.js';
 import { Deadlines } from './deadlines.js';
 import { ownOperands, undoOf, withoutLease } from './leases.js';
 import { decisionOf } from './result.js';
+import { storedReads } from './stored.js';
 import { type Submitter, submitter } from './submit.js';
 import { type TogetherAnswer, type Unanswered, Waits } from './waits.js';
 
@@ -42,6 +43,8 @@ export class Pipeline implements StoreReply<Call> {
   readonly clock: (() => number) | undefined;
   readonly enforce: boolean;
   readonly timeoutMs: number;
+  /** Whether decisions read what operators stored for identifiers (LimiterOptions.overrides). */
+  readonly overrides: boolean;
   readonly #answers: Answers;
   readonly #calls: Deadlines<Call>;
   /** Resets and calls decided together, within the deadline. */
@@ -64,6 +67,7 @@ export class Pipeline implements StoreReply<Call> {
     this.clock = options.clock;
     this.enforce = options.enforce;
     this.timeoutMs = options.timeoutMs;
+    this.overrides = options.overrides;
     this.#answers = new Answers(options);
     this.#caching = this.#answers.caching;
     this.#calls = new Deadlines<Call>(options.timeoutMs, this.#expired);
@@ -103,7 +107,18 @@ export class Pipeline implements StoreReply<Call> {
     if (policy instanceof SluiceError) return policy;
     const call = new Call(this.name, policy, operation, identifier as string, amount as number, parts?.tag);
     call.operands = ownOperands(operation, call) ?? call.operands;
+    if (this.overrides) call.storedReads = storedReads(this.policy, operation, parts?.limit);
     return call;
+  }
+
+  /** Tells the limiter's recorders of a request the middleware's `deny` list refused before asking it. */
+  listDenied(): void {
+    this.#answers.listDenied();
+  }
+
+  /** Forgets this process's remembered denials of an identifier (its stored limit or denial changed). */
+  forgetDenial(identifier: string, tag: string | undefined): void {
+    this.#answers.forgetDenial(identifier, tag);
   }
 
   /**
@@ -127,6 +142,7 @@ export class Pipeline implements StoreReply<Call> {
     if (memory !== undefined && spare !== undefined && this.clock === undefined) {
       const call = spare.renew(policy, operation, identifier, amount, parts?.tag);
       call.operands = given ?? ownOperands(operation, call) ?? call.operands;
+      if (this.overrides) call.storedReads = storedReads(this.policy, operation, parts?.limit);
       // In process with nothing but the store's result to answer (see Answers.plain): a path short
       // enough for the compiler to take in whole, and no hook that could call the limiter meanwhile.
       if (this.#answers.plain) return this.#plain(memory, call);
@@ -137,6 +153,7 @@ export class Pipeline implements StoreReply<Call> {
     }
     const call = new Call(this.name, policy, operation, identifier, amount, parts?.tag);
     call.operands = given ?? ownOperands(operation, call) ?? call.operands;
+    if (this.overrides) call.storedReads = storedReads(this.policy, operation, parts?.limit);
     const now = this.time();
     if (now instanceof SluiceError) return Promise.reject(now);
     call.now = now;
@@ -177,6 +194,7 @@ export class Pipeline implements StoreReply<Call> {
     } catch (error) {
       return this.#failedNow(call, error);
     }
+    if (result.stored !== undefined) underStoredLimit(call, result);
     return Promise.resolve(decisionOf(result, call));
   }
 

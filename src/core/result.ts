@@ -12,6 +12,7 @@ export function decisionOf(result: StoreResult, request: StoreRequest): Decision
     resetMs: result.resetMs,
     retryAfterMs: result.retryAfterMs,
   };
+  if (result.stored === -1) return { ...decision, reason: 'denied' };
   const fields = result.fields;
   if (fields === undefined) return decision;
   // An operation that makes its own answer from its fields (a charge's debt), else a lease policy's.

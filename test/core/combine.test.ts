@@ -331,7 +331,7 @@ describe('all() on Redis matches the memory store, every algorithm in one script
         const label = unique('mix');
         const onRedis = all(
           policies().map((policy, i) =>
-            createLimiter({ store: redis.store, policy, name: `${label}-${i}`, clock, ...EXACT }),
+            createLimiter({ ...EXACT, store: redis.store, policy, name: `${label}-${i}`, clock }),
           ),
         );
         const inMemory = all(

@@ -24,19 +24,21 @@ function wellFormed(values: readonly unknown[], count: number, fields: number): 
  * Answers each request of a batch with its record of the script's reply (lua/single.lua), through
  * its reply, in order: one integer for an allowed key whose reset is the batch's shared one, two
  * for another allowed key, three for a denied one; then, for an operation whose entry has `fields`,
- * that many integers (the result's `fields`). Checks the whole reply first: false, answering
- * nothing, when it does not hold one record per request.
+ * that many integers (the result's `fields`); then, for a batch that reads what operators stored,
+ * one (the result's `stored` when not 0). Checks the whole reply first: false, answering nothing,
+ * when it does not hold one record per request.
  */
 export function answerRecords(
   reply: unknown,
   requests: readonly StoreRequest[],
   replies: readonly StoreReply[],
   fields: number,
+  stored = false,
 ): boolean {
   if (!Array.isArray(reply)) return false;
   const values = reply as unknown[];
   const count = requests.length;
-  if (!wellFormed(values, count, fields)) return false;
+  if (!wellFormed(values, count, stored ? fields + 1 : fields)) return false;
   const shared = values[0] as number;
   let at = 1;
   for (let i = 0; i < count; i++) {
@@ -66,35 +68,12 @@ export function answerRecords(
       result = { ...result, fields: values.slice(at, at + fields) as number[] };
       at += fields;
     }
+    if (stored) {
+      const applied = values[at] as number;
+      if (applied !== 0) result = { ...result, stored: applied };
+      at += 1;
+    }
     (replies[i] as StoreReply).answered(requests[i] as StoreRequest, result);
   }
   return true;
-}
-
-/**
- * The results of the combined script (lua/all.lua): per key, allowed, remaining, resetMs,
- * retryAfterMs, the number of fields and the fields. Undefined when the reply does not hold
- * `count` such records and nothing else.
- */
-export function togetherResults(reply: unknown, count: number): StoreResult[] | undefined {
-  if (!Array.isArray(reply)) return undefined;
-  const values = reply as unknown[];
-  const results: StoreResult[] = [];
-  let at = 0;
-  for (let i = 0; i < count; i++) {
-    const fields = values[at + 4];
-    if (typeof fields !== 'number' || !Number.isSafeInteger(fields) || fields < 0) return undefined;
-    for (let k = 0; k < 5 + fields; k++) if (typeof values[at + k] !== 'number') return undefined;
-    const result: StoreResult = {
-      allowed: values[at] === 1,
-      remaining: values[at + 1] as number,
-      resetMs: values[at + 2] as number,
-      retryAfterMs: values[at + 3] as number,
-    };
-    results.push(
-      fields === 0 ? result : { ...result, fields: values.slice(at + 5, at + 5 + fields) as number[] },
-    );
-    at += 5 + fields;
-  }
-  return at === values.length ? results : undefined;
 }
