@@ -6,7 +6,7 @@ import { LUA_SOURCES } from './lua.generated.js';
 
 /** A script as sent to Redis: its body, the SHA1 EVALSHA names it by, and its function name. */
 export interface Script {
-  readonly name: ScriptName | 'all';
+  readonly name: Body;
   readonly body: string;
   readonly sha: string;
   readonly functionName: string;
@@ -22,8 +22,24 @@ const FUNCTIONS: Readonly<Record<ScriptName, string>> = {
   'sliding-log': 'sliding_log',
   'sliding-window': 'sliding_window',
   gcra: 'gcra',
+  'budget-window': 'budget_window',
+  'budget-window-grant': 'budget_window_grant',
+  'budget-bucket': 'budget_bucket',
+  'budget-bucket-lease': 'budget_bucket_lease',
 };
 const NAMES = Object.keys(FUNCTIONS) as ScriptName[];
+
+/** The file (src/algorithms/<file>.lua) of each script whose file is not named after it. */
+const FILES: Readonly<Partial<Record<ScriptName, string>>> = {
+  'budget-window-grant': 'budget-window',
+  'budget-bucket-lease': 'budget-bucket',
+};
+/** The files with a function of their own, each composed once into the combined script. */
+const FILE_NAMES = NAMES.filter((name) => FILES[name] === undefined);
+
+/** Scripts that are not decisions: a global budget's ledger (src/budget/ledger-*.lua), with its own body. */
+export type LedgerScriptName = 'ledger-windows' | 'ledger-bucket';
+const LEDGERS: readonly LedgerScriptName[] = ['ledger-windows', 'ledger-bucket'];
 
 /**
  * The algorithms whose decisions start with a GET: their batch script reads every key with one MGET
@@ -35,24 +51,35 @@ const READS_AHEAD: Readonly<Record<ScriptName, boolean>> = {
   'sliding-log': false,
   'sliding-window': true,
   gcra: true,
+  'budget-window': true,
+  'budget-window-grant': true,
+  'budget-bucket': true,
+  'budget-bucket-lease': true,
 };
 
-const bodies: Record<ScriptName | 'all', string> = {
+function source(name: ScriptName): string {
+  return LUA_SOURCES[`algorithms/${FILES[name] ?? name}` as keyof typeof LUA_SOURCES];
+}
+
+type Body = ScriptName | 'all' | LedgerScriptName;
+
+const bodies: Record<Body, string> = {
   ...(Object.fromEntries(
     NAMES.map((name) => [
       name,
       [
         LUA_SOURCES.prelude,
-        LUA_SOURCES[`algorithms/${name}`],
+        source(name),
         `local decide = ${FUNCTIONS[name]}`,
         `local read_ahead = ${READS_AHEAD[name]}`,
         LUA_SOURCES.single,
       ].join('\n'),
     ]),
   ) as Record<ScriptName, string>),
-  all: [LUA_SOURCES.prelude, ...NAMES.map((name) => LUA_SOURCES[`algorithms/${name}`]), LUA_SOURCES.all].join(
-    '\n',
-  ),
+  all: [LUA_SOURCES.prelude, ...FILE_NAMES.map(source), LUA_SOURCES.all].join('\n'),
+  ...(Object.fromEntries(
+    LEDGERS.map((name) => [name, [LUA_SOURCES.prelude, LUA_SOURCES[`budget/${name}`]].join('\n')]),
+  ) as Record<LedgerScriptName, string>),
 };
 
 /** The library's version: a digest of every body, so two sluice versions never replace each other's. */
@@ -61,12 +88,12 @@ export const LIBRARY_VERSION = sha1(Object.values(bodies).join('\n')).slice(0, 1
 /** The library name used with FUNCTION LOAD. */
 export const LIBRARY_NAME = `sluice_${LIBRARY_VERSION}`;
 
-export const SCRIPTS: Readonly<Record<ScriptName | 'all', Script>> = Object.fromEntries(
+export const SCRIPTS: Readonly<Record<Body, Script>> = Object.fromEntries(
   Object.entries(bodies).map(([name, body]) => [
     name,
     { name, body, sha: sha1(body), functionName: `${LIBRARY_NAME}_${name.replace(/-/g, '_')}` },
   ]),
-) as Record<ScriptName | 'all', Script>;
+) as Record<Body, Script>;
 
 /**
  * The function library: every script body wrapped as a function of (KEYS, ARGV), so the same text
