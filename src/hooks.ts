@@ -1,4 +1,5 @@
 // Hooks for metrics and logs: their types, and the one caller that keeps a failing hook away from the decision.
+import type { BudgetView } from './budget/view.js';
 import type { SluiceError } from './errors.js';
 import type { Decision, Operation, Policy, Store } from './types.js';
 
@@ -63,6 +64,11 @@ export interface MetricsRecorder {
   record(decision: Decision, context: HookContext): void;
   /** The store's health as a limiter sees it changed: `up` is false while the failure policy answers. */
   health(name: string, up: boolean, shard: string | undefined): void;
+  /**
+   * A limiter with a global `budget` called its ledger: what its region holds and asks now (see
+   * docs/regions.md). Optional.
+   */
+  budget?(view: BudgetView): void;
 }
 
 /** What a {@link DecisionCounter} is told of the call behind a decision (read it, do not keep it). */

@@ -1,5 +1,6 @@
 // Limiter options: their types, their defaults, and the one path that validates and resolves them.
 
+import { type BudgetConfig, type BudgetOptions, resolveBudget } from './budget/options.js';
 import type { FailureMode } from './core/health.js';
 import { invalidOption } from './errors.js';
 import type { DecisionHook, ErrorHook, MetricsRecorder } from './hooks.js';
@@ -77,6 +78,14 @@ export interface LimiterOptions {
    * @default true
    */
   readonly enforce?: boolean;
+  /**
+   * One limit shared by several regions, each with its own store (`store`): the policy states the
+   * global limit, and every decision is made against this region's store alone, on what the ledger
+   * in `budget.global` granted it, asked for in the background (see docs/regions.md). The limiter
+   * then has `budget()` and `close()`.
+   * @default undefined (the policy's limit is this store's alone)
+   */
+  readonly budget?: BudgetOptions;
 }
 
 /** The resolved, validated configuration the limiter runs on. */
@@ -93,6 +102,8 @@ export interface ResolvedLimiterOptions {
   /** 0 when the deny cache is off. */
   readonly denyCacheMaxEntries: number;
   readonly enforce: boolean;
+  /** A budget shared with other regions; undefined for a limiter of its own. */
+  readonly budget: BudgetConfig | undefined;
 }
 
 const KNOWN = [
@@ -107,6 +118,7 @@ const KNOWN = [
   'metrics',
   'denyCache',
   'enforce',
+  'budget',
 ] as const;
 const FAILURE_MODES: readonly unknown[] = ['allow', 'deny', 'fallback'] satisfies FailureMode[];
 
@@ -161,6 +173,7 @@ export function resolveLimiterOptions(options: LimiterOptions): ResolvedLimiterO
     metrics: resolveRecorder('metrics', raw.metrics),
     denyCacheMaxEntries: denyCacheEntries(raw.denyCache),
     enforce: flag('enforce', raw.enforce, LIMITER_DEFAULTS.enforce),
+    budget: raw.budget === undefined ? undefined : resolveBudget(raw.budget, raw.policy),
   });
 }
 

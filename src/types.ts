@@ -49,6 +49,7 @@ export type ScriptName =
   | 'gcra'
   | 'budget-window'
   | 'budget-window-grant'
+  | 'budget-window-release'
   | 'budget-bucket'
   | 'budget-bucket-lease';
 

@@ -6,6 +6,8 @@
 --   granted; window in ms.
 -- budget_window_grant(key, now, op, amount, target, window) -> 1, count, grant, 0
 --   raises the grant of window `target` (the current one or the next) to `amount`.
+-- budget_window_release(key, now, op, amount, target, window) -> 1, given, grant, 0
+--   lowers the grant of window `target` by up to `amount`, never below what was admitted.
 
 local function budget_window_read(key)
   local stored = get(key)
@@ -81,4 +83,22 @@ local function budget_window_grant(key, now, op, amount, target, window)
   end
   budget_window_write(key, index, count, grant, next, window, now)
   return 1, count, grant, 0
+end
+
+local function budget_window_release(key, now, op, amount, target, window)
+  local index = floor(now / window)
+  local storedIndex, storedCount, storedGrant, storedNext = budget_window_read(key)
+  if storedIndex and storedIndex > index then index = storedIndex end
+  local count, grant, next = budget_window_roll(storedIndex, storedCount, storedGrant, storedNext, index, 0)
+  local given = 0
+  -- A state of a window before the previous one reads as none at all: nothing to give back.
+  if storedIndex and storedIndex >= index - 1 and target == index then
+    given = grant - count
+    if given < 0 then given = 0 end
+    if amount < given then given = amount end
+  end
+  if given == 0 then return 1, 0, grant, 0 end
+  grant = grant - given
+  budget_window_write(key, index, count, grant, next, window, now)
+  return 1, given, grant, 0
 end

@@ -146,6 +146,39 @@ export function grantBudgetWindow(
 }
 
 /**
+ * Gives back up to `amount` units of the grant of window `target` that the region will not use: the
+ * grant is lowered first, here, never below what was admitted, so that the ledger may grant them to
+ * another region. Answers the units given back as `remaining`, and the grant left as `resetMs`.
+ */
+export function releaseBudgetWindow(
+  stored: BudgetWindowState | undefined,
+  now: number,
+  amount: number,
+  target: number,
+  windowMs: number,
+): Outcome<BudgetWindowState> {
+  const clockIndex = Math.floor(now / windowMs);
+  const index = stored !== undefined && stored.index > clockIndex ? stored.index : clockIndex;
+  const rolled = roll(stored, index, 0);
+  const given =
+    stored === undefined || stored.index < index - 1 || target !== index
+      ? 0
+      : Math.min(amount, Math.max(0, rolled.grant - rolled.count));
+  if (given === 0) {
+    return { allowed: true, remaining: 0, resetMs: rolled.grant, retryAfterMs: 0, state: stored, ttlMs: -1 };
+  }
+  rolled.grant -= given;
+  return {
+    allowed: true,
+    remaining: given,
+    resetMs: rolled.grant,
+    retryAfterMs: 0,
+    state: written(stored, index, rolled),
+    ttlMs: keepFor(index, windowMs, now),
+  };
+}
+
+/**
  * The policy a region decides a window budget with: the global policy's limit and window (for
  * headers and `maxCost`), deciding against the region's grant, `floor` when nothing more was granted.
  */
@@ -164,6 +197,20 @@ export function budgetWindowPolicy(
     maxCost: global.maxCost,
     description,
     decide: (state, now, operation, cost) => decideBudgetWindow(state, now, operation, cost, floor, windowMs),
+  };
+}
+
+/** The policy whose `limit` call gives back units of window `target`'s grant (the cost is how many at most). */
+export function budgetReleasePolicy(target: number, windowMs: number): Policy<BudgetWindowState> {
+  return {
+    algorithm: 'budgetRelease',
+    script: 'budget-window-release',
+    args: [String(target), String(windowMs)],
+    limit: Number.MAX_SAFE_INTEGER,
+    windowMs,
+    maxCost: Number.MAX_SAFE_INTEGER,
+    description: `budgetRelease(window=${target})`,
+    decide: (state, now, _operation, amount) => releaseBudgetWindow(state, now, amount, target, windowMs),
   };
 }
 

@@ -3,7 +3,8 @@
 -- Twin of ledger-windows.ts; the two change together. Composed after stores/redis/lua/prelude.lua.
 -- KEYS: one ledger per identifier.
 -- ARGV: now ('' reads the server clock), region, regions, window (ms), limit, floor, reserve
---       (thousandths), sliding ('1' or '0'), the asker's window index; then per key: demand, want, claim.
+--       (thousandths), sliding ('1' or '0'), the asker's window index; then per key: demand, want,
+--       claim, release.
 -- Returns per key: the region's grant for its window and for the next (floor included), and all
 -- regions' grants for its window.
 local now = clock(ARGV[1])
@@ -70,13 +71,15 @@ end
 
 local out = {}
 for i = 1, #KEYS do
-  local at = 9 + (i - 1) * 3
+  local at = 9 + (i - 1) * 4
   local demand, want, claim = tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2]), ARGV[at + 3] == '1'
+  local release = tonumber(ARGV[at + 4])
   load(KEYS[i])
   local mine = 'g:' .. index .. ':' .. region
   local mineNext = 'g:' .. (index + 1) .. ':' .. region
   if index >= current - 1 and index <= current + 1 then
     if demand > 0 then add('d:' .. index .. ':' .. region, demand) end
+    if release > 0 then fields[mine] = math.max(0, value(mine) - release) end
     -- A sliding window's past cannot take more: its weight in the estimate was counted without it.
     if want > 0 and ((not sliding) or index >= current) then
       local granted = math.min(want, available(index))

@@ -31,6 +31,8 @@ export interface WindowLedgerRequest {
   readonly want: number;
   /** Whether to claim the region's share of the next window, from the demand reported in this one. */
   readonly claim: boolean;
+  /** Units of its window's grant the region gives back (it lowered its own grant first), 0 for none. */
+  readonly release: number;
 }
 
 /** What the region holds after the call: its grants (floor included) for its window and the next, and all regions' for its window. */
@@ -60,8 +62,8 @@ function pruned(fields: LedgerFields, current: number): LedgerFields {
 }
 
 /**
- * Records a region's demand, grants it a chunk of its window and its share of the next, as far as
- * the limit allows, and answers what it holds. The ledger alone grants every unit a region admits
+ * Records a region's demand and what it gives back, grants it a chunk of its window and its share
+ * of the next, as far as the limit allows, and answers what it holds. The ledger alone grants every unit a region admits
  * beyond its floor, so the sum over regions never passes the limit: for a fixed window, floors and
  * grants of one window add up to at most `limit`; for a sliding window, every grant keeps
  * `granted(previous) × (1 − elapsed) + granted(current) ≤ limit` at its time on the ledger's clock,
@@ -97,6 +99,7 @@ export function windowLedger(
   const mineNext = `g:${index + 1}:${region}`;
   if (index >= current - 1 && index <= current + 1) {
     if (request.demand > 0) add(`d:${index}:${region}`, request.demand);
+    if (request.release > 0) fields.set(mine, Math.max(0, value(mine) - request.release));
     // A sliding window's past cannot take more: its weight in the estimate was counted without it.
     if (request.want > 0 && (!sliding || index >= current)) {
       const granted = Math.min(request.want, available(index));

@@ -101,7 +101,12 @@ class RedisLedger implements Ledger {
       head,
       (i) => {
         const request = requests[i] as WindowLedgerRequest;
-        return [String(request.demand), String(request.want), request.claim ? '1' : '0'];
+        return [
+          String(request.demand),
+          String(request.want),
+          request.claim ? '1' : '0',
+          String(request.release),
+        ];
       },
       (values) => ({ granted: values[0] as number, next: values[1] as number, total: values[2] as number }),
     );

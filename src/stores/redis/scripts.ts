@@ -24,6 +24,7 @@ const FUNCTIONS: Readonly<Record<ScriptName, string>> = {
   gcra: 'gcra',
   'budget-window': 'budget_window',
   'budget-window-grant': 'budget_window_grant',
+  'budget-window-release': 'budget_window_release',
   'budget-bucket': 'budget_bucket',
   'budget-bucket-lease': 'budget_bucket_lease',
 };
@@ -32,6 +33,7 @@ const NAMES = Object.keys(FUNCTIONS) as ScriptName[];
 /** The file (src/algorithms/<file>.lua) of each script whose file is not named after it. */
 const FILES: Readonly<Partial<Record<ScriptName, string>>> = {
   'budget-window-grant': 'budget-window',
+  'budget-window-release': 'budget-window',
   'budget-bucket-lease': 'budget-bucket',
 };
 /** The files with a function of their own, each composed once into the combined script. */
@@ -53,6 +55,7 @@ const READS_AHEAD: Readonly<Record<ScriptName, boolean>> = {
   gcra: true,
   'budget-window': true,
   'budget-window-grant': true,
+  'budget-window-release': true,
   'budget-bucket': true,
   'budget-bucket-lease': true,
 };
