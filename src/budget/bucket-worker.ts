@@ -15,8 +15,9 @@ const USE_FOR = 0.9;
 const RENEW_EVERY = 1 / 3;
 
 interface BucketRecord extends Tracked {
-  /** The capacity beyond the floor this process last wrote. */
+  /** The capacity beyond the floor this process last wrote, and when it stops using it (clock). */
   lease: number;
+  until: number;
   /** When this process last asked the ledger for it; -Infinity before it has. */
   sentAt: number;
   /** When to ask again. */
@@ -57,6 +58,7 @@ export class BucketWorker extends Worker<BucketRecord> {
       seenAt: now,
       inFlight: false,
       lease: 0,
+      until: 0,
       sentAt: Number.NEGATIVE_INFINITY,
       renewAt: now,
       demand: 0,
@@ -141,7 +143,7 @@ export class BucketWorker extends Worker<BucketRecord> {
     let granted = 0;
     let demand = 0;
     for (const record of records) {
-      if (now < record.sentAt + this.#leaseMs * USE_FOR) granted += record.lease;
+      if (now < record.until) granted += record.lease;
       demand += record.regionRate;
     }
     return { granted, demand };

@@ -1,6 +1,7 @@
--- The ledger of a token bucket budget: one hash per identifier, per region `c` (its lease: capacity beyond
--- its floor) until `e`, `p` (a larger lease it held, pending its expiry) until `q`, and its demand:
--- `d` units this period, `o` the period before, `i` the period's index (periods of half a lease).
+-- The ledger of a token bucket budget: one hash per identifier. Per region, its leases (capacity beyond
+-- its floor) as a staircase, largest first, each ending later than the one before: `l:<region>:<k>` the
+-- level until `x:<region>:<k>`; and its demand: `d` units this period, `o` the period before, `i` the
+-- period's index (periods of half a lease).
 -- Twin of ledger-bucket.ts; the two change together. Composed after stores/redis/lua/prelude.lua.
 -- KEYS: one ledger per identifier.
 -- ARGV: now ('' reads the server clock), region, regions, lease (ms), pool, tau (ms), floor; then per
@@ -13,7 +14,9 @@ local period_ms = lease_ms / 2
 local period = floor(now / period_ms)
 -- A lease's capacity goes with its share of the rate: enough for the demand seen, and a quarter more.
 local HEADROOM = 1.25
-local fields
+-- The most leases kept per region; past it the two first are kept as one (the larger level, the later end).
+local MAX_STEPS = 6
+local fields, steps
 
 local function value(name) return fields[name] or 0 end
 
@@ -28,14 +31,32 @@ local function rate_of(s)
   return (previous * (1 - (now - period * period_ms) / period_ms) + current) / period_ms
 end
 
--- Drops leases the ledger's clock has seen expire, and demand older than the last period.
+local function write_steps(s, list)
+  local k = 0
+  while fields['l:' .. s .. ':' .. k] do
+    fields['l:' .. s .. ':' .. k], fields['x:' .. s .. ':' .. k] = nil, nil
+    k = k + 1
+  end
+  for j, step in ipairs(list) do
+    fields['l:' .. s .. ':' .. (j - 1)], fields['x:' .. s .. ':' .. (j - 1)] = step[1], step[2]
+  end
+end
+
+-- Drops expired leases and demand older than the last period.
 local function load(key)
-  fields = {}
+  fields, steps = {}, {}
   local flat = call('HGETALL', key)
   for i = 1, #flat, 2 do fields[flat[i]] = tonumber(flat[i + 1]) end
   for s = 0, regions - 1 do
-    if value('e:' .. s) <= now then fields['c:' .. s], fields['e:' .. s] = nil, nil end
-    if value('q:' .. s) <= now then fields['p:' .. s], fields['q:' .. s] = nil, nil end
+    local list = {}
+    local k = 0
+    while fields['l:' .. s .. ':' .. k] do
+      local expiry = value('x:' .. s .. ':' .. k)
+      if expiry > now then list[#list + 1] = { fields['l:' .. s .. ':' .. k], expiry } end
+      k = k + 1
+    end
+    steps[s] = list
+    write_steps(s, list)
     if value('i:' .. s) < period - 1 then fields['d:' .. s], fields['o:' .. s], fields['i:' .. s] = nil, nil, nil end
   end
 end
@@ -52,22 +73,26 @@ local function record(units)
   fields['i:' .. region] = period
 end
 
--- A smaller lease than the region holds does not free the larger before that expires: the larger
--- becomes the pending one (the largest of both pending, to the later expiry).
-local function hold(lease, expiry)
-  local held = value('c:' .. region)
-  if lease < held then
-    fields['p:' .. region] = math.max(value('p:' .. region), held)
-    fields['q:' .. region] = math.max(value('q:' .. region), value('e:' .. region))
+-- The region's leases with a new one, held until `expiry` (later than all): those it covers go.
+local function with_lease(list, lease, expiry)
+  local kept = {}
+  for _, step in ipairs(list) do
+    if step[1] > lease then kept[#kept + 1] = step end
   end
-  if lease > 0 then
-    fields['c:' .. region], fields['e:' .. region] = lease, expiry
-  else
-    fields['c:' .. region], fields['e:' .. region] = nil, nil
+  if lease > 0 then kept[#kept + 1] = { lease, expiry } end
+  while #kept > MAX_STEPS do
+    local merged = { kept[1][1], kept[2][2] }
+    table.remove(kept, 1)
+    kept[1] = merged
   end
+  return kept
 end
 
-local function reserved(s) return math.max(value('c:' .. s), value('p:' .. s)) end
+local function reserved(s)
+  local first = steps[s][1]
+  if first then return first[1] end
+  return 0
+end
 
 local function store(key)
   call('DEL', key)
@@ -106,7 +131,8 @@ for i = 1, #KEYS do
   end
   local lease = floor(math.min(want(region), math.max(math.min(fair(region), free), free - owed)))
   if lease < 0 then lease = 0 end
-  hold(lease, now + lease_ms)
+  steps[region] = with_lease(steps[region], lease, now + lease_ms)
+  write_steps(region, steps[region])
   local leased = 0
   for s = 0, regions - 1 do leased = leased + reserved(s) end
   store(KEYS[i])

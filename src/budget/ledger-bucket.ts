@@ -39,31 +39,75 @@ function rateOf(value: (name: string) => number, region: number, now: number, pe
   return (previous * (1 - (now - period * periodMs) / periodMs) + current) / periodMs;
 }
 
-/** Drops leases the ledger's clock has seen expire, and demand older than the last period. */
-function pruned(stored: LedgerFields, now: number, regions: number, periodMs: number): LedgerFields {
+/**
+ * The most leases kept per region: a new lease ends after every other, so the ones it does not
+ * exceed are dropped, and the rest (larger, ending sooner) stay a short staircase. Past this many,
+ * the two first are kept as one: the larger level to the later end (more held, never less).
+ */
+const MAX_STEPS = 6;
+
+/** A lease still held: its capacity, and when the ledger's clock lets it go. */
+interface Step {
+  readonly level: number;
+  readonly expiry: number;
+}
+
+/** A region's leases, largest first (each ending later than the one before), the expired dropped. */
+function stepsOf(fields: LedgerFields, region: number, now: number): Step[] {
+  const steps: Step[] = [];
+  for (let k = 0; fields.has(`l:${region}:${k}`); k++) {
+    const expiry = fields.get(`x:${region}:${k}`) ?? 0;
+    if (expiry > now) steps.push({ level: fields.get(`l:${region}:${k}`) ?? 0, expiry });
+  }
+  return steps;
+}
+
+function writeSteps(fields: LedgerFields, region: number, steps: readonly Step[]): void {
+  for (let k = 0; fields.has(`l:${region}:${k}`); k++) {
+    fields.delete(`l:${region}:${k}`);
+    fields.delete(`x:${region}:${k}`);
+  }
+  steps.forEach((step, k) => {
+    fields.set(`l:${region}:${k}`, step.level);
+    fields.set(`x:${region}:${k}`, step.expiry);
+  });
+}
+
+/** The region's leases with a new one, held until `expiry` (later than all): those it covers go. */
+function withLease(steps: readonly Step[], lease: number, expiry: number): Step[] {
+  const kept = steps.filter((step) => step.level > lease);
+  if (lease > 0) kept.push({ level: lease, expiry });
+  while (kept.length > MAX_STEPS) {
+    const [first, second] = kept as [Step, Step];
+    kept.splice(0, 2, { level: first.level, expiry: second.expiry });
+  }
+  return kept;
+}
+
+/** Drops expired leases and demand older than the last period; leases come back as staircases. */
+function pruned(
+  stored: LedgerFields,
+  now: number,
+  regions: number,
+  periodMs: number,
+): { fields: LedgerFields; steps: Step[][] } {
   const fields: LedgerFields = new Map(stored);
   const period = Math.floor(now / periodMs);
+  const steps: Step[][] = [];
   for (let s = 0; s < regions; s++) {
-    for (const [level, expiry] of [
-      ['c', 'e'],
-      ['p', 'q'],
-    ] as const) {
-      if ((fields.get(`${expiry}:${s}`) ?? 0) <= now) {
-        fields.delete(`${level}:${s}`);
-        fields.delete(`${expiry}:${s}`);
-      }
-    }
+    steps.push(stepsOf(fields, s, now));
+    writeSteps(fields, s, steps[s] as Step[]);
     if ((fields.get(`i:${s}`) ?? 0) < period - 1) {
       for (const name of ['d', 'o', 'i']) fields.delete(`${name}:${s}`);
     }
   }
-  return fields;
+  return { fields, steps };
 }
 
 /**
  * Records a region's demand and grants it a lease: capacity beyond its floor, with the matching
  * share of the rate, held for `leaseMs` on the ledger's clock. A region's reservation is the largest
- * of its unexpired leases (a smaller lease does not free a larger one before it expires), and the
+ * of its unexpired leases (a smaller lease does not free a larger one before that expires), and the
  * reservations of all regions never pass `pool`, so the rates and capacities regions use add up to
  * at most the bucket's at every moment. Capacity follows demand: a region gets what its demand
  * wants, up to its part of all demand, and beyond it what other regions are not owed.
@@ -76,7 +120,7 @@ export function bucketLedger(
 ): LedgerOutcome<BucketLedgerReply> {
   const { region, regions, leaseMs, pool, tau, floor } = settings;
   const periodMs = leaseMs / 2;
-  const fields = pruned(stored, now, regions, periodMs);
+  const { fields, steps } = pruned(stored, now, regions, periodMs);
   const value = (name: string): number => fields.get(name) ?? 0;
   record(fields, value, region, now, periodMs, units);
   const rates: number[] = [];
@@ -88,7 +132,7 @@ export function bucketLedger(
   const want = (s: number): number =>
     Math.min(pool, Math.max(0, Math.ceil((rates[s] as number) * tau * HEADROOM - floor)));
   const fair = (s: number): number => (demand > 0 ? (pool * (rates[s] as number)) / demand : pool / regions);
-  const reserved = (s: number): number => Math.max(value(`c:${s}`), value(`p:${s}`));
+  const reserved = (s: number): number => steps[s]?.[0]?.level ?? 0;
   let free = pool;
   let owed = 0;
   for (let s = 0; s < regions; s++) {
@@ -98,7 +142,8 @@ export function bucketLedger(
   }
   let lease = Math.floor(Math.min(want(region), Math.max(Math.min(fair(region), free), free - owed)));
   if (lease < 0) lease = 0;
-  hold(fields, value, region, lease, now + leaseMs);
+  steps[region] = withLease(steps[region] ?? [], lease, now + leaseMs);
+  writeSteps(fields, region, steps[region] as Step[]);
   let leased = 0;
   for (let s = 0; s < regions; s++) leased += reserved(s);
   return {
@@ -126,29 +171,4 @@ function record(
   fields.set(`o:${region}`, at === period - 1 ? value(`d:${region}`) : 0);
   fields.set(`d:${region}`, units);
   fields.set(`i:${region}`, period);
-}
-
-/**
- * The region's new lease. A smaller one than it holds does not free the larger before that expires:
- * the larger becomes the pending one (the largest of both pending, to the later expiry).
- */
-function hold(
-  fields: LedgerFields,
-  value: (name: string) => number,
-  region: number,
-  lease: number,
-  expiry: number,
-): void {
-  const held = value(`c:${region}`);
-  if (lease < held) {
-    fields.set(`p:${region}`, Math.max(value(`p:${region}`), held));
-    fields.set(`q:${region}`, Math.max(value(`q:${region}`), value(`e:${region}`)));
-  }
-  if (lease > 0) {
-    fields.set(`c:${region}`, lease);
-    fields.set(`e:${region}`, expiry);
-  } else {
-    fields.delete(`c:${region}`);
-    fields.delete(`e:${region}`);
-  }
 }

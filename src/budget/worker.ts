@@ -46,6 +46,13 @@ export interface RegionWorker extends DecisionCounter {
 const GATHER_MS = 2;
 /** The first guess of a ledger call's duration, before one was measured. */
 const FIRST_RTT_MS = 100;
+/**
+ * After a failed ledger call the worker waits before the next, doubling from the first to the
+ * longest wait (at most a quarter of a window or lease): a region cut off asks a few times a
+ * second at most, and reports each failure.
+ */
+const FIRST_BACKOFF_MS = 50;
+const LONGEST_BACKOFF_MS = 2000;
 
 /**
  * The machinery every budget kind shares: the records of identifiers (bounded, idle ones dropped),
@@ -63,6 +70,9 @@ export abstract class Worker<T extends Tracked> implements RegionWorker {
   #calls = 0;
   #errors = 0;
   #up = true;
+  /** Failed ledger calls in a row, and until when (on the clock) no other is made. */
+  #failures = 0;
+  #quietUntil = 0;
   /** Identifiers not tracked because the bound was reached (they get the floor). */
   untracked = 0;
   /** A moving average of ledger calls' durations, in ms. */
@@ -127,7 +137,7 @@ export abstract class Worker<T extends Tracked> implements RegionWorker {
     record.seenAt = now;
     if (this.observe(record, call.cost, decision, now, source === 'store') && !record.inFlight) {
       this.#urgent.add(record);
-      this.#gatherTimer ??= unref(setTimeout(this.#gather, GATHER_MS));
+      this.#gatherTimer ??= unref(setTimeout(this.#gather, Math.max(GATHER_MS, this.#quietUntil - now)));
     }
   }
 
@@ -172,6 +182,11 @@ export abstract class Worker<T extends Tracked> implements RegionWorker {
 
   readonly #gather = (): void => {
     this.#gatherTimer = undefined;
+    const now = this.parts.clock();
+    if (now < this.#quietUntil) {
+      this.#gatherTimer = unref(setTimeout(this.#gather, this.#quietUntil - now));
+      return;
+    }
     const records = [...this.#urgent].filter((record) => !record.inFlight);
     this.#urgent.clear();
     if (records.length > 0) this.#dispatch(records);
@@ -187,7 +202,7 @@ export abstract class Worker<T extends Tracked> implements RegionWorker {
       if (this.idle(record, now)) this.#records.delete(identifier);
       else if (this.due(record, now)) due.push(record);
     }
-    if (due.length > 0) this.#dispatch(due);
+    if (due.length > 0 && now >= this.#quietUntil) this.#dispatch(due);
     this.#schedule();
   };
 
@@ -212,24 +227,34 @@ export abstract class Worker<T extends Tracked> implements RegionWorker {
     const exchange = this.exchange(records, sentAt).then(
       () => {
         this.#up = true;
+        this.#failures = 0;
+        this.#quietUntil = 0;
         this.rttMs += (performance.now() - started - this.rttMs) / 4;
       },
-      (error: unknown) => {
-        this.#errors++;
-        this.#up = false;
-        this.parts.report(storeError('global', error), identifier, 'store-error');
-      },
+      (error: unknown) => this.#failed(storeError('global', error), identifier, 'store-error'),
     );
     Promise.race([exchange.then(() => 'done' as const), deadline]).then((outcome) => {
       clearTimeout(timer);
       for (const record of records) record.inFlight = false;
       if (outcome === 'late') {
-        this.#errors++;
-        this.#up = false;
-        this.parts.report(lateError(this.parts.config.ledgerTimeoutMs), identifier, 'timeout');
+        this.#failed(lateError(this.parts.config.ledgerTimeoutMs), identifier, 'timeout');
       }
       this.parts.viewed?.(this.view());
     });
+  }
+
+  #failed(error: SluiceError, identifier: string, source: 'store-error' | 'timeout'): void {
+    this.#errors++;
+    this.#up = false;
+    this.#failures++;
+    const { kind, windowMs, leaseMs } = this.parts.config;
+    const longest = Math.min(
+      LONGEST_BACKOFF_MS,
+      Math.max(FIRST_BACKOFF_MS, (kind === 'bucket' ? leaseMs : windowMs) / 4),
+    );
+    const wait = Math.min(longest, FIRST_BACKOFF_MS * 2 ** (this.#failures - 1));
+    this.#quietUntil = this.parts.clock() + wait;
+    this.parts.report(error, identifier, source);
   }
 }
 

@@ -55,7 +55,14 @@ function policyOf(plan: LoadPlan): Policy {
 }
 
 function client(port: number): Redis {
-  const redis = new Redis({ port, host: '127.0.0.1', enableOfflineQueue: false, maxRetriesPerRequest: 0 });
+  // Connect again soon after a cut link heals (the rig cuts and heals links on purpose).
+  const redis = new Redis({
+    port,
+    host: '127.0.0.1',
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => 100,
+  });
   redis.on('error', () => {});
   return redis;
 }

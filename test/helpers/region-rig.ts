@@ -38,6 +38,8 @@ export interface Rig {
   start(loads: readonly Load[], alignMs: number, leadMs?: number): Promise<number>;
   /** Script calls the global store has run (INFO commandstats: EVALSHA, EVAL, FCALL). */
   globalScriptCalls(): Promise<number>;
+  /** The ledger's fields for one identifier of the limiter the loads make (`rig`), as numbers. */
+  ledger(identifier: string): Promise<Record<string, number>>;
   stop(): Promise<void>;
 }
 
@@ -89,6 +91,12 @@ export async function startRig(regions: readonly string[], delayMs: number): Pro
       for (const match of info.matchAll(/^cmdstat_(evalsha|eval|fcall):calls=(\d+)/gm))
         calls += Number(match[2]);
       return calls;
+    },
+    async ledger(identifier) {
+      const flat = (await admin.command('HGETALL', `rl:budget:rig:{${identifier}}`)) as string[];
+      const fields: Record<string, number> = {};
+      for (let i = 0; i + 1 < flat.length; i += 2) fields[flat[i] as string] = Number(flat[i + 1]);
+      return fields;
     },
     async stop() {
       for (const load of loads) if (load.child.exitCode === null) load.child.kill('SIGKILL');
