@@ -50,6 +50,7 @@ export type ScriptName =
   | 'budget-window'
   | 'budget-window-grant'
   | 'budget-window-release'
+  | 'budget-window-sync'
   | 'budget-bucket'
   | 'budget-bucket-lease';
 

@@ -6,6 +6,9 @@
 --   granted; window in ms.
 -- budget_window_grant(key, now, op, amount, target, window) -> 1, count, grant, 0
 --   raises the grant of window `target` (the current one or the next) to `amount`.
+-- budget_window_sync(key, now, op, amount, target, window) -> 1, count, grant, 0
+--   the ledger had granted `amount` for window `target` before: a grant below it was lost, and the
+--   difference counts as used.
 -- budget_window_release(key, now, op, amount, target, window) -> 1, given, grant, 0
 --   lowers the grant of window `target` by up to `amount`, never below what was admitted.
 
@@ -101,4 +104,17 @@ local function budget_window_release(key, now, op, amount, target, window)
   grant = grant - given
   budget_window_write(key, index, count, grant, next, window, now)
   return 1, given, grant, 0
+end
+
+local function budget_window_sync(key, now, op, amount, target, window)
+  local index = floor(now / window)
+  local storedIndex, storedCount, storedGrant, storedNext = budget_window_read(key)
+  if storedIndex and storedIndex > index then index = storedIndex end
+  local count, grant, next = budget_window_roll(storedIndex, storedCount, storedGrant, storedNext, index, 0)
+  if target ~= index or grant >= amount then return 1, count, grant, 0 end
+  -- The store lost what it was granted: what it may have admitted of it counts as used.
+  count = count + amount - grant
+  grant = amount
+  budget_window_write(key, index, count, grant, next, window, now)
+  return 1, count, grant, 0
 end

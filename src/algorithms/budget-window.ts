@@ -146,6 +146,44 @@ export function grantBudgetWindow(
 }
 
 /**
+ * Tells the region's store what the ledger had granted it for window `target` before (`amount`,
+ * floor included), once per process and identifier: a store that holds less lost what it was
+ * granted (a restart without persistence), and what it may have admitted of it counts as used. A
+ * store that holds as much is unchanged. Answers the count as `remaining`, the grant as `resetMs`.
+ */
+export function syncBudgetWindow(
+  stored: BudgetWindowState | undefined,
+  now: number,
+  amount: number,
+  target: number,
+  windowMs: number,
+): Outcome<BudgetWindowState> {
+  const clockIndex = Math.floor(now / windowMs);
+  const index = stored !== undefined && stored.index > clockIndex ? stored.index : clockIndex;
+  const rolled = roll(stored, index, 0);
+  if (target !== index || rolled.grant >= amount) {
+    return {
+      allowed: true,
+      remaining: rolled.count,
+      resetMs: rolled.grant,
+      retryAfterMs: 0,
+      state: stored,
+      ttlMs: -1,
+    };
+  }
+  rolled.count += amount - rolled.grant;
+  rolled.grant = amount;
+  return {
+    allowed: true,
+    remaining: rolled.count,
+    resetMs: rolled.grant,
+    retryAfterMs: 0,
+    state: written(stored, index, rolled),
+    ttlMs: keepFor(index, windowMs, now),
+  };
+}
+
+/**
  * Gives back up to `amount` units of the grant of window `target` that the region will not use: the
  * grant is lowered first, here, never below what was admitted, so that the ledger may grant them to
  * another region. Answers the units given back as `remaining`, and the grant left as `resetMs`.
@@ -197,6 +235,20 @@ export function budgetWindowPolicy(
     maxCost: global.maxCost,
     description,
     decide: (state, now, operation, cost) => decideBudgetWindow(state, now, operation, cost, floor, windowMs),
+  };
+}
+
+/** The policy whose `limit` call tells what the ledger granted for window `target` before (the cost: see syncBudgetWindow). */
+export function budgetSyncPolicy(target: number, windowMs: number): Policy<BudgetWindowState> {
+  return {
+    algorithm: 'budgetSync',
+    script: 'budget-window-sync',
+    args: [String(target), String(windowMs)],
+    limit: Number.MAX_SAFE_INTEGER,
+    windowMs,
+    maxCost: Number.MAX_SAFE_INTEGER,
+    description: `budgetSync(window=${target})`,
+    decide: (state, now, _operation, amount) => syncBudgetWindow(state, now, amount, target, windowMs),
   };
 }
 

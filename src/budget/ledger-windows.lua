@@ -5,8 +5,8 @@
 -- ARGV: now ('' reads the server clock), region, regions, window (ms), limit, floor, reserve
 --       (thousandths), sliding ('1' or '0'), the asker's window index; then per key: demand, want,
 --       claim, release.
--- Returns per key: the region's grant for its window and for the next (floor included), and all
--- regions' grants for its window.
+-- Returns per key: the region's grant for its window and for the next (floor included), all regions'
+-- grants for its window, and what this call granted the region for its window.
 local now = clock(ARGV[1])
 local region, regions, window = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local limit, base, reserve = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
@@ -28,7 +28,10 @@ local function available(at)
   if not sliding then return limit - total(at) end
   local elapsed = (now - at * window) / window
   if elapsed < 0 then elapsed = 0 elseif elapsed > 1 then elapsed = 1 end
-  return floor(limit - total(at - 1) * (1 - elapsed) - total(at))
+  -- What this window may take now, and what it may weigh as the previous one when the next starts
+  -- (with what the next was granted ahead).
+  local room = floor(limit - total(at - 1) * (1 - elapsed) - total(at))
+  return math.min(room, limit - total(at) - total(at + 1))
 end
 
 local function add(name, amount) fields[name] = value(name) + amount end
@@ -77,13 +80,17 @@ for i = 1, #KEYS do
   load(KEYS[i])
   local mine = 'g:' .. index .. ':' .. region
   local mineNext = 'g:' .. (index + 1) .. ':' .. region
+  local gained = 0
   if index >= current - 1 and index <= current + 1 then
     if demand > 0 then add('d:' .. index .. ':' .. region, demand) end
     if release > 0 then fields[mine] = math.max(0, value(mine) - release) end
     -- A sliding window's past cannot take more: its weight in the estimate was counted without it.
     if want > 0 and ((not sliding) or index >= current) then
       local granted = math.min(want, available(index))
-      if granted > 0 then add(mine, granted) end
+      if granted > 0 then
+        add(mine, granted)
+        gained = granted
+      end
     end
     if claim then
       local granted = math.min(share() - value(mineNext), available(index + 1))
@@ -94,5 +101,6 @@ for i = 1, #KEYS do
   out[#out + 1] = base + value(mine)
   out[#out + 1] = base + value(mineNext)
   out[#out + 1] = total(index)
+  out[#out + 1] = gained
 end
 return out

@@ -35,11 +35,16 @@ export interface WindowLedgerRequest {
   readonly release: number;
 }
 
-/** What the region holds after the call: its grants (floor included) for its window and the next, and all regions' for its window. */
+/**
+ * What the region holds after the call: its grants (floor included) for its window and the next,
+ * all regions' for its window, and what this call granted it for its window (`granted - gained` is
+ * what it was granted before, which a region that lost its store counts as used).
+ */
 export interface WindowLedgerReply {
   readonly granted: number;
   readonly next: number;
   readonly total: number;
+  readonly gained: number;
 }
 
 export interface LedgerOutcome<R> {
@@ -90,20 +95,27 @@ export function windowLedger(
     let elapsed = (now - window * windowMs) / windowMs;
     if (elapsed < 0) elapsed = 0;
     else if (elapsed > 1) elapsed = 1;
-    return Math.floor(limit - total(window - 1) * (1 - elapsed) - total(window));
+    // What this window may take now, and what it may weigh as the previous one when the next
+    // starts (with what the next was granted ahead).
+    const room = Math.floor(limit - total(window - 1) * (1 - elapsed) - total(window));
+    return Math.min(room, limit - total(window) - total(window + 1));
   };
   const add = (name: string, amount: number): void => {
     fields.set(name, value(name) + amount);
   };
   const mine = `g:${index}:${region}`;
   const mineNext = `g:${index + 1}:${region}`;
+  let gained = 0;
   if (index >= current - 1 && index <= current + 1) {
     if (request.demand > 0) add(`d:${index}:${region}`, request.demand);
     if (request.release > 0) fields.set(mine, Math.max(0, value(mine) - request.release));
     // A sliding window's past cannot take more: its weight in the estimate was counted without it.
     if (request.want > 0 && (!sliding || index >= current)) {
       const granted = Math.min(request.want, available(index));
-      if (granted > 0) add(mine, granted);
+      if (granted > 0) {
+        add(mine, granted);
+        gained = granted;
+      }
     }
     if (request.claim) {
       const granted = Math.min(share(settings, sum, value) - value(mineNext), available(index + 1));
@@ -113,7 +125,7 @@ export function windowLedger(
   return {
     fields,
     ttlMs: Math.ceil((current + 3) * windowMs - now),
-    reply: { granted: floor + value(mine), next: floor + value(mineNext), total: total(index) },
+    reply: { granted: floor + value(mine), next: floor + value(mineNext), total: total(index), gained },
   };
 }
 

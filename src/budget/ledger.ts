@@ -23,6 +23,8 @@ const MAX_KEYS_PER_CALL = 64;
 export interface Ledger {
   /** Script calls sent to the global store so far (one per batch of identifiers). */
   readonly calls: number;
+  /** Identifiers those calls carried, summed (an identifier asked twice counts twice). */
+  readonly entries: number;
   /** The key of one identifier's ledger for the limiter `name`: `<prefix>:budget:<name>:{<identifier>}`. */
   keyFor(name: string, identifier: string): string;
   /** Window budgets: records demand, grants chunks and shares; one reply per key, in order. */
@@ -75,6 +77,7 @@ function badReply(script: string, expected: number, reply: unknown): SluiceError
 class RedisLedger implements Ledger {
   readonly #store: RedisStore;
   calls = 0;
+  entries = 0;
 
   constructor(store: RedisStore) {
     this.#store = store;
@@ -96,6 +99,7 @@ class RedisLedger implements Ledger {
     );
     return this.#run(
       'ledger-windows',
+      4,
       keys,
       now,
       head,
@@ -108,7 +112,12 @@ class RedisLedger implements Ledger {
           String(request.release),
         ];
       },
-      (values) => ({ granted: values[0] as number, next: values[1] as number, total: values[2] as number }),
+      (values) => ({
+        granted: values[0] as number,
+        next: values[1] as number,
+        total: values[2] as number,
+        gained: values[3] as number,
+      }),
     );
   }
 
@@ -122,6 +131,7 @@ class RedisLedger implements Ledger {
     const head = [region, regions, leaseMs, pool, tau, floor].map(String);
     return this.#run(
       'ledger-bucket',
+      3,
       keys,
       now,
       head,
@@ -134,9 +144,10 @@ class RedisLedger implements Ledger {
     );
   }
 
-  /** One script call per group of keys (see calls()); three integers per key come back. */
+  /** One script call per group of keys (see calls()); `width` integers per key come back. */
   async #run<R>(
     name: 'ledger-windows' | 'ledger-bucket',
+    width: number,
     keys: readonly string[],
     now: number | undefined,
     head: readonly string[],
@@ -151,12 +162,13 @@ class RedisLedger implements Ledger {
         args.push(now === undefined ? '' : String(now), ...head);
         for (const i of group) args.push(...perKey(i));
         this.calls++;
+        this.entries += group.length;
         const answer = await runStoreScript(this.#store, script, args, keys[group[0] as number] as string);
-        if (!Array.isArray(answer) || answer.length !== group.length * 3) {
-          throw badReply(name, group.length * 3, answer);
+        if (!Array.isArray(answer) || answer.length !== group.length * width) {
+          throw badReply(name, group.length * width, answer);
         }
         group.forEach((i, at) => {
-          replies[i] = reply(answer.slice(at * 3, at * 3 + 3).map(Number));
+          replies[i] = reply(answer.slice(at * width, (at + 1) * width).map(Number));
         });
       }),
     );
@@ -187,9 +199,10 @@ function memoryLedger(store: MemoryStore): Ledger {
 /** The twins over a map in this process, for tests, examples and one-process setups. */
 class MemoryLedger implements Ledger {
   readonly #prefix: string;
-  readonly #entries = new Map<string, Entry>();
+  readonly #held = new Map<string, Entry>();
   #sweptAt = 0;
   calls = 0;
+  entries = 0;
 
   constructor(prefix: string) {
     this.#prefix = prefix;
@@ -221,7 +234,7 @@ class MemoryLedger implements Ledger {
 
   /** Fields of a key as the Redis ledger would hold them (for tests), or undefined when it holds none. */
   fieldsOf(key: string, now = Date.now()): LedgerFields | undefined {
-    const entry = this.#entries.get(key);
+    const entry = this.#held.get(key);
     return entry === undefined || entry.expiresAt <= now ? undefined : entry.fields;
   }
 
@@ -233,12 +246,13 @@ class MemoryLedger implements Ledger {
     const now = given ?? Date.now();
     this.#sweep(now);
     this.calls += calls(keys, false).length;
+    this.entries += keys.length;
     const replies = keys.map((key, i) => {
-      const entry = this.#entries.get(key);
+      const entry = this.#held.get(key);
       const fields = entry === undefined || entry.expiresAt <= now ? new Map() : entry.fields;
       const outcome = step(fields, now, i);
-      if (outcome.fields.size === 0) this.#entries.delete(key);
-      else this.#entries.set(key, { fields: outcome.fields, expiresAt: now + outcome.ttlMs });
+      if (outcome.fields.size === 0) this.#held.delete(key);
+      else this.#held.set(key, { fields: outcome.fields, expiresAt: now + outcome.ttlMs });
       return outcome.reply;
     });
     return Promise.resolve(replies);
@@ -247,7 +261,7 @@ class MemoryLedger implements Ledger {
   #sweep(now: number): void {
     if (now - this.#sweptAt < SWEEP_MS) return;
     this.#sweptAt = now;
-    for (const [key, entry] of this.#entries) if (entry.expiresAt <= now) this.#entries.delete(key);
+    for (const [key, entry] of this.#held) if (entry.expiresAt <= now) this.#held.delete(key);
   }
 }
 

@@ -18,6 +18,8 @@ export interface BudgetView {
   readonly demand: number;
   /** Ledger calls this process made, and how many failed or ran out of time. */
   readonly ledgerCalls: number;
+  /** Identifiers those calls carried, summed: the ledger's cost per identifier is this over time. */
+  readonly ledgerEntries: number;
   readonly ledgerErrors: number;
   /** How long the last ledger calls took (a moving average), in ms. */
   readonly ledgerMs: number;

@@ -1,5 +1,10 @@
 // A window budget's worker (fixed or sliding): reports demand mid-window, claims the next window's share ahead, asks chunks when low.
-import { budgetGrantPolicy, budgetReleasePolicy, budgetWindowPolicy } from '../algorithms/budget-window.js';
+import {
+  budgetGrantPolicy,
+  budgetReleasePolicy,
+  budgetSyncPolicy,
+  budgetWindowPolicy,
+} from '../algorithms/budget-window.js';
 import type { Decision, Policy, StoreRequest } from '../types.js';
 import type { WindowLedgerRequest, WindowLedgerSettings } from './ledger-windows.js';
 import { describeBudget } from './options.js';
@@ -42,6 +47,8 @@ interface WindowRecord extends Tracked {
   dry: number;
   /** The chunk asked by the call under way. */
   asked: number;
+  /** Whether this process told the region's store what the ledger granted before (see syncBudgetWindow). */
+  synced: boolean;
 }
 
 /** Grants per window: a region's share of each window claimed ahead, chunks of the reserve when it runs low. */
@@ -76,6 +83,7 @@ export class WindowWorker extends Worker<WindowRecord> {
       claimed: window - 1,
       dry: window - 1,
       asked: 0,
+      synced: false,
     };
   }
 
@@ -148,7 +156,13 @@ export class WindowWorker extends Worker<WindowRecord> {
     const writes: StoreRequest[] = [];
     records.forEach((record, i) => {
       const reply = replies[i];
-      if (reply !== undefined) this.#apply(record, index, reply.granted, reply.next, writes);
+      if (reply === undefined) return;
+      if (!record.synced) {
+        // Once per identifier in this process: a store that lost what the ledger granted counts it as used.
+        record.synced = true;
+        writes.push(this.#touch(budgetSyncPolicy, record.identifier, index, reply.granted - reply.gained));
+      }
+      this.#apply(record, index, reply.granted, reply.next, writes);
     });
     await this.write(writes);
   }
@@ -294,5 +308,22 @@ export class WindowWorker extends Worker<WindowRecord> {
       this.#grantPolicies.set(target, policy);
     }
     return { policy, name: this.parts.name, identifier, operation: 'limit', cost: amount, now };
+  }
+
+  #touch(
+    make: (target: number, windowMs: number) => Policy,
+    identifier: string,
+    target: number,
+    amount: number,
+  ): StoreRequest {
+    const policy = make(target, this.#windowMs);
+    return {
+      policy,
+      name: this.parts.name,
+      identifier,
+      operation: 'limit',
+      cost: amount,
+      now: this.parts.clock(),
+    };
   }
 }

@@ -68,6 +68,7 @@ export abstract class Worker<T extends Tracked> implements RegionWorker {
   #passTimer: NodeJS.Timeout | undefined;
   #closed = false;
   #calls = 0;
+  #entries = 0;
   #errors = 0;
   #up = true;
   /** Failed ledger calls in a row, and until when (on the clock) no other is made. */
@@ -154,6 +155,7 @@ export abstract class Worker<T extends Tracked> implements RegionWorker {
       granted,
       demand,
       ledgerCalls: this.#calls,
+      ledgerEntries: this.#entries,
       ledgerErrors: this.#errors,
       ledgerMs: Math.round(this.rttMs * 10) / 10,
       ledgerUp: this.#up,
@@ -224,6 +226,7 @@ export abstract class Worker<T extends Tracked> implements RegionWorker {
       timer = unref(setTimeout(() => resolve('late'), this.parts.config.ledgerTimeoutMs));
     });
     this.#calls++;
+    this.#entries += records.length;
     const exchange = this.exchange(records, sentAt).then(
       () => {
         this.#up = true;

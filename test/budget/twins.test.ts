@@ -6,6 +6,7 @@ import { budgetBucketPolicy, budgetLeasePolicy } from '../../src/algorithms/budg
 import {
   budgetGrantPolicy,
   budgetReleasePolicy,
+  budgetSyncPolicy,
   budgetWindowPolicy,
 } from '../../src/algorithms/budget-window.js';
 import { ledgerIn, memoryLedgerFields } from '../../src/budget/ledger.js';
@@ -112,32 +113,42 @@ describe("a region's budget scripts: Lua and the twins agree", () => {
       const index = Math.floor(now / 1000);
       const grant = random.next() < 0.25;
       const release = !grant && random.next() < 0.1;
-      const request: StoreRequest = release
+      const sync = !grant && !release && random.next() < 0.08;
+      const request: StoreRequest = sync
         ? {
-            policy: budgetReleasePolicy(index + random.int(-1, 1), 1000),
+            policy: budgetSyncPolicy(index + random.int(-1, 1), 1000),
             name: 'w',
             identifier,
             operation: 'limit',
-            cost: random.int(1, 30),
+            cost: random.int(4, 60),
             now,
           }
-        : grant
+        : release
           ? {
-              policy: budgetGrantPolicy(index + random.int(-1, 1), 1000),
+              policy: budgetReleasePolicy(index + random.int(-1, 1), 1000),
               name: 'w',
               identifier,
               operation: 'limit',
-              cost: random.int(4, 60),
+              cost: random.int(1, 30),
               now,
             }
-          : {
-              policy: decisions,
-              name: 'w',
-              identifier,
-              operation: random.pick(['limit', 'limit', 'limit', 'peek', 'refund'] as const),
-              cost: random.int(1, 6),
-              now,
-            };
+          : grant
+            ? {
+                policy: budgetGrantPolicy(index + random.int(-1, 1), 1000),
+                name: 'w',
+                identifier,
+                operation: 'limit',
+                cost: random.int(4, 60),
+                now,
+              }
+            : {
+                policy: decisions,
+                name: 'w',
+                identifier,
+                operation: random.pick(['limit', 'limit', 'limit', 'peek', 'refund'] as const),
+                cost: random.int(1, 6),
+                now,
+              };
       if (await compareStep(variant.store, memory, request, () => `step ${step}, now ${now}`)) compared++;
     }
     assert.ok(compared > 1900, `${compared} steps compared`);
@@ -203,8 +214,8 @@ describe('the ledger: Lua and the twins agree, replies and stored fields', () =>
         const inMemory = ledgerIn(memoryStore);
         const random = seeded(sliding ? 31 : 37);
         let now = Math.floor(Date.now() / 1000) * 1000 + 5_000_000;
-        // Each rule must have had its turn: chunks, shares claimed ahead, and refusals at the limit.
-        const seen = { chunk: 0, share: 0, full: 0 };
+        // Each rule must have had its turn: chunks, shares claimed ahead, and chunks cut short by the limit.
+        const seen = { chunk: 0, share: 0, short: 0 };
         for (let step = 0; step < 600; step++) {
           now += random.next() < 0.85 ? random.int(0, 90) : random.int(300, 1500);
           const region = random.int(0, 2);
@@ -233,11 +244,11 @@ describe('the ledger: Lua and the twins agree, replies and stored fields', () =>
             expected,
             `step ${step}, now ${now}, ${JSON.stringify({ settings, requests })}`,
           );
-          for (const reply of actual) {
-            if (reply.granted > settings.floor) seen.chunk++;
+          actual.forEach((reply, i) => {
+            if (reply.gained > 0) seen.chunk++;
             if (reply.next > settings.floor) seen.share++;
-            if (reply.total >= 290) seen.full++;
-          }
+            if (reply.gained < (requests[i]?.want ?? 0)) seen.short++;
+          });
           for (const key of keys) {
             const memoryFields = memoryLedgerFields(memoryStore, key, now);
             assert.deepEqual(
@@ -247,7 +258,7 @@ describe('the ledger: Lua and the twins agree, replies and stored fields', () =>
             );
           }
         }
-        assert.ok(seen.chunk > 50 && seen.share > 50 && seen.full > 0, JSON.stringify(seen));
+        assert.ok(seen.chunk > 50 && seen.share > 50 && seen.short > 50, JSON.stringify(seen));
       } finally {
         await variant.connected.close();
       }

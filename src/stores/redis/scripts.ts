@@ -25,6 +25,7 @@ const FUNCTIONS: Readonly<Record<ScriptName, string>> = {
   'budget-window': 'budget_window',
   'budget-window-grant': 'budget_window_grant',
   'budget-window-release': 'budget_window_release',
+  'budget-window-sync': 'budget_window_sync',
   'budget-bucket': 'budget_bucket',
   'budget-bucket-lease': 'budget_bucket_lease',
 };
@@ -34,6 +35,7 @@ const NAMES = Object.keys(FUNCTIONS) as ScriptName[];
 const FILES: Readonly<Partial<Record<ScriptName, string>>> = {
   'budget-window-grant': 'budget-window',
   'budget-window-release': 'budget-window',
+  'budget-window-sync': 'budget-window',
   'budget-bucket-lease': 'budget-bucket',
 };
 /** The files with a function of their own, each composed once into the combined script. */
@@ -56,6 +58,7 @@ const READS_AHEAD: Readonly<Record<ScriptName, boolean>> = {
   'budget-window': true,
   'budget-window-grant': true,
   'budget-window-release': true,
+  'budget-window-sync': true,
   'budget-bucket': true,
   'budget-bucket-lease': true,
 };
