@@ -65,14 +65,17 @@ export interface MetricsRecorder {
   /** The store's health as a limiter sees it changed: `up` is false while the failure policy answers. */
   health(name: string, up: boolean, shard: string | undefined): void;
   /**
-   * A limiter with a global `budget` called its ledger: what its region holds and asks now (see
-   * docs/regions.md). Optional.
+   * A limiter with a global `budget` was made: `view` reads what its region holds and asks, at any
+   * time (see docs/regions.md). Optional.
    */
-  budget?(view: BudgetView): void;
+  budget?(name: string, view: () => BudgetView): void;
 }
 
 /** What a {@link DecisionCounter} is told of the call behind a decision (read it, do not keep it). */
-export type CountedCall = Pick<HookContext, 'identifier' | 'operation' | 'cost'>;
+export type CountedCall = Pick<HookContext, 'identifier' | 'operation' | 'cost'> & {
+  /** The call's hash tag, when it named one (see `CallOptions.tag`). */
+  readonly tag?: string | undefined;
+};
 
 /**
  * Counts one limiter's decisions for a recorder: what `register` may return, so that a decision

@@ -51,9 +51,10 @@ export class BucketWorker extends Worker<BucketRecord> {
     this.policy = budgetBucketPolicy(global, config.tauMs, config.floorUnits, describeBudget(config, global));
   }
 
-  protected track(identifier: string, now: number): BucketRecord {
+  protected track(identifier: string, tag: string | undefined, now: number): BucketRecord {
     return {
       identifier,
+      tag,
       unreported: 0,
       seenAt: now,
       inFlight: false,
@@ -96,14 +97,14 @@ export class BucketWorker extends Worker<BucketRecord> {
   }
 
   protected async exchange(records: readonly BucketRecord[], sentAt: number): Promise<void> {
-    const { ledger, name } = this.parts;
+    const { ledger } = this.parts;
     const units = records.map((record) => {
       const asked = record.unreported;
       record.unreported = 0;
       record.demand = 0;
       return asked;
     });
-    const keys = records.map((record) => ledger.keyFor(name, record.identifier));
+    const keys = records.map((record) => this.ledgerKey(record));
     let replies: Awaited<ReturnType<typeof ledger.bucket>>;
     try {
       replies = await ledger.bucket(keys, this.#settings, units, undefined);
@@ -115,7 +116,6 @@ export class BucketWorker extends Worker<BucketRecord> {
     }
     const until = sentAt + this.#leaseMs * USE_FOR;
     const policy = budgetLeasePolicy(until, this.#settings.tau);
-    const now = this.parts.clock();
     const writes: StoreRequest[] = [];
     records.forEach((record, i) => {
       const reply = replies[i];
@@ -123,18 +123,15 @@ export class BucketWorker extends Worker<BucketRecord> {
       record.sentAt = sentAt;
       record.renewAt = sentAt + this.#leaseMs * RENEW_EVERY;
       record.regionRate = reply.demandPerSecond;
+      // A smaller lease waits while the larger one still holds past the next renewal: the ledger
+      // keeps the larger reserved until it expires (later than this region stops using it), so no
+      // other region could use what this one would leave idle meanwhile.
+      if (reply.lease < record.lease && this.parts.clock() + this.#leaseMs * RENEW_EVERY < record.until)
+        return;
       // A lease that did not change is written again all the same: its end moves on.
-      if (reply.lease > 0 || record.lease > 0) {
-        writes.push({
-          policy,
-          name,
-          identifier: record.identifier,
-          operation: 'limit',
-          cost: reply.lease,
-          now,
-        });
-      }
+      if (reply.lease > 0 || record.lease > 0) writes.push(this.request(policy, record, reply.lease));
       record.lease = reply.lease;
+      record.until = until;
     });
     await this.write(writes);
   }

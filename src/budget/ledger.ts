@@ -25,8 +25,8 @@ export interface Ledger {
   readonly calls: number;
   /** Identifiers those calls carried, summed (an identifier asked twice counts twice). */
   readonly entries: number;
-  /** The key of one identifier's ledger for the limiter `name`: `<prefix>:budget:<name>:{<identifier>}`. */
-  keyFor(name: string, identifier: string): string;
+  /** The key of one identifier's ledger for the limiter `name`: `<prefix>:budget:<name>:{<identifier>}` (or the tag in braces). */
+  keyFor(name: string, identifier: string, tag?: string): string;
   /** Window budgets: records demand, grants chunks and shares; one reply per key, in order. */
   windows(
     keys: readonly string[],
@@ -83,8 +83,8 @@ class RedisLedger implements Ledger {
     this.#store = store;
   }
 
-  keyFor(name: string, identifier: string): string {
-    return stateKey(`${this.#store.prefix}:budget`, name, identifier);
+  keyFor(name: string, identifier: string, tag?: string): string {
+    return stateKey(`${this.#store.prefix}:budget`, name, identifier, tag);
   }
 
   windows(
@@ -208,8 +208,8 @@ class MemoryLedger implements Ledger {
     this.#prefix = prefix;
   }
 
-  keyFor(name: string, identifier: string): string {
-    return stateKey(`${this.#prefix}:budget`, name, identifier);
+  keyFor(name: string, identifier: string, tag?: string): string {
+    return stateKey(`${this.#prefix}:budget`, name, identifier, tag);
   }
 
   windows(

@@ -34,10 +34,9 @@ class BudgetedLimiter extends RateLimiter implements BudgetLimiter {
 }
 
 /**
- * The limiter of one region: its pipeline decides every call against the region's store alone (the
- * policy becomes the region's part of the budget, on the limiter's clock, by default this process's:
- * grants and leases are kept by the clock of whoever asked for them); its worker watches the
- * decisions and talks to the ledger in the background.
+ * The limiter of one region: its pipeline decides every call against the region's store alone, on
+ * that store's clock as any limiter does (the policy becomes the region's part of the budget); its
+ * worker watches the decisions and talks to the ledger in the background, on this process's clock.
  */
 export function budgetedLimiter(options: ResolvedLimiterOptions, config: BudgetConfig): BudgetLimiter {
   const clock = options.clock ?? Date.now;
@@ -48,6 +47,7 @@ export function budgetedLimiter(options: ResolvedLimiterOptions, config: BudgetC
     store: options.store,
     ledger: ledgerIn(config.global),
     clock,
+    storeClock: options.clock === undefined,
     report: (error: SluiceError, identifier, source) => {
       if (onError === undefined) return;
       const context = {
@@ -61,14 +61,14 @@ export function budgetedLimiter(options: ResolvedLimiterOptions, config: BudgetC
       } as const;
       callHook('onError', onError, error, { ...context, error });
     },
-    viewed: metrics?.budget === undefined ? undefined : (view) => metrics.budget?.(view),
   };
   const worker: RegionWorker =
     config.kind === 'bucket'
       ? new BucketWorker(parts, options.policy)
       : new WindowWorker(parts, options.policy);
-  const pipeline = new Pipeline({ ...options, policy: worker.policy, clock });
+  const pipeline = new Pipeline({ ...options, policy: worker.policy });
   pipeline.attach(watching(worker));
+  metrics?.budget?.(name, () => worker.view());
   worker.start();
   return new BudgetedLimiter(pipeline, worker);
 }

@@ -66,11 +66,12 @@ export class WindowWorker extends Worker<WindowRecord> {
     this.policy = budgetWindowPolicy(global, config.floorUnits, describeBudget(config, global));
   }
 
-  protected track(identifier: string, now: number): WindowRecord {
+  protected track(identifier: string, tag: string | undefined, now: number): WindowRecord {
     const window = this.#index(now);
     const floor = this.#floor;
     return {
       identifier,
+      tag,
       unreported: 0,
       seenAt: now,
       inFlight: false,
@@ -126,7 +127,7 @@ export class WindowWorker extends Worker<WindowRecord> {
   }
 
   protected async exchange(records: readonly WindowRecord[], sentAt: number): Promise<void> {
-    const { ledger, config, name } = this.parts;
+    const { ledger, config } = this.parts;
     const index = this.#index(sentAt);
     const claiming = sentAt - index * this.#windowMs >= CLAIM_AT * this.#windowMs;
     const released = await this.#release(records, index, sentAt);
@@ -143,7 +144,7 @@ export class WindowWorker extends Worker<WindowRecord> {
       sliding: config.kind === 'sliding',
       index,
     };
-    const keys = records.map((record) => ledger.keyFor(name, record.identifier));
+    const keys = records.map((record) => this.ledgerKey(record));
     let replies: Awaited<ReturnType<typeof ledger.windows>>;
     try {
       replies = await ledger.windows(keys, settings, requests, undefined);
@@ -160,7 +161,9 @@ export class WindowWorker extends Worker<WindowRecord> {
       if (!record.synced) {
         // Once per identifier in this process: a store that lost what the ledger granted counts it as used.
         record.synced = true;
-        writes.push(this.#touch(budgetSyncPolicy, record.identifier, index, reply.granted - reply.gained));
+        writes.push(
+          this.request(budgetSyncPolicy(index, this.#windowMs), record, reply.granted - reply.gained),
+        );
       }
       this.#apply(record, index, reply.granted, reply.next, writes);
     });
@@ -233,28 +236,16 @@ export class WindowWorker extends Worker<WindowRecord> {
     const amounts = records.map((record) => (record.window === index ? this.#surplus(record, now) : 0));
     if (amounts.every((amount) => amount === 0)) return amounts;
     const policy = budgetReleasePolicy(index, this.#windowMs);
-    const asked = records.flatMap((record, i) => {
-      const cost = amounts[i] as number;
-      return cost > 0
-        ? [
-            {
-              policy,
-              name: this.parts.name,
-              identifier: record.identifier,
-              operation: 'limit',
-              cost,
-              now,
-            } as const,
-          ]
-        : [];
-    });
-    const results = await this.write(asked);
-    const given = new Map<string, number>();
-    asked.forEach((request, i) => {
-      given.set(request.identifier, results[i]?.remaining ?? 0);
+    const asking = records.filter((_, i) => (amounts[i] as number) > 0);
+    const results = await this.write(
+      asking.map((record) => this.request(policy, record, amounts[records.indexOf(record)] as number)),
+    );
+    const given = new Map<WindowRecord, number>();
+    asking.forEach((record, i) => {
+      given.set(record, results[i]?.remaining ?? 0);
     });
     return records.map((record) => {
-      const units = given.get(record.identifier) ?? 0;
+      const units = given.get(record) ?? 0;
       record.granted -= units;
       record.remaining = Math.max(0, record.remaining - units);
       return units;
@@ -287,19 +278,18 @@ export class WindowWorker extends Worker<WindowRecord> {
   #apply(record: WindowRecord, index: number, granted: number, next: number, writes: StoreRequest[]): void {
     if (record.window !== index) return;
     if (record.asked > 0 && granted <= record.granted) record.dry = index;
-    const now = this.parts.clock();
     if (granted > record.granted) {
-      writes.push(this.#grant(record.identifier, index, granted, now));
+      writes.push(this.request(this.#grantPolicy(index), record, granted));
       record.remaining += granted - record.granted;
       record.granted = granted;
     }
     if (next > record.next) {
-      writes.push(this.#grant(record.identifier, index + 1, next, now));
+      writes.push(this.request(this.#grantPolicy(index + 1), record, next));
       record.next = next;
     }
   }
 
-  #grant(identifier: string, target: number, amount: number, now: number): StoreRequest {
+  #grantPolicy(target: number): Policy {
     let policy = this.#grantPolicies.get(target);
     if (policy === undefined) {
       // Two targets are in use at a time: the current window and the next.
@@ -307,23 +297,6 @@ export class WindowWorker extends Worker<WindowRecord> {
       policy = budgetGrantPolicy(target, this.#windowMs);
       this.#grantPolicies.set(target, policy);
     }
-    return { policy, name: this.parts.name, identifier, operation: 'limit', cost: amount, now };
-  }
-
-  #touch(
-    make: (target: number, windowMs: number) => Policy,
-    identifier: string,
-    target: number,
-    amount: number,
-  ): StoreRequest {
-    const policy = make(target, this.#windowMs);
-    return {
-      policy,
-      name: this.parts.name,
-      identifier,
-      operation: 'limit',
-      cost: amount,
-      now: this.parts.clock(),
-    };
+    return policy;
   }
 }

@@ -11,6 +11,8 @@ import type { BudgetView } from './view.js';
 /** What a process keeps of one identifier it has decided for. */
 export interface Tracked {
   readonly identifier: string;
+  /** The hash tag its calls named, if any: part of its keys, in the region's store and the ledger. */
+  readonly tag: string | undefined;
   /** Units asked of this process since it last told the ledger. */
   unreported: number;
   /** When this process last decided for it, on the limiter's clock. */
@@ -26,11 +28,15 @@ export interface WorkerParts {
   /** The region's store, where decisions are made and grants written. */
   readonly store: Store;
   readonly ledger: Ledger;
+  /** The limiter's clock, or this process's: when the worker asks, and when leases end. */
   readonly clock: () => number;
+  /**
+   * Whether the region's store decides on its own clock (no limiter clock was given): its writes
+   * then leave the time to the store too, so that windows are the store's, whoever writes.
+   */
+  readonly storeClock: boolean;
   /** Reports a failed ledger call or write (to `onError`), with an identifier it concerned. */
   readonly report: (error: SluiceError, identifier: string, source: 'store-error' | 'timeout') => void;
-  /** Hears what the region holds after each ledger call (metrics). */
-  readonly viewed: ((view: BudgetView) => void) | undefined;
 }
 
 /** A worker as its limiter holds it. */
@@ -85,8 +91,8 @@ export abstract class Worker<T extends Tracked> implements RegionWorker {
 
   /** The policy the region's store decides with. */
   abstract readonly policy: Policy;
-  /** A new record for an identifier seen for the first time. */
-  protected abstract track(identifier: string, now: number): T;
+  /** A new record for an identifier (and tag) seen for the first time. */
+  protected abstract track(identifier: string, tag: string | undefined, now: number): T;
   /** Notes a decision; true when the identifier needs the ledger soon (its allowance runs low). */
   protected abstract observe(
     record: T,
@@ -126,14 +132,17 @@ export abstract class Worker<T extends Tracked> implements RegionWorker {
   count(decision: Decision, call: CountedCall, source: DecisionSource): void {
     if (call.operation !== 'limit' || this.#closed) return;
     const now = this.parts.clock();
-    let record = this.#records.get(call.identifier);
+    const tag = call.tag;
+    // Tagged keys start with a digit, untagged ones with a NUL: the two never meet.
+    const key = tag === undefined ? `\u0000${call.identifier}` : `${tag.length}:${tag}${call.identifier}`;
+    let record = this.#records.get(key);
     if (record === undefined) {
       if (this.#records.size >= this.parts.config.maxIdentifiers) {
         this.untracked++;
         return;
       }
-      record = this.track(call.identifier, now);
-      this.#records.set(call.identifier, record);
+      record = this.track(call.identifier, tag, now);
+      this.#records.set(key, record);
     }
     record.seenAt = now;
     if (this.observe(record, call.cost, decision, now, source === 'store') && !record.inFlight) {
@@ -160,6 +169,25 @@ export abstract class Worker<T extends Tracked> implements RegionWorker {
       ledgerMs: Math.round(this.rttMs * 10) / 10,
       ledgerUp: this.#up,
     };
+  }
+
+  /** A write of `policy` for a record to the region's store, `amount` as its cost (see write). */
+  protected request(policy: Policy, record: Tracked, amount: number): StoreRequest {
+    const { name, clock, storeClock } = this.parts;
+    return {
+      policy,
+      name,
+      identifier: record.identifier,
+      tag: record.tag,
+      operation: 'limit',
+      cost: amount,
+      now: storeClock ? undefined : clock(),
+    };
+  }
+
+  /** The ledger's key of a record. */
+  protected ledgerKey(record: Tracked): string {
+    return this.parts.ledger.keyFor(this.parts.name, record.identifier, record.tag);
   }
 
   /**
@@ -199,9 +227,9 @@ export abstract class Worker<T extends Tracked> implements RegionWorker {
     if (this.#closed) return;
     const now = this.parts.clock();
     const due: T[] = [];
-    for (const [identifier, record] of this.#records) {
+    for (const [key, record] of this.#records) {
       if (record.inFlight) continue;
-      if (this.idle(record, now)) this.#records.delete(identifier);
+      if (this.idle(record, now)) this.#records.delete(key);
       else if (this.due(record, now)) due.push(record);
     }
     if (due.length > 0 && now >= this.#quietUntil) this.#dispatch(due);
@@ -242,7 +270,6 @@ export abstract class Worker<T extends Tracked> implements RegionWorker {
       if (outcome === 'late') {
         this.#failed(lateError(this.parts.config.ledgerTimeoutMs), identifier, 'timeout');
       }
-      this.parts.viewed?.(this.view());
     });
   }
 

@@ -60,6 +60,17 @@ class OpenTelemetryRecorder extends DecisionMetrics {
     const cacheHits = counter('cacheHits');
     const nearLimit = counter('nearLimit');
     const up = meter.createObservableGauge(INSTRUMENTS.storeUp.openTelemetry, options('storeUp'));
+    const gauge = (instrument: keyof typeof INSTRUMENTS): object =>
+      meter.createObservableGauge(INSTRUMENTS[instrument].openTelemetry, options(instrument));
+    const budget = {
+      granted: gauge('budgetGranted'),
+      demand: gauge('budgetDemand'),
+      identifiers: gauge('budgetIdentifiers'),
+      calls: counter('budgetLedgerCalls'),
+      entries: counter('budgetLedgerEntries'),
+      seconds: gauge('budgetLedgerSeconds'),
+      up: gauge('budgetLedgerUp'),
+    };
     // Counts are cumulative in the tallies: observing them at collection time costs nothing per decision.
     meter.addBatchObservableCallback(
       (result) => {
@@ -77,9 +88,20 @@ class OpenTelemetryRecorder extends DecisionMetrics {
           result.observe(cacheHits, t.cacheHits, { limiter });
           result.observe(nearLimit, t.nearLimit, { limiter });
           result.observe(up, t.downShards.size === 0 ? 1 : 0, { limiter });
+          const view = t.readBudget();
+          if (view === undefined) continue;
+          const at = { limiter, region: view.region };
+          result.observe(budget.granted, view.granted, at);
+          result.observe(budget.demand, view.demand, at);
+          result.observe(budget.identifiers, view.identifiers, at);
+          result.observe(budget.calls, view.ledgerCalls - view.ledgerErrors, { ...at, outcome: 'ok' });
+          result.observe(budget.calls, view.ledgerErrors, { ...at, outcome: 'failed' });
+          result.observe(budget.entries, view.ledgerEntries, at);
+          result.observe(budget.seconds, view.ledgerMs / 1000, at);
+          result.observe(budget.up, view.ledgerUp ? 1 : 0, at);
         }
       },
-      [decisions, units, skipped, cacheHits, nearLimit, up],
+      [decisions, units, skipped, cacheHits, nearLimit, up, ...Object.values(budget)],
     );
   }
 

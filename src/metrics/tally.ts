@@ -1,4 +1,5 @@
 // Counts decisions per limiter in plain numbers, which every exporter and the dashboard read.
+import type { BudgetView } from '../budget/view.js';
 import type { CountedCall, DecisionCounter, DecisionSource, HookContext, MetricsRecorder } from '../hooks.js';
 import { type Decision, isStoreFailure, type Policy, type Store } from '../types.js';
 import { type Outcome, type SkipReason, STORE_MS_BUCKETS, STORE_SECONDS_BUCKETS } from './definitions.js';
@@ -32,6 +33,10 @@ export class LimiterTally {
   /** When the first shard of the current outage went down (ms since the epoch). */
   downSince: number | undefined;
   readonly hot: RecentHeavyHitters | undefined;
+  /** What the limiter's region holds and asks, when it shares a global budget (read when exported). */
+  budget: (() => BudgetView) | undefined;
+  #budgetView: BudgetView | undefined;
+  #budgetReadAt = 0;
 
   constructor(name: string, hotCapacity: number) {
     this.name = name;
@@ -78,6 +83,20 @@ export class LimiterTally {
     return { buckets: this.#buckets, sumMs: this.#storeMsSum };
   }
 
+  /**
+   * The budget's view, read at most every quarter second: a view sums over every identifier the
+   * process tracks, and one scrape reads it for each instrument.
+   */
+  readBudget(): BudgetView | undefined {
+    if (this.budget === undefined) return undefined;
+    const now = Date.now();
+    if (this.#budgetView === undefined || now - this.#budgetReadAt >= 250) {
+      this.#budgetView = this.budget();
+      this.#budgetReadAt = now;
+    }
+    return this.#budgetView;
+  }
+
   /** Empties the store time histogram. */
   clearHistogram(): void {
     this.#buckets.fill(0);
@@ -119,6 +138,8 @@ export interface LimiterMetrics {
   readonly downSinceMs: number | undefined;
   /** The most-denied identifiers over the last one to two `hotWindowMs`, most first. */
   readonly topDenied: readonly HeavyHitter[];
+  /** What the limiter's region holds and asks, when it shares a global budget. */
+  readonly budget?: BudgetView;
 }
 
 /** Options every recorder takes. */
@@ -241,6 +262,11 @@ export class DecisionMetrics implements MetricsRecorder {
     else tally.downSince ??= Date.now();
   }
 
+  /** A limiter with a global budget: its view is read whenever the counts are. */
+  budget(name: string, view: () => BudgetView): void {
+    this.tally(name).budget = view;
+  }
+
   /** The most-denied identifiers of a limiter over the last one to two `hotWindowMs`, most first (none when it has not registered or denied). */
   topDenied(limiter: string, limit?: number): HeavyHitter[] {
     return this.#tallies.get(limiter)?.hot?.top(limit) ?? [];
@@ -310,6 +336,7 @@ function describe(tally: LimiterTally): LimiterMetrics {
     downShards: [...tally.downShards],
     downSinceMs: tally.downSince,
     topDenied: tally.hot?.top() ?? [],
+    ...(tally.budget === undefined ? {} : { budget: tally.readBudget() as BudgetView }),
   };
 }
 
