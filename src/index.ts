@@ -53,6 +53,7 @@ export { LIMITER_DEFAULTS, type LimiterOptions } from './options.js';
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory.js';
 export { RedisStore, type RedisStoreOptions } from './stores/redis/store.js';
 export type {
+  AtomicBatch,
   Decision,
   DecisionReason,
   LimiterDeadline,
@@ -65,6 +66,5 @@ export type {
   StoreReply,
   StoreRequest,
   StoreResult,
-  Together,
 } from './types.js';
 export { isStoreFailure } from './types.js';
