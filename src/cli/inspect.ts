@@ -18,6 +18,7 @@ import type { Command, Context } from './command.js';
 import { ALGORITHMS, type Config, findConfig, NO_CONFIG, policyFromSpec } from './config.js';
 import { decodeState, type RawState } from './decode.js';
 import { CliError, EXIT } from './errors.js';
+import { ledgerText, readLedger } from './inspect-ledger.js';
 import { type InspectReport, textReport } from './inspect-report.js';
 import { type Connection, connect, redisUrl } from './redis.js';
 
@@ -76,7 +77,15 @@ const spec = {
   name: 'inspect',
   summary: "show an identifier's stored state, decoded, its TTL, and what its next request would get",
   positionals: ['limiter', 'identifier'],
-  flags: { ...COMMON_FLAGS, ...CONNECTION_FLAGS, ...CONFIG_FLAGS, ...POLICY_FLAGS, cost: { type: 'string' } },
+  flags: {
+    ...COMMON_FLAGS,
+    ...CONNECTION_FLAGS,
+    ...CONFIG_FLAGS,
+    ...POLICY_FLAGS,
+    cost: { type: 'string' },
+    'global-redis': { type: 'string' },
+    regions: { type: 'string' },
+  },
   help: `Usage: sluice inspect <limiter> <identifier> [--redis URL] [--config file | --algorithm ...] [--cost n]
 
 Reads the key <prefix>:<limiter>:{<identifier>} and shows its state decoded (window counts, the
@@ -90,6 +99,10 @@ ${POLICY_FLAGS_HELP}
 
 Options:
   --cost <n>          units the next request would ask (default 1)
+  --global-redis <url>
+                      for a policy whose limit regions share (see docs/regions.md): also show the
+                      identifier's ledger in the global store, what each region was granted and asked
+  --regions <a,b,c>   the regions' names in the budget's order (default: the config's budget.regions)
 ${CONNECTION_FLAGS_HELP}
 ${CONFIG_FLAGS_HELP}
 ${COMMON_FLAGS_HELP}
@@ -135,6 +148,8 @@ interface InspectOptions {
   readonly cost: number;
   readonly redis: string;
   readonly timeoutMs: number;
+  readonly globalRedis: string | undefined;
+  readonly regions: readonly string[] | undefined;
 }
 
 /** Reads the arguments and finds the policy; every refusal happens here, before connecting. */
@@ -149,6 +164,8 @@ function parse(values: Values, positionals: readonly string[]): InspectOptions {
     cost: optional(values, 'cost', parsePositiveInteger, 1),
     redis: redisUrl(stringFlag(values, 'redis')),
     timeoutMs: optional(values, 'timeout', parseDuration, 5000),
+    globalRedis: stringFlag(values, 'global-redis'),
+    regions: stringFlag(values, 'regions')?.split(',') ?? config?.budget.regions,
   };
 }
 
@@ -198,6 +215,16 @@ async function run(context: Context): Promise<number> {
     report = await execute(connection, options);
   } finally {
     await connection.close();
+  }
+  if (options.globalRedis !== undefined) {
+    const key = `${options.prefix}:budget:${options.name}:{${options.identifier}}`;
+    const global = await readLedger(options.globalRedis, options.timeoutMs, key, options.regions);
+    context.out(
+      context.json
+        ? JSON.stringify({ ...report, global }, null, 2)
+        : [textReport(report, options.policy), ...ledgerText(global, report.serverTimeMs)].join('\n'),
+    );
+    return EXIT.OK;
   }
   context.out(context.json ? JSON.stringify(report, null, 2) : textReport(report, options.policy));
   return EXIT.OK;

@@ -5,6 +5,7 @@ import { Redis } from 'ioredis';
 import {
   type BudgetLimiter,
   createLimiter,
+  type Decision,
   fixedWindow,
   type Limiter,
   type Policy,
@@ -77,6 +78,17 @@ function dueBy(plan: LoadPlan, elapsed: number): number {
   return Math.floor(units);
 }
 
+/**
+ * The bin of a decision: a window's is the window the region's store counted it in (the window ends
+ * `resetMs` after the reply, on the store's clock; rounding absorbs the reply's way back), not the
+ * one the call was sent in, which a call sent at a window's last moment may miss. A bucket's is
+ * when it was sent.
+ */
+function binOf(plan: LoadPlan, at: number, decision: Decision): number {
+  if (plan.policy.kind === 'bucket' || decision.resetMs <= 0) return Math.floor(at / plan.binMs);
+  return Math.round((Date.now() + decision.resetMs) / plan.binMs) - 1;
+}
+
 /** Waits for the parent's start time (epoch ms), sent once every load is ready. */
 function startTime(): Promise<number> {
   return new Promise((resolve) => {
@@ -111,7 +123,7 @@ async function main(): Promise<void> {
   });
   let bins: Record<string, { admitted: number; denied: number }> = {};
   const latencies = { budget: [] as number[], plain: [] as number[] };
-  const flush = (done: boolean): void => {
+  const flush = (done: boolean, sent?: () => void): void => {
     const report: LoadReport = {
       region: plan.region,
       bins,
@@ -119,7 +131,8 @@ async function main(): Promise<void> {
       ...(done && plan.timed ? { latencies } : {}),
       ...(done ? { done } : {}),
     };
-    process.send?.(report);
+    // The last report can be large (every latency): the channel closes only once it is sent.
+    process.send?.(report, undefined, {}, () => sent?.());
     bins = {};
   };
   const reporter = setInterval(() => flush(false), 100);
@@ -128,14 +141,16 @@ async function main(): Promise<void> {
   const ask = (identifier: string): void => {
     const at = Date.now();
     const started = performance.now();
+    // Timed, a plain call starts beside the budgeted one: both wait in the same queues.
+    const plainCall = plan.timed
+      ? plain.limit(identifier).then(() => {
+          latencies.plain.push(Math.round((performance.now() - started) * 1000));
+        })
+      : undefined;
     const call = limiter.limit(identifier).then(async (decision) => {
-      if (plan.timed) {
-        latencies.budget.push(Math.round((performance.now() - started) * 1000));
-        const plainStarted = performance.now();
-        await plain.limit(identifier);
-        latencies.plain.push(Math.round((performance.now() - plainStarted) * 1000));
-      }
-      const bin = String(Math.floor(at / plan.binMs));
+      if (plan.timed) latencies.budget.push(Math.round((performance.now() - started) * 1000));
+      await plainCall;
+      const bin = String(binOf(plan, at, decision));
       const counts = bins[bin] ?? { admitted: 0, denied: 0 };
       bins[bin] = counts;
       if (decision.allowed) counts.admitted++;
@@ -155,11 +170,10 @@ async function main(): Promise<void> {
   }
   await Promise.all(pending);
   clearInterval(reporter);
-  flush(true);
   limiter.close();
   regionClient.disconnect();
   globalClient.disconnect();
-  process.disconnect?.();
+  flush(true, () => process.disconnect?.());
 }
 
 void main();
