@@ -35,8 +35,7 @@ function plan(): Plan {
 
 function schedule(rig: Rig, startAt: number, windowMs: number, kill: () => void): NodeJS.Timeout[] {
   const ap = rig.proxies[2];
-  const at = (window: number, run: () => void) =>
-    setTimeout(run, startAt + window * windowMs - Date.now());
+  const at = (window: number, run: () => void) => setTimeout(run, startAt + window * windowMs - Date.now());
   return [at(CUT[0], () => ap?.cut()), at(CUT[1], () => ap?.heal()), at(KILL_AT, kill)];
 }
 
@@ -53,7 +52,10 @@ async function main(): Promise<void> {
         durationMs: WINDOWS * windowMs,
         phases: [
           { afterMs: 0, unitsPerSecond: (DEMAND * (SKEW[i] as number) * 1000) / windowMs },
-          { afterMs: SHIFT_AT * windowMs, unitsPerSecond: (DEMAND * (SKEW[2 - i] as number) * 1000) / windowMs },
+          {
+            afterMs: SHIFT_AT * windowMs,
+            unitsPerSecond: (DEMAND * (SKEW[2 - i] as number) * 1000) / windowMs,
+          },
         ],
         timed: true,
         binMs: windowMs,

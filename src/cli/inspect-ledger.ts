@@ -1,4 +1,5 @@
 // `sluice inspect --global-redis`: an identifier's global budget as the ledger holds it, per region.
+import type { RawState } from './decode.js';
 import { formatDuration } from './output.js';
 import { type Connection, connect } from './redis.js';
 
@@ -85,7 +86,8 @@ export async function readLedger(
 
 /** The ledger in words, one line per region. */
 export function ledgerText(report: LedgerReport, nowMs: number): string[] {
-  if (report.regions.length === 0) return [`ledger   ${report.key}: none (no region holds more than its floor)`];
+  if (report.regions.length === 0)
+    return [`ledger   ${report.key}: none (no region holds more than its floor)`];
   const lines = [
     `ledger   ${report.key}, TTL ${report.ttlMs === null ? 'none' : formatDuration(report.ttlMs)}`,
   ];
@@ -99,4 +101,27 @@ export function ledgerText(report: LedgerReport, nowMs: number): string[] {
     lines.push(`  ${region.region}: ${[...windows, ...leases].join('; ') || 'nothing'}`);
   }
   return lines;
+}
+
+/** A region's state of a window budget: its window, what it admitted, and what it holds for it and the next. */
+export interface RegionWindowView {
+  readonly regionWindow: number;
+  readonly count: number;
+  readonly grant: number;
+  readonly next: number;
+}
+
+/** The region's state of a window budget (`"<window>:<count>:<grant>:<next>"`), or undefined for another. */
+export function regionWindowState(raw: RawState): RegionWindowView | undefined {
+  if (!('value' in raw)) return undefined;
+  const match = /^(\d+):(\d+):(\d+):(\d+)$/.exec(raw.value);
+  if (match === null) return undefined;
+  const [regionWindow, count, grant, next] = match.slice(1).map(Number) as [number, number, number, number];
+  return { regionWindow, count, grant, next };
+}
+
+/** A region's window state in words. */
+export function regionWindowText(state: RegionWindowView): string {
+  const next = state.next > 0 ? `; ${state.next} claimed for the next window` : '';
+  return `window ${state.regionWindow}: ${state.count} admitted of the ${state.grant} this region holds (floor included)${next}`;
 }

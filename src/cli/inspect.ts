@@ -1,5 +1,13 @@
 // `sluice inspect <limiter> <identifier>`: the stored state decoded, its TTL, and what the next request would get.
-import { createLimiter, type Decision, type Policy, RedisStore, SluiceError } from '../index.js';
+import {
+  createLimiter,
+  type Decision,
+  type Limiter,
+  MemoryStore,
+  type Policy,
+  RedisStore,
+  SluiceError,
+} from '../index.js';
 import {
   COMMON_FLAGS,
   COMMON_FLAGS_HELP,
@@ -18,7 +26,7 @@ import type { Command, Context } from './command.js';
 import { ALGORITHMS, type Config, findConfig, NO_CONFIG, policyFromSpec } from './config.js';
 import { decodeState, type RawState } from './decode.js';
 import { CliError, EXIT } from './errors.js';
-import { ledgerText, readLedger } from './inspect-ledger.js';
+import { ledgerText, readLedger, regionWindowState } from './inspect-ledger.js';
 import { type InspectReport, textReport } from './inspect-report.js';
 import { type Connection, connect, redisUrl } from './redis.js';
 
@@ -169,11 +177,29 @@ function parse(values: Values, positionals: readonly string[]): InspectOptions {
   };
 }
 
+/**
+ * The limiter to peek with: with `--global-redis`, the region's part of the budget (its ledger is
+ * never asked: a peek is not counted), so that the next request is judged on what the region holds.
+ */
+function regionLimiter(options: InspectOptions, store: RedisStore): Limiter {
+  const { name, policy, timeoutMs, regions, globalRedis } = options;
+  if (globalRedis === undefined) return createLimiter({ store, policy, name, timeoutMs });
+  if (regions === undefined) {
+    throw new CliError(
+      '`--global-redis` reads a budget shared by regions: give `--regions eu,us,ap` (or "regions" in the config\'s "budget" section).',
+    );
+  }
+  const budget = { global: new MemoryStore(), region: regions[0] as string, regions };
+  const limiter = createLimiter({ store, policy, name, timeoutMs, budget });
+  limiter.close();
+  return limiter;
+}
+
 /** The state read and decoded, and what the next request would get, from limiter.peek(). */
 async function execute(connection: Connection, options: InspectOptions): Promise<InspectReport> {
   const { name, identifier, policy, cost } = options;
   const store = new RedisStore({ client: connection.client, prefix: options.prefix });
-  const limiter = createLimiter({ store, policy, name, timeoutMs: options.timeoutMs });
+  const limiter = regionLimiter(options, store);
   const key = store.keyFor(name, identifier);
   const { raw, ttlMs, nowMs } = await readState(connection, key);
   let next: Decision;
@@ -195,7 +221,9 @@ async function execute(connection: Connection, options: InspectOptions): Promise
     key,
     type: raw.type,
     raw: 'value' in raw ? raw.value : 'entries' in raw ? raw.entries : null,
-    state: decodeState(policy, raw, nowMs, ttlMs),
+    state:
+      (options.regions !== undefined ? regionWindowState(raw) : undefined) ??
+      decodeState(policy, raw, nowMs, ttlMs),
     ttlMs: ttlMs >= 0 ? ttlMs : null,
     serverTimeMs: nowMs,
     // peek() tells what is left now; the request, when allowed, takes its cost from that.

@@ -119,7 +119,10 @@ describe('sluice serve --region', () => {
     let granted = 0;
     for (const region of regions) {
       const windows = Object.values(region.windows);
-      assert.ok(windows.some((window) => window.demand > 0), `${region.region} reported no demand`);
+      assert.ok(
+        windows.some((window) => window.demand > 0),
+        `${region.region} reported no demand`,
+      );
       for (const window of windows) granted += window.granted;
     }
     assert.ok(granted > 0 && granted + 2 <= LIMIT, `granted ${granted} beyond the floors`);
