@@ -31,6 +31,8 @@ export const ERROR_CODES = {
    * `remoteAddress`): a configuration error, answered through the framework's error path.
    */
   NO_CLIENT_ADDRESS: 'ERR_SLUICE_NO_CLIENT_ADDRESS',
+  /** A reservation was settled twice (`reserve()`'s `settle`). The second call recorded nothing. */
+  ALREADY_SETTLED: 'ERR_SLUICE_ALREADY_SETTLED',
 } as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[keyof typeof ERROR_CODES];

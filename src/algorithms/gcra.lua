@@ -1,7 +1,10 @@
 -- GCRA, also the token bucket: one number per identifier, the theoretical arrival time (TAT) in ms.
 -- Twin of gcra.ts; the two change together. Composed into scripts after stores/redis/lua/prelude.lua.
--- gcra(key, now, op, cost, interval, tolerance) -> allowed, remaining, resetMs, retryAfterMs
---   op: '0' limit, '1' peek, '2' refund; interval: ms per unit; tolerance: burst x interval, in ms.
+-- gcra(key, now, op, cost, interval, tolerance, max_debt)
+--   -> allowed, remaining, resetMs, retryAfterMs (and for a charge: debt, cut off)
+--   op: '0' limit, '1' peek, '2' refund, '3' charge; interval: ms per unit; tolerance: burst x
+--   interval, in ms; max_debt: a charge's only. A charge moves the TAT on past the tolerance, by at
+--   most max_debt units more (tokens below zero); its retryAfterMs is for a cost of 1.
 -- Whole units that fit now: the largest n with tat + n x interval - now <= tolerance, by the very
 -- comparison a request of cost n meets, so `remaining` never disagrees with the next decision.
 local function gcra_units(tat, now, interval, tolerance)
@@ -30,13 +33,27 @@ local function gcra_decode(stored)
   return value
 end
 
-local function gcra(key, now, op, cost, interval, tolerance)
+local function gcra(key, now, op, cost, interval, tolerance, max_debt)
   local tat = gcra_decode(get(key)) or now
   if tat < now then tat = now end
   local allowed = 1
   local retry = 0
   local write = false
-  if op == '2' then
+  local debt, cut = nil, nil
+  if op == '3' then
+    local taken = gcra_units(tat, now, interval, tolerance + max_debt * interval)
+    if taken > cost then taken = cost end
+    if taken > 0 then
+      tat = tat + taken * interval
+      write = true
+    end
+    local next = tat + interval
+    if next - now > tolerance + EPSILON_MS then retry = ceil(next - tolerance - now - EPSILON_MS) end
+    -- The fewest units whose return brings the TAT back within the tolerance.
+    debt = ceil((tat - now - tolerance - EPSILON_MS) / interval)
+    if debt < 0 then debt = 0 end
+    cut = cost - taken
+  elseif op == '2' then
     tat = tat - cost * interval
     if tat < now then tat = now end
     write = true
@@ -45,7 +62,7 @@ local function gcra(key, now, op, cost, interval, tolerance)
     if next - now > tolerance + EPSILON_MS then
       -- A denied request consumes nothing.
       allowed = 0
-      retry = ceil(next - tolerance - now)
+      retry = ceil(next - tolerance - now - EPSILON_MS)
     elseif op == '0' then
       tat = next
       write = true
@@ -58,5 +75,5 @@ local function gcra(key, now, op, cost, interval, tolerance)
       call('DEL', key)
     end
   end
-  return allowed, gcra_units(tat, now, interval, tolerance), ceil(tat - now), retry
+  return allowed, gcra_units(tat, now, interval, tolerance), ceil(tat - now), retry, debt, cut
 end

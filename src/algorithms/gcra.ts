@@ -2,6 +2,7 @@
 import { describeShare, resolveShare, scaleBurst } from '../share.js';
 import type { Operation, Outcome, Policy } from '../types.js';
 import { durationMs, knownKeys, optionsObject, positiveInteger, positiveNumber } from '../validate.js';
+import { DEBT_OPTION_KEYS, type DebtOptions, debtOptions, type ResolvedDebt } from './debt.js';
 import { type PolicyBody, scaledAtLeastOne, withLimits } from './variants.js';
 
 /**
@@ -23,8 +24,26 @@ function unitsAvailable(tat: number, now: number, intervalMs: number, toleranceM
 }
 
 /**
+ * A charge's fields: the retry for a cost of 1, the units owed past the tolerance (the fewest whose
+ * return brings TAT back within it), and the units cut off.
+ */
+function chargeFields(
+  tat: number,
+  now: number,
+  intervalMs: number,
+  toleranceMs: number,
+  cut: number,
+): number[] {
+  const next = tat + intervalMs;
+  const retry = next - now > toleranceMs + EPSILON_MS ? Math.ceil(next - toleranceMs - now - EPSILON_MS) : 0;
+  const debt = Math.ceil((tat - now - toleranceMs - EPSILON_MS) / intervalMs);
+  return [retry, Math.max(debt, 0), cut];
+}
+
+/**
  * The rule both policies share: each unit of cost moves the theoretical arrival time (TAT) one
- * emission interval later, and a request is allowed while TAT stays within `toleranceMs` of now.
+ * emission interval later, and a request is allowed while TAT stays within `toleranceMs` of now. A
+ * charge moves it on past the tolerance, by at most `maxDebt` units more (tokens below zero).
  */
 export function decideGcra(
   stored: number | undefined,
@@ -33,12 +52,22 @@ export function decideGcra(
   cost: number,
   intervalMs: number,
   toleranceMs: number,
+  maxDebt = Math.round(toleranceMs / intervalMs),
 ): Outcome<number> {
   let tat = stored === undefined || stored < now ? now : stored;
   let allowed = true;
   let retryAfterMs = 0;
   let write = false;
-  if (operation === 'refund') {
+  let fields: number[] | undefined;
+  if (operation === 'charge') {
+    const room = unitsAvailable(tat, now, intervalMs, toleranceMs + maxDebt * intervalMs);
+    const taken = Math.min(cost, room);
+    if (taken > 0) {
+      tat = tat + taken * intervalMs;
+      write = true;
+    }
+    fields = chargeFields(tat, now, intervalMs, toleranceMs, cost - taken);
+  } else if (operation === 'refund') {
     tat = tat - cost * intervalMs;
     if (tat < now) tat = now;
     write = true;
@@ -46,7 +75,8 @@ export function decideGcra(
     const next = tat + cost * intervalMs;
     if (next - now > toleranceMs + EPSILON_MS) {
       allowed = false;
-      retryAfterMs = Math.ceil(next - toleranceMs - now);
+      // With the same slack as the comparison: a request allowed at a whole millisecond waits no longer.
+      retryAfterMs = Math.ceil(next - toleranceMs - now - EPSILON_MS);
     } else if (operation === 'limit') {
       tat = next;
       write = true;
@@ -55,7 +85,7 @@ export function decideGcra(
   const keep = tat > now;
   // The Lua twin stores a TAT of whole microseconds as an integer (minus the count of µs) and any
   // other as a decimal; both read back exactly, so the form never changes a decision.
-  return {
+  const outcome: Outcome<number> = {
     allowed,
     remaining: unitsAvailable(tat, now, intervalMs, toleranceMs),
     resetMs: Math.ceil(tat - now),
@@ -64,10 +94,11 @@ export function decideGcra(
     state: write && keep ? tat : stored,
     ttlMs: write ? (keep ? Math.ceil(tat - now) : 0) : -1,
   };
+  return fields === undefined ? outcome : { ...outcome, fields };
 }
 
 /** Options of {@link gcra}. */
-export interface GcraOptions {
+export interface GcraOptions extends DebtOptions {
   /** Requests allowed per `periodMs` on average. */
   readonly limit: number;
   /** The period `limit` is counted over, in ms. */
@@ -94,25 +125,27 @@ export interface GcraOptions {
  */
 export function gcra(options: GcraOptions): Policy<number> {
   const raw = optionsObject('gcra options', options, true);
-  knownKeys('gcra', raw, ['limit', 'periodMs', 'burst', 'share']);
+  knownKeys('gcra', raw, ['limit', 'periodMs', 'burst', 'share', ...DEBT_OPTION_KEYS]);
   const limit = positiveInteger('gcra.limit', raw.limit);
   const periodMs = durationMs('gcra.periodMs', raw.periodMs);
   const burst = raw.burst === undefined ? limit : positiveInteger('gcra.burst', raw.burst);
   const share = resolveShare('gcra.share', raw.share);
+  const debt = debtOptions('gcra', raw);
   // The rate needs no rounding: the emission interval is a fraction of a millisecond as readily as a whole one.
   const body = (rate: number, units: number): PolicyBody<number> =>
     gcraPolicy(
       'gcra',
-      `gcra(limit=${rate},periodMs=${periodMs},burst=${units}${describeShare(share)})`,
+      `gcra(limit=${rate},periodMs=${periodMs},burst=${units}${describeShare(share)}${debt.described})`,
       periodMs / (rate * share),
       scaleBurst(units, share),
+      debt,
     );
   // A call's limit is its rate; the burst grows or shrinks with it (a plan twice as large bursts twice as far).
   return withLimits(limit, body(limit, burst), (rate) => body(rate, scaledAtLeastOne(burst, rate / limit)));
 }
 
 /** Options of {@link tokenBucket}. */
-export interface TokenBucketOptions {
+export interface TokenBucketOptions extends DebtOptions {
   /** Tokens the bucket holds when full: the largest burst. */
   readonly capacity: number;
   /** Tokens added per second, fractions allowed (0.5 is one token every two seconds). */
@@ -135,18 +168,20 @@ export interface TokenBucketOptions {
  */
 export function tokenBucket(options: TokenBucketOptions): Policy<number> {
   const raw = optionsObject('tokenBucket options', options, true);
-  knownKeys('tokenBucket', raw, ['capacity', 'refillPerSecond', 'share']);
+  knownKeys('tokenBucket', raw, ['capacity', 'refillPerSecond', 'share', ...DEBT_OPTION_KEYS]);
   const capacity = positiveInteger('tokenBucket.capacity', raw.capacity);
   const refillPerSecond = positiveNumber('tokenBucket.refillPerSecond', raw.refillPerSecond);
   const share = resolveShare('tokenBucket.share', raw.share);
+  const debt = debtOptions('tokenBucket', raw);
   const body = (size: number, refill: number): PolicyBody<number> => {
     const intervalMs = 1000 / (refill * share);
     const scaledCapacity = scaleBurst(size, share);
     return gcraPolicy(
       'tokenBucket',
-      `tokenBucket(capacity=${size},refillPerSecond=${refill}${describeShare(share)})`,
+      `tokenBucket(capacity=${size},refillPerSecond=${refill}${describeShare(share)}${debt.described})`,
       intervalMs,
       scaledCapacity,
+      debt,
     );
   };
   // A call's limit is the bucket's capacity; the refill rate scales with it, so the time to refill
@@ -166,8 +201,10 @@ function gcraPolicy(
   description: string,
   intervalMs: number,
   burst: number,
+  debt: ResolvedDebt,
 ): PolicyBody<number> {
   const toleranceMs = burst * intervalMs;
+  const maxDebt = debt.maxDebt ?? burst;
   return {
     algorithm,
     script: 'gcra',
@@ -176,7 +213,10 @@ function gcraPolicy(
     // The slack absorbs float steps: 3 × (1000 / 3) must stay one second, not become 1001 ms.
     windowMs: Math.ceil(toleranceMs - EPSILON_MS),
     maxCost: burst,
+    maxDebt,
+    unit: debt.unit,
     description,
-    decide: (state, now, operation, cost) => decideGcra(state, now, operation, cost, intervalMs, toleranceMs),
+    decide: (state, now, operation, cost) =>
+      decideGcra(state, now, operation, cost, intervalMs, toleranceMs, maxDebt),
   };
 }

@@ -4,7 +4,7 @@ import { ERROR_CODES, SluiceError } from '../errors.js';
 import type { DecisionSource, HookContext, MetricsRecorder } from '../hooks.js';
 import { OPERATIONS } from '../operations.js';
 import type { ResolvedLimiterOptions } from '../options.js';
-import type { Decision, Store, StoreFailure, StoreResult } from '../types.js';
+import type { Decision, Operation, Store, StoreFailure, StoreResult } from '../types.js';
 import type { Call } from './call.js';
 import { DenyCache } from './deny-cache.js';
 import { Fallback } from './fallback.js';
@@ -18,15 +18,22 @@ export function storeError(kind: string, error: unknown): SluiceError {
   return new SluiceError(ERROR_CODES.STORE, `The ${kind} store failed: ${message}`, { cause: error });
 }
 
-/** The decision a store's result makes under a policy's `limit`. */
-export function decisionOf(result: StoreResult, limit: number): Decision {
-  return {
+/**
+ * The decision a store's result makes under a policy's `limit`; a result with fields of its own
+ * (a charge's debt) makes its operation's answer (OperationEntry.answer).
+ */
+export function decisionOf(result: StoreResult, limit: number, operation: Operation): Decision {
+  const decision: Decision = {
     allowed: result.allowed,
     limit,
     remaining: result.remaining,
     resetMs: result.resetMs,
     retryAfterMs: result.retryAfterMs,
   };
+  const fields = result.fields;
+  if (fields === undefined) return decision;
+  const answer = OPERATIONS[operation].answer;
+  return answer === undefined ? decision : answer(decision, fields);
 }
 
 /**
@@ -86,9 +93,13 @@ export class Answers {
     if (this.#observed) call.askedAt = this.#reporting.timesThisOne() ? performance.now() : Number.NaN;
   }
 
-  /** Whether the call goes to the store (see `admit`), noting when it was asked (see `asking`). */
+  /**
+   * Whether the call goes to the store (see `admit`), noting when it was asked (see `asking`). A
+   * call that no failure policy may answer (a charge: OperationEntry.onStoreFailure) always goes.
+   */
   ask(call: Call): boolean {
-    if (this.#down && !this.admit(call)) return false;
+    if (this.#down && OPERATIONS[call.operation].onStoreFailure === 'policy' && !this.admit(call))
+      return false;
     if (this.#observed) call.askedAt = this.#reporting.timesThisOne() ? performance.now() : Number.NaN;
     return true;
   }
@@ -135,7 +146,7 @@ export class Answers {
   /** The decision the store's result makes, reported and enforced. */
   decision(call: Call, result: StoreResult): Decision {
     if (this.#down) this.#health.answered(call.shard ?? this.#store.shardOf?.(call));
-    const decision = decisionOf(result, call.policy.limit);
+    const decision = decisionOf(result, call.policy.limit, call.operation);
     const observed = this.#observed;
     // Most limiters remember no denials, report to no one and enforce: the decision is the answer.
     if (this.#denyCache === undefined && !observed && this.#enforce) return decision;
@@ -204,6 +215,8 @@ export class Answers {
   #deliver(call: Call, decision: Decision, source: DecisionSource, storeMs: number): Decision {
     if (this.#observed) this.#reporting.decided(call, decision, source, storeMs);
     if (this.#enforce) return decision;
+    // A charge is allowed whatever the policy says; its debt is the caller's to see in shadow mode too.
+    if (decision.debt !== undefined) return { ...decision, wouldAllow: true };
     const shadowed: Decision = {
       allowed: true,
       limit: decision.limit,

@@ -23,3 +23,4 @@ export type {
 export { DENY_RETRY_AFTER_MS, type FailureMode } from './health.js';
 export { limiterPipeline, RateLimiter } from './limiter.js';
 export { Pipeline } from './pipeline.js';
+export { checkActual, LimiterReservation, settleCall } from './reservation.js';

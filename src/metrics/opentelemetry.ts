@@ -59,6 +59,9 @@ class OpenTelemetryRecorder extends DecisionMetrics {
     const skipped = counter('skipped');
     const cacheHits = counter('cacheHits');
     const nearLimit = counter('nearLimit');
+    const charges = counter('charges');
+    const chargedUnits = counter('chargedUnits');
+    const cutOff = counter('cutOff');
     const up = meter.createObservableGauge(INSTRUMENTS.storeUp.openTelemetry, options('storeUp'));
     const gauge = (instrument: keyof typeof INSTRUMENTS): object =>
       meter.createObservableGauge(INSTRUMENTS[instrument].openTelemetry, options(instrument));
@@ -87,6 +90,9 @@ class OpenTelemetryRecorder extends DecisionMetrics {
           result.observe(units, t.units, { limiter });
           result.observe(cacheHits, t.cacheHits, { limiter });
           result.observe(nearLimit, t.nearLimit, { limiter });
+          result.observe(charges, t.charges, { limiter });
+          result.observe(chargedUnits, t.chargedUnits, { limiter });
+          result.observe(cutOff, t.cutOff, { limiter });
           result.observe(up, t.downShards.size === 0 ? 1 : 0, { limiter });
           const view = t.readBudget();
           if (view === undefined) continue;
@@ -101,7 +107,18 @@ class OpenTelemetryRecorder extends DecisionMetrics {
           result.observe(budget.up, view.ledgerUp ? 1 : 0, at);
         }
       },
-      [decisions, units, skipped, cacheHits, nearLimit, up, ...Object.values(budget)],
+      [
+        decisions,
+        units,
+        skipped,
+        cacheHits,
+        nearLimit,
+        charges,
+        chargedUnits,
+        cutOff,
+        up,
+        ...Object.values(budget),
+      ],
     );
   }
 
@@ -120,7 +137,8 @@ class OpenTelemetryRecorder extends DecisionMetrics {
 /**
  * A recorder for `createLimiter({ metrics })` on an OpenTelemetry meter: the counters
  * `sluice.decisions` (attributes `limiter`, `outcome`), `sluice.units`, `sluice.store.skipped`
- * (`reason`), `sluice.deny_cache.hits` and `sluice.near_limit`, observed at collection time; the
+ * (`reason`), `sluice.deny_cache.hits`, `sluice.near_limit`, `sluice.charges`,
+ * `sluice.charged.units` and `sluice.debt.cut_off`, observed at collection time; the
  * histogram `sluice.store.decision.duration` in seconds; the gauge `sluice.store.up`. Each
  * store decision is one histogram recording on the meter; the counters cost nothing per decision.
  *

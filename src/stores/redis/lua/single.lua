@@ -1,8 +1,9 @@
 -- Body of the one-policy script, after prelude.lua, the algorithm's function, `local decide = <it>`
 -- and `local read_ahead = <whether it starts with a GET>`.
 -- KEYS: one key per identifier, each decided on its own, in order.
--- ARGV: op ('0' limit, '1' peek, '2' refund), now in ms ('' reads the server clock),
---       the policy's two parameters, then one cost per key.
+-- ARGV: op ('0' limit, '1' peek, '2' refund, '3' charge), now in ms ('' reads the server clock),
+--       the policy's two parameters, one cost per key, then each key's operands (a charge: its
+--       max_debt).
 -- Returns integers: first the reset shared by the batch (the first allowed key's resetMs, else 0),
 -- then one record per key, in order:
 --   r >= 0              allowed; remaining r, resetMs the shared one, retryAfterMs 0
@@ -10,6 +11,8 @@
 --   -2 - 2 x reset, r, t  denied; remaining r, resetMs reset, retryAfterMs t
 -- Most records are one integer (every allowed key of a window policy ends its state at the same
 -- moment): Redis builds a quarter of the reply, and the client decodes a quarter of the integers.
+-- A charge's record (always allowed) is followed by its fields: the retryAfterMs for a cost of 1,
+-- the debt, and the units cut off.
 local op = ARGV[1]
 local now = clock(ARGV[2])
 -- Policies that start each decision with a GET (read_ahead: see scripts.ts) read the keys of a batch
@@ -26,14 +29,25 @@ local n = 1
 -- Costs are mostly all alike: the text of the last one is compared (interned strings: one pointer)
 -- before it is parsed again.
 local costText, cost = nil, nil
+local charging = op == '3'
+local operand = nil
 for i = 1, #KEYS do
   local text = ARGV[4 + i]
   if text ~= costText then
     costText = text
     cost = tonumber(text)
   end
-  local allowed, remaining, reset, retry = decide(KEYS[i], now, op, cost, first, second)
-  if allowed == 1 then
+  if charging then operand = tonumber(ARGV[4 + #KEYS + i]) end
+  local allowed, remaining, reset, retry, debt, cut = decide(KEYS[i], now, op, cost, first, second, operand)
+  if charging then
+    -- Its wait is a field: an allowed record has no room for one.
+    out[n + 1] = -1 - 2 * reset
+    out[n + 2] = remaining
+    out[n + 3] = retry
+    out[n + 4] = debt
+    out[n + 5] = cut
+    n = n + 5
+  elseif allowed == 1 then
     -- An allowed request waits for nothing: the records have no room for a retry.
     if retry ~= 0 then return redis.error_reply('ERR sluice: allowed with a retryAfterMs') end
     if shared == nil then
