@@ -1,6 +1,6 @@
 // A limiter with a global budget: a pipeline deciding against the region's store, and the worker that keeps what the region holds.
 import { Pipeline, RateLimiter } from '../core/index.js';
-import type { SluiceError } from '../errors.js';
+import { ERROR_CODES, SluiceError } from '../errors.js';
 import { callHook, type MetricsRecorder } from '../hooks.js';
 import type { ResolvedLimiterOptions } from '../options.js';
 import type { Limiter } from '../types.js';
@@ -22,9 +22,24 @@ export interface BudgetLimiter extends Limiter {
   close(): void;
 }
 
+/**
+ * A region's scripts know `limit`, `peek` and `refund`: a charge (or a reservation, settled by one)
+ * would take units no grant covers, so it is refused, before anything is written.
+ */
+function notShared(operation: 'charge' | 'reserve'): Promise<never> {
+  return Promise.reject(
+    new SluiceError(
+      ERROR_CODES.INVALID_OPTION,
+      `Expected a limiter without \`budget\` for \`${operation}()\`, got one whose limit regions share: a region holds only what the ledger granted it, which a charge could pass.`,
+    ),
+  );
+}
+
 class BudgetedLimiter extends RateLimiter implements BudgetLimiter {
   readonly budget: () => BudgetView;
   readonly close: () => void;
+  override readonly charge: Limiter['charge'] = () => notShared('charge');
+  override readonly reserve: Limiter['reserve'] = () => notShared('reserve');
 
   constructor(pipeline: Pipeline, worker: RegionWorker) {
     super(pipeline);

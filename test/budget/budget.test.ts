@@ -70,6 +70,23 @@ describe('budget options', () => {
       /Unknown option `budget.leases`/,
     ],
   ];
+  test('refuses charge() and reserve(), writing nothing: a region holds only what was granted', async () => {
+    const store = new MemoryStore();
+    const limiter = regionLimiter(policy, { global, region: 'eu' }, store);
+    try {
+      for (const call of [() => limiter.charge('acme', 5), () => limiter.reserve('acme')]) {
+        await assert.rejects(call(), (error: unknown) => {
+          assert.ok(error instanceof SluiceError);
+          assert.equal(error.code, 'ERR_SLUICE_INVALID_OPTION');
+          assert.match(error.message, /without `budget`/);
+          return true;
+        });
+      }
+      assert.equal((await limiter.peek('acme')).remaining, 10, 'the floor, untouched');
+    } finally {
+      limiter.close();
+    }
+  });
   for (const [what, make, message] of refused) {
     test(`refuses ${what}, with a message that names it`, () => {
       assert.throws(make, (error: unknown) => {
@@ -154,7 +171,9 @@ describe('many identifiers', () => {
       const busy: BudgetView = limiter.budget();
       assert.equal(busy.identifiers, 200, 'the tracked identifiers are bounded by maxIdentifiers');
       // Per tracked identifier and window: its report and its claim, a chunk or a give-back now and then.
-      const perIdentifierWindow = busy.ledgerEntries / (200 * 3);
+      // The windows the worker ran in: the loop's last round may end in a fourth on a loaded machine.
+      const windows = Math.ceil((Date.now() - start) / windowMs);
+      const perIdentifierWindow = busy.ledgerEntries / (200 * windows);
       assert.ok(perIdentifierWindow <= 4, `${perIdentifierWindow} ledger entries per identifier per window`);
       // One ledger call carries up to 64 identifiers.
       assert.ok(
@@ -163,7 +182,6 @@ describe('many identifiers', () => {
       );
       // Idle for three windows: the worker forgets them, the ledger's entries expire.
       await sleep(3 * windowMs);
-      assert.equal(limiter.limit.length >= 0, true);
       await limiter.limit('tenant-0');
       await sleep(windowMs);
       const quiet = limiter.budget();
