@@ -238,44 +238,45 @@ export function budgetWindowPolicy(
   };
 }
 
-/** The policy whose `limit` call tells what the ledger granted for window `target` before (the cost: see syncBudgetWindow). */
-export function budgetSyncPolicy(target: number, windowMs: number): Policy<BudgetWindowState> {
+type Write = (
+  stored: BudgetWindowState | undefined,
+  now: number,
+  amount: number,
+  target: number,
+  windowMs: number,
+) => Outcome<BudgetWindowState>;
+
+/** A policy whose `limit` call is one of the worker's writes to window `target` (the cost is its amount). */
+function writePolicy(
+  algorithm: string,
+  script: 'budget-window-sync' | 'budget-window-release' | 'budget-window-grant',
+  target: number,
+  windowMs: number,
+  write: Write,
+): Policy<BudgetWindowState> {
   return {
-    algorithm: 'budgetSync',
-    script: 'budget-window-sync',
+    algorithm,
+    script,
     args: [String(target), String(windowMs)],
     limit: Number.MAX_SAFE_INTEGER,
     windowMs,
     maxCost: Number.MAX_SAFE_INTEGER,
-    description: `budgetSync(window=${target})`,
-    decide: (state, now, _operation, amount) => syncBudgetWindow(state, now, amount, target, windowMs),
+    description: `${algorithm}(window=${target})`,
+    decide: (state, now, _operation, amount) => write(state, now, amount, target, windowMs),
   };
+}
+
+/** The policy whose `limit` call tells what the ledger granted for window `target` before (the cost: see syncBudgetWindow). */
+export function budgetSyncPolicy(target: number, windowMs: number): Policy<BudgetWindowState> {
+  return writePolicy('budgetSync', 'budget-window-sync', target, windowMs, syncBudgetWindow);
 }
 
 /** The policy whose `limit` call gives back units of window `target`'s grant (the cost is how many at most). */
 export function budgetReleasePolicy(target: number, windowMs: number): Policy<BudgetWindowState> {
-  return {
-    algorithm: 'budgetRelease',
-    script: 'budget-window-release',
-    args: [String(target), String(windowMs)],
-    limit: Number.MAX_SAFE_INTEGER,
-    windowMs,
-    maxCost: Number.MAX_SAFE_INTEGER,
-    description: `budgetRelease(window=${target})`,
-    decide: (state, now, _operation, amount) => releaseBudgetWindow(state, now, amount, target, windowMs),
-  };
+  return writePolicy('budgetRelease', 'budget-window-release', target, windowMs, releaseBudgetWindow);
 }
 
 /** The policy whose `limit` call writes a grant for window `target` (the cost is the granted total). */
 export function budgetGrantPolicy(target: number, windowMs: number): Policy<BudgetWindowState> {
-  return {
-    algorithm: 'budgetGrant',
-    script: 'budget-window-grant',
-    args: [String(target), String(windowMs)],
-    limit: Number.MAX_SAFE_INTEGER,
-    windowMs,
-    maxCost: Number.MAX_SAFE_INTEGER,
-    description: `budgetGrant(window=${target})`,
-    decide: (state, now, _operation, amount) => grantBudgetWindow(state, now, amount, target, windowMs),
-  };
+  return writePolicy('budgetGrant', 'budget-window-grant', target, windowMs, grantBudgetWindow);
 }
