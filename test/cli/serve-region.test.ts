@@ -22,7 +22,16 @@ describe('sluice serve --region', () => {
   let services: ServeProcess[] = [];
   const config = writeConfig({
     // A window long enough that no boundary falls inside the test: what is admitted is one window's.
-    policies: { api: { algorithm: 'fixedWindow', limit: LIMIT, windowMs: 600_000 } },
+    // Deny when the store is slow (a loaded machine): a failure must not pass as an admission.
+    policies: {
+      api: {
+        algorithm: 'fixedWindow',
+        limit: LIMIT,
+        windowMs: 600_000,
+        onStoreError: 'deny',
+        timeoutMs: 2000,
+      },
+    },
   });
 
   before(async () => {

@@ -12,6 +12,7 @@ descriptors:
     rate_limit:
       unit: hour
       requests_per_unit: ${LIMIT}
+      timeout: 2s
 `;
 
 describe('Envoy rules with a budget across regions', () => {
