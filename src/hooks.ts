@@ -69,7 +69,16 @@ export interface MetricsRecorder {
    * time (see docs/regions.md). Optional.
    */
   budget?(name: string, view: () => BudgetView): void;
+  /**
+   * A request that a deny list refused before the limiter was asked: `middleware`, the HTTP
+   * middleware's `deny` option. (Denials of `limiter.deny()` are decisions: `record` gets them,
+   * with `reason: 'denied'`.) Optional.
+   */
+  listDenied?(name: string, list: DenyList): void;
 }
+
+/** Which deny list refused a request: `store`, the limiter's stored denials; `middleware`, the middleware's `deny` option. */
+export type DenyList = 'store' | 'middleware';
 
 /** What a {@link DecisionCounter} is told of the call behind a decision (read it, do not keep it). */
 export type CountedCall = Pick<HookContext, 'identifier' | 'operation' | 'cost'> & {

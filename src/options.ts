@@ -13,6 +13,7 @@ export const LIMITER_DEFAULTS = {
   timeoutMs: 50,
   denyCacheMaxEntries: 10_000,
   enforce: true,
+  overrides: false,
 } as const;
 
 /** The longest `timeoutMs` accepted: what a Node.js timer can wait. */
@@ -86,6 +87,14 @@ export interface LimiterOptions {
    * @default undefined (the policy's limit is this store's alone)
    */
   readonly budget?: BudgetOptions;
+  /**
+   * Reads what operators store for identifiers, in the decision's own script (no extra round trip):
+   * a limit (`setLimit`), used instead of the policy's own unless the call gives its `limit`, and a
+   * denial (`deny`), which refuses with `reason: 'denied'`. Every process sees a change at its next
+   * decision. Costs each decision a look at two more keys in the store (see docs/per-call-limits.md).
+   * @default false
+   */
+  readonly overrides?: boolean;
 }
 
 /** The resolved, validated configuration the limiter runs on. */
@@ -104,6 +113,7 @@ export interface ResolvedLimiterOptions {
   readonly enforce: boolean;
   /** A budget shared with other regions; undefined for a limiter of its own. */
   readonly budget: BudgetConfig | undefined;
+  readonly overrides: boolean;
 }
 
 const KNOWN = [
@@ -119,6 +129,7 @@ const KNOWN = [
   'denyCache',
   'enforce',
   'budget',
+  'overrides',
 ] as const;
 const FAILURE_MODES: readonly unknown[] = ['allow', 'deny', 'fallback'] satisfies FailureMode[];
 
@@ -158,6 +169,19 @@ export function resolveLimiterOptions(options: LimiterOptions): ResolvedLimiterO
   if (raw.onStoreError !== undefined && !FAILURE_MODES.includes(raw.onStoreError)) {
     throw invalidOption('onStoreError', "'allow', 'deny' or 'fallback'", raw.onStoreError);
   }
+  const overrides = flag('overrides', raw.overrides, LIMITER_DEFAULTS.overrides);
+  if (overrides && raw.store.stored === undefined) {
+    throw invalidOption(
+      'overrides',
+      `false for a ${raw.store.kind} store, which keeps nothing per identifier (use a RedisStore or MemoryStore)`,
+      raw.overrides,
+    );
+  }
+  if (overrides && raw.budget !== undefined) {
+    // A region holds what the ledger granted for the policy's limit: a stored limit would change it
+    // in one region and not in the ledger.
+    throw invalidOption('overrides', 'false for a limiter with a `budget`', raw.overrides);
+  }
   return Object.freeze({
     store: raw.store,
     policy: raw.policy,
@@ -174,6 +198,7 @@ export function resolveLimiterOptions(options: LimiterOptions): ResolvedLimiterO
     denyCacheMaxEntries: denyCacheEntries(raw.denyCache),
     enforce: flag('enforce', raw.enforce, LIMITER_DEFAULTS.enforce),
     budget: raw.budget === undefined ? undefined : resolveBudget(raw.budget, raw.policy),
+    overrides,
   });
 }
 

@@ -3,7 +3,7 @@ import { describeShare, resolveShare, scaleBurst } from '../share.js';
 import type { Operation, Outcome, Policy } from '../types.js';
 import { durationMs, knownKeys, optionsObject, positiveInteger, positiveNumber } from '../validate.js';
 import { DEBT_OPTION_KEYS, type DebtOptions, debtOptions, type ResolvedDebt } from './debt.js';
-import { type PolicyBody, scaledAtLeastOne, withLimits } from './variants.js';
+import { limitRule, type PolicyBody, scaledAtLeastOne, withLimits } from './variants.js';
 
 /**
  * Slack for comparisons of times, in ms; the Lua twin uses the same value. Times near 1.7e12 ms
@@ -141,7 +141,12 @@ export function gcra(options: GcraOptions): Policy<number> {
       debt,
     );
   // A call's limit is its rate; the burst grows or shrinks with it (a plan twice as large bursts twice as far).
-  return withLimits(limit, body(limit, burst), (rate) => body(rate, scaledAtLeastOne(burst, rate / limit)));
+  return withLimits(
+    limit,
+    body(limit, burst),
+    (rate) => body(rate, scaledAtLeastOne(burst, rate / limit)),
+    limitRule('rate', limit, share, debt, periodMs, burst),
+  );
 }
 
 /** Options of {@link tokenBucket}. */
@@ -186,8 +191,11 @@ export function tokenBucket(options: TokenBucketOptions): Policy<number> {
   };
   // A call's limit is the bucket's capacity; the refill rate scales with it, so the time to refill
   // an empty bucket stays the same.
-  return withLimits(capacity, body(capacity, refillPerSecond), (size) =>
-    body(size, (refillPerSecond * size) / capacity),
+  return withLimits(
+    capacity,
+    body(capacity, refillPerSecond),
+    (size) => body(size, (refillPerSecond * size) / capacity),
+    limitRule('capacity', capacity, share, debt, refillPerSecond),
   );
 }
 

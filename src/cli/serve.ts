@@ -171,6 +171,7 @@ function hearingHealth(
       recorder?.health(name, up, shard);
       if (up && failing.delete(name)) log(`sluice serve: policy ${name}: Redis answers again`);
     },
+    listDenied: (name, list) => recorder?.listDenied?.(name, list),
   };
 }
 
@@ -197,6 +198,7 @@ function buildLimiters(
         policy,
         name,
         ...config.failure.get(name),
+        overrides: config.overrides.has(name),
         ...(shared === undefined ? {} : { budget: shared }),
         metrics,
         onError: (error) => {

@@ -1,6 +1,6 @@
 // openTelemetryMetrics(): the same instruments on an OpenTelemetry meter, counters observed at collection time.
 import { invalidOption } from '../errors.js';
-import { INSTRUMENTS, OUTCOMES, SKIP_REASONS, STORE_SECONDS_BUCKETS } from './definitions.js';
+import { DENY_LISTS, INSTRUMENTS, OUTCOMES, SKIP_REASONS, STORE_SECONDS_BUCKETS } from './definitions.js';
 import { type HotOptions, resolveMetricsOptions } from './options.js';
 import { DecisionMetrics, type DecisionMetricsOptions, type LimiterTally } from './tally.js';
 
@@ -59,6 +59,7 @@ class OpenTelemetryRecorder extends DecisionMetrics {
     const skipped = counter('skipped');
     const cacheHits = counter('cacheHits');
     const nearLimit = counter('nearLimit');
+    const listDenials = counter('listDenials');
     const charges = counter('charges');
     const chargedUnits = counter('chargedUnits');
     const cutOff = counter('cutOff');
@@ -93,6 +94,10 @@ class OpenTelemetryRecorder extends DecisionMetrics {
           result.observe(charges, t.charges, { limiter });
           result.observe(chargedUnits, t.chargedUnits, { limiter });
           result.observe(cutOff, t.cutOff, { limiter });
+          for (const list of DENY_LISTS) {
+            const value = list === 'store' ? t.storeListDenials : t.middlewareListDenials;
+            result.observe(listDenials, value, { limiter, list });
+          }
           result.observe(up, t.downShards.size === 0 ? 1 : 0, { limiter });
           const view = t.readBudget();
           if (view === undefined) continue;
@@ -113,6 +118,7 @@ class OpenTelemetryRecorder extends DecisionMetrics {
         skipped,
         cacheHits,
         nearLimit,
+        listDenials,
         charges,
         chargedUnits,
         cutOff,

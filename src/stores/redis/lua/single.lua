@@ -1,9 +1,11 @@
--- Body of the one-policy script, after prelude.lua, the algorithm's function, `local decide = <it>`
--- and `local read_ahead = <whether it starts with a GET>`.
+-- Body of the one-policy script, after prelude.lua, the algorithm's function, `local decide = <it>`,
+-- `local read_ahead = <whether it starts with a GET>` and `local stored = <whether it reads what
+-- operators stored>` (with stored.lua before it when true).
 -- KEYS: one key per identifier, each decided on its own, in order.
 -- ARGV: op ('0' limit, '1' peek, '2' refund, '3' charge), now in ms ('' reads the server clock),
 --       the policy's two parameters, one cost per key, then each key's operands (a charge: its
---       max_debt).
+--       max_debt); when `stored`, last: what to read (stored.lua) and the policy's limit rule (rule,
+--       own limit, share, x, y, follows).
 -- Returns integers: first the reset shared by the batch (the first allowed key's resetMs, else 0),
 -- then one record per key, in order:
 --   r >= 0              allowed; remaining r, resetMs the shared one, retryAfterMs 0
@@ -13,6 +15,8 @@
 -- moment): Redis builds a quarter of the reply, and the client decodes a quarter of the integers.
 -- A charge's record (always allowed) is followed by its fields: the retryAfterMs for a cost of 1,
 -- the debt, and the units cut off.
+-- Last, when `stored`, one more integer per record (after a charge's fields): the stored limit
+-- applied, 0, or -1 for a denial (stored.lua).
 local op = ARGV[1]
 local now = clock(ARGV[2])
 -- Policies that start each decision with a GET (read_ahead: see scripts.ts) read the keys of a batch
@@ -23,6 +27,14 @@ if read_ahead and #KEYS > 1 then
   for i = 1, #KEYS do ahead[KEYS[i]] = values[i] end
 end
 local first, second = tonumber(ARGV[3]), tonumber(ARGV[4])
+local reads, rule, own, share, x, y, follows, entries
+if stored then
+  local at = #ARGV - 6
+  reads, rule, own = tonumber(ARGV[at]), ARGV[at + 1], tonumber(ARGV[at + 2])
+  share, x, y = tonumber(ARGV[at + 3]), tonumber(ARGV[at + 4]), tonumber(ARGV[at + 5])
+  follows = ARGV[at + 6] == '1'
+  entries = stored_entries(KEYS, reads)
+end
 local out = { 0 }
 local shared = nil
 local n = 1
@@ -38,7 +50,14 @@ for i = 1, #KEYS do
     cost = tonumber(text)
   end
   if charging then operand = tonumber(ARGV[4 + #KEYS + i]) end
-  local allowed, remaining, reset, retry, debt, cut = decide(KEYS[i], now, op, cost, first, second, operand)
+  local allowed, remaining, reset, retry, debt, cut, applied
+  if stored then
+    local denial, limit = stored_at(entries, i, reads)
+    allowed, remaining, reset, retry, debt, cut, applied = decide_stored(decide, KEYS[i], now, op, cost,
+      first, second, operand, reads, denial, limit, rule, own, share, x, y, follows)
+  else
+    allowed, remaining, reset, retry, debt, cut = decide(KEYS[i], now, op, cost, first, second, operand)
+  end
   if charging then
     -- Its wait is a field: an allowed record has no room for one.
     out[n + 1] = -1 - 2 * reset
@@ -67,6 +86,10 @@ for i = 1, #KEYS do
     out[n + 2] = remaining
     out[n + 3] = retry
     n = n + 3
+  end
+  if stored then
+    n = n + 1
+    out[n] = applied
   end
 end
 return out
