@@ -65,6 +65,18 @@ describe('budget options', () => {
       /`budget.floor` to be a number from 0 to 0.5, got 0.6/,
     ],
     [
+      'stored overrides beside a budget',
+      () =>
+        createLimiter({
+          store: new MemoryStore(),
+          policy,
+          name: 'api',
+          overrides: true,
+          budget: { global, region: 'eu', regions: REGIONS },
+        }),
+      /`overrides` to be false for a limiter with a `budget`/,
+    ],
+    [
       'an unknown option',
       () => regionLimiter(policy, { global, region: 'eu', leases: 3 } as unknown as BudgetOptions),
       /Unknown option `budget.leases`/,
