@@ -19,6 +19,8 @@ export {
   type SlidingWindowState,
   slidingWindow,
 } from './algorithms/sliding-window.js';
+export type { BudgetOptions } from './budget/options.js';
+export type { BudgetView } from './budget/view.js';
 export {
   type AllOptions,
   all,
@@ -39,7 +41,13 @@ export type {
   HookContext,
   MetricsRecorder,
 } from './hooks.js';
-export { type CallOptions, createLimiter, type KeyOptions, type Limiter } from './limiter.js';
+export {
+  type BudgetLimiter,
+  type CallOptions,
+  createLimiter,
+  type KeyOptions,
+  type Limiter,
+} from './limiter.js';
 export {
   type LoginBudget,
   type LoginDecision,

@@ -1,4 +1,5 @@
 // The document behind the dashboard (GET /dashboard/data): per policy, its chart, health, percentiles and hot identifiers.
+import type { BudgetView } from '../../index.js';
 import type { DecisionMetrics, HeavyHitter } from '../../metrics/index.js';
 import { HISTORY_SECONDS, type LimiterSeries } from './history.js';
 
@@ -41,6 +42,8 @@ export interface PolicyView extends PolicyInfo, LimiterSeries {
   readonly topDenied: readonly HeavyHitter[];
   /** A concurrency policy's slots in use now and those of leases that lapsed unreleased; null for the others. */
   readonly leases: { readonly slotsInUse: number; readonly expiredUnreleased: number } | null;
+  /** What this region holds and asks of a global budget, for a policy that shares one (`serve --region`). */
+  readonly budget: BudgetView | null;
 }
 
 /** The whole document. */
@@ -96,6 +99,7 @@ export function dashboardData(
       },
       topDenied: limiter?.topDenied ?? [],
       leases: limiter?.leases ?? null,
+      budget: limiter?.budget ?? null,
     };
   });
   return {

@@ -81,6 +81,9 @@ function makeCard(policy) {
   const slots = el('p', 'slots');
   slots.hidden = true;
   card.append(slots);
+  const budget = el('p', 'budget');
+  budget.hidden = true;
+  card.append(budget);
 
   const stats = el('div', 'stats');
   const stat = (className, label) => {
@@ -114,6 +117,7 @@ function makeCard(policy) {
     state,
     failure,
     slots,
+    budget,
     allowedRate,
     deniedRate,
     p50,
@@ -175,6 +179,20 @@ function drawChart(chart, policy, historySeconds) {
   chart.dataset.denied = String(sum(policy.denied));
 }
 
+/** A global budget in words: what this region holds and asks, and how its ledger calls fare. */
+function budgetText(budget) {
+  const region = `Region ${budget.region} of ${budget.regions.join(', ')}`;
+  const tracked = `${formatCount(budget.identifiers)} identifier${budget.identifiers === 1 ? '' : 's'}`;
+  const held =
+    budget.kind === 'bucket'
+      ? `leases ${formatCount(budget.granted)} of capacity beyond its floor for ${tracked}; the region asks ${formatCount(budget.demand)}/s`
+      : `holds ${formatCount(budget.granted)} beyond its floor this window for ${tracked}; asked ${formatCount(budget.demand)} here`;
+  const ledger = budget.ledgerUp
+    ? `ledger ${budget.ledgerMs} ms`
+    : 'ledger unreachable: deciding on what it holds';
+  return `${region}: ${held} · ${ledger} · ${formatCount(budget.ledgerCalls)} calls, ${formatCount(budget.ledgerErrors)} failed`;
+}
+
 function renderPolicy(view, policy, data) {
   const up = policy.storeUp;
   view.state.dataset.up = String(up);
@@ -187,6 +205,11 @@ function renderPolicy(view, policy, data) {
   if (policy.leases !== null) {
     const { slotsInUse, expiredUnreleased } = policy.leases;
     view.slots.textContent = `slots in use ${formatCount(slotsInUse)} of ${formatCount(policy.limit)} · refused ${formatCount(sum(policy.denied))} (5 min) · lapsed unreleased ${formatCount(expiredUnreleased)}`;
+  }
+  view.budget.hidden = policy.budget === null;
+  if (policy.budget !== null) {
+    view.budget.dataset.up = String(policy.budget.ledgerUp);
+    view.budget.textContent = budgetText(policy.budget);
   }
   view.allowedRate.textContent = formatRate(recentRate(policy.allowed, 10));
   view.deniedRate.textContent = formatRate(

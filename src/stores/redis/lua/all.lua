@@ -11,7 +11,8 @@
 -- applied (0, or -1 for a denial), the number of fields, the fields: the grant when every key
 -- allows, otherwise what each would say (a look, which has no fields), with nothing taken from any.
 local ALGORITHMS = { ['fixed-window'] = fixed_window, ['sliding-window'] = sliding_window,
-  ['sliding-log'] = sliding_log, gcra = gcra, concurrency = concurrency }
+  ['sliding-log'] = sliding_log, gcra = gcra, concurrency = concurrency,
+  ['budget-window'] = budget_window, ['budget-bucket'] = budget_bucket }
 local op = ARGV[1]
 local now = clock(ARGV[2])
 local operands = tonumber(ARGV[3])

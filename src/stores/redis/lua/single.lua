@@ -97,7 +97,7 @@ for i = 1, #KEYS do
     out[n + 3] = retry
     n = n + 3
   end
-  if extra and not charging then
+  if type(extra) == 'table' then
     for j = 1, #extra do out[n + j] = extra[j] end
     n = n + #extra
   end
