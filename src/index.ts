@@ -1,6 +1,14 @@
 // The public surface of sluice: re-exports only.
 export { type FixedWindowOptions, type FixedWindowState, fixedWindow } from './algorithms/fixed-window.js';
-export { type GcraOptions, gcra, type TokenBucketOptions, tokenBucket } from './algorithms/gcra.js';
+export {
+  type GcraOptions,
+  type GcraPause,
+  type GcraPaused,
+  type GcraState,
+  gcra,
+  type TokenBucketOptions,
+  tokenBucket,
+} from './algorithms/gcra.js';
 export {
   SLIDING_LOG_MAX_LIMIT,
   type SlidingLogOptions,
@@ -30,8 +38,16 @@ export type {
   ErrorHook,
   HookContext,
   MetricsRecorder,
+  WaitEvent,
 } from './hooks.js';
-export { type CallOptions, createLimiter, type KeyOptions, type Limiter } from './limiter.js';
+export {
+  type CallOptions,
+  createLimiter,
+  type KeyOptions,
+  type Limiter,
+  type WaitDecision,
+  type WaitOptions,
+} from './limiter.js';
 export {
   type LoginBudget,
   type LoginDecision,

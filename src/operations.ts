@@ -1,6 +1,6 @@
 // Every operation a limiter asks of a store, one entry each: its wire code and what the pipeline does around it.
 import { describeValue, ERROR_CODES, SluiceError } from './errors.js';
-import type { Operation, Policy } from './types.js';
+import type { Decision, Operation, Policy } from './types.js';
 
 /** The operations of the table: the decisions (see {@link Operation}) and `reset`, which forgets. */
 export type OperationName = Operation | 'reset';
@@ -41,6 +41,11 @@ export interface OperationEntry {
   readonly operands: number;
   /** Integers each record of the script's reply carries after the decision (`StoreResult.fields`); 0 for none. */
   readonly fields: number;
+  /**
+   * The decision the operation's result fields make: the store's decision with them named (a wait,
+   * a lease). Absent for operations without fields.
+   */
+  readonly withFields?: (decision: Decision, fields: readonly number[]) => Decision;
 }
 
 /** Units a request may take or give back: a positive safe integer, at most what the policy can ever grant. */
@@ -58,6 +63,36 @@ export function checkUnits(option: string, amount: unknown, policy: Policy): Slu
     );
   }
   return undefined;
+}
+
+/**
+ * The longest a call may wait for its slot, in ms (`wait()`'s `maxWaitMs`): one hour. Longer waits
+ * belong in a job queue; and with it, a GCRA key lives at most this (and a pause) beyond its burst.
+ */
+export const MAX_WAIT_MS = 3_600_000;
+
+/** The longest pause an upstream's answer may set on an identifier, in ms (`Retry-After` beyond it is cut to it). */
+export const MAX_PAUSE_MS = 3_600_000;
+
+/**
+ * What a `schedule` answers besides the decision: how long until its slot, and the pause that holds
+ * the identifier (what is left of it, and how far it moved the slots handed out before it), in ms.
+ */
+export interface ScheduledDecision extends Decision {
+  readonly waitMs: number;
+  readonly pausedMs: number;
+  readonly shiftMs: number;
+}
+
+/** Units a `schedule` may take: as for `limit`, from a policy that hands out future slots. */
+function checkScheduled(option: string, amount: unknown, policy: Policy): SluiceError | undefined {
+  if (policy.schedules !== true) {
+    return new SluiceError(
+      ERROR_CODES.INVALID_OPTION,
+      `Expected a policy that hands out future slots (gcra or tokenBucket) to schedule a request, got ${policy.description}.`,
+    );
+  }
+  return checkUnits(option, amount, policy);
 }
 
 const DECISION = { checkAmount: checkUnits, onStoreFailure: 'policy', operands: 0, fields: 0 } as const;
@@ -90,6 +125,27 @@ export const OPERATIONS: Readonly<Record<OperationName, OperationEntry>> = {
     undo: undefined,
     denyCache: 'forget',
     atomic: false,
+  },
+  schedule: {
+    ...DECISION,
+    code: '4',
+    amountOption: 'cost',
+    checkAmount: checkScheduled,
+    takes: true,
+    undo: 'refund',
+    // A remembered denial says nothing of a slot further on; a slot taken makes none of them wrong.
+    denyCache: 'none',
+    atomic: false,
+    // The longest wait in ms (-1 only reads) and an upstream's pause in ms (0 for none).
+    operands: 2,
+    // The wait until the slot, the pause left, and how far the pause moved the slots handed out.
+    fields: 3,
+    withFields: (decision, [waitMs = 0, pausedMs = 0, shiftMs = 0]): ScheduledDecision => ({
+      ...decision,
+      waitMs,
+      pausedMs,
+      shiftMs,
+    }),
   },
   reset: {
     code: undefined,

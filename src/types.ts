@@ -33,10 +33,12 @@ export interface Decision {
 }
 
 /**
- * What a request asks of a policy: take units, look without taking, or give units back. What each
- * one means to the scripts, the stores and the limiter is one entry of `OPERATIONS` (operations.ts).
+ * What a request asks of a policy: take units, look without taking, give units back, or take
+ * units in the first future slot where they fit (`schedule`, for `wait()`: GCRA and the token
+ * bucket). What each one means to the scripts, the stores and the limiter is one entry of
+ * `OPERATIONS` (operations.ts).
  */
-export type Operation = 'limit' | 'peek' | 'refund';
+export type Operation = 'limit' | 'peek' | 'refund' | 'schedule';
 
 /** The algorithm names, also the names of the Lua scripts (`src/algorithms/<name>.lua`). */
 export type ScriptName = 'fixed-window' | 'sliding-log' | 'sliding-window' | 'gcra';
@@ -80,6 +82,11 @@ export interface Policy<S = unknown> {
   readonly maxCost: number;
   /** A stable text naming the policy and its parameters, e.g. `tokenBucket(capacity=100,refillPerSecond=10)`. */
   readonly description: string;
+  /**
+   * Whether `decide` and the script take `schedule`: a future slot handed out in one call (GCRA and
+   * the token bucket know when their next unit comes). `wait()` polls the other policies.
+   */
+  readonly schedules?: boolean;
   /**
    * The pure twin of the script. `state` is what the previous call returned, which the built-in
    * twins update in place and return (the log is large; the windows' small objects would otherwise
@@ -245,6 +252,29 @@ export interface KeyOptions {
   readonly limit?: number;
 }
 
+/** Options of `wait()`: those of a call, the longest wait, and a signal that aborts it. */
+export interface WaitOptions extends CallOptions {
+  /**
+   * The longest the call may wait for its slot, in ms, from 0 to 3 600 000 (an hour). A slot
+   * further away is refused at once and takes nothing: the decision says `allowed: false`, with
+   * the `retryAfterMs` after which the same wait would fit.
+   * @default 60000
+   */
+  readonly maxWaitMs?: number;
+  /**
+   * Aborts the wait: the promise rejects with the signal's `reason`, and a slot taken and not yet
+   * started is given back, so the next call scheduled moves up by one slot.
+   * @default undefined
+   */
+  readonly signal?: AbortSignal;
+}
+
+/** What `wait()` resolves with: the decision when the call may go (or its refusal), and how long it waited. */
+export interface WaitDecision extends Decision {
+  /** Milliseconds from the call of `wait()` to its answer, with fractions. */
+  readonly waitedMs: number;
+}
+
 /** A rate limiter bound to one store, one policy and one name. */
 export interface Limiter {
   readonly name: string;
@@ -256,6 +286,14 @@ export interface Limiter {
   peek(identifier: string, options?: CallOptions): Promise<Decision>;
   /** Gives back `amount` units (at most what is in use), e.g. for a request that turned out free. */
   refund(identifier: string, amount?: number, options?: KeyOptions): Promise<Decision>;
+  /**
+   * Waits until the request may go, then resolves with an allowed decision. With `gcra` and
+   * `tokenBucket`, one store call takes the first free slot (in the order calls reach the store,
+   * across every process) and the call sleeps until it comes; the windows and the log are asked
+   * again after their `retryAfterMs`, with jitter. A slot further away than `maxWaitMs` is refused
+   * at once, taking nothing. When the store fails, `onStoreError` answers as for `limit`.
+   */
+  wait(identifier: string, options?: WaitOptions): Promise<WaitDecision>;
   /** Forgets the identifier: its next request starts with a full allowance. */
   reset(identifier: string, options?: KeyOptions): Promise<void>;
 }

@@ -1,46 +1,50 @@
-// GCRA and the token bucket: the pure twin of gcra.lua. One number of state, the theoretical arrival time.
+// GCRA and the token bucket: the pure twin of gcra.lua. One number of state, the theoretical arrival time
+// (with the pause an upstream asked for, while one holds: see gcra-state.ts).
 import { describeShare, resolveShare, scaleBurst } from '../share.js';
 import type { Operation, Outcome, Policy } from '../types.js';
 import { durationMs, knownKeys, optionsObject, positiveInteger, positiveNumber } from '../validate.js';
+import { decideSchedule } from './gcra-schedule.js';
+import {
+  activePause,
+  EPSILON_MS,
+  type GcraState,
+  keptState,
+  pauseFloor,
+  tatOf,
+  unitsAvailable,
+} from './gcra-state.js';
 import { type PolicyBody, scaledAtLeastOne, withLimits } from './variants.js';
 
-/**
- * Slack for comparisons of times, in ms; the Lua twin uses the same value. Times near 1.7e12 ms
- * carry float steps of about 2.4e-4 ms: one microsecond covers them.
- */
-const EPSILON_MS = 1e-3;
-
-/**
- * Whole units that fit now: the largest n with tat + n × interval − now ≤ tolerance, by the very
- * comparison a request of cost n meets, so `remaining` never disagrees with the next decision.
- */
-function unitsAvailable(tat: number, now: number, intervalMs: number, toleranceMs: number): number {
-  let n = Math.floor((toleranceMs - (tat - now)) / intervalMs);
-  if (n < 0) n = 0;
-  while (tat + (n + 1) * intervalMs - now <= toleranceMs + EPSILON_MS) n++;
-  while (n > 0 && tat + n * intervalMs - now > toleranceMs + EPSILON_MS) n--;
-  return n;
-}
+export type { GcraPause, GcraPaused, GcraState } from './gcra-state.js';
 
 /**
  * The rule both policies share: each unit of cost moves the theoretical arrival time (TAT) one
  * emission interval later, and a request is allowed while TAT stays within `toleranceMs` of now.
  */
 export function decideGcra(
-  stored: number | undefined,
+  stored: GcraState | undefined,
   now: number,
   operation: Operation,
   cost: number,
   intervalMs: number,
   toleranceMs: number,
-): Outcome<number> {
-  let tat = stored === undefined || stored < now ? now : stored;
+  operands?: readonly string[],
+): Outcome<GcraState> {
+  if (operation === 'schedule') return decideSchedule(stored, now, cost, intervalMs, toleranceMs, operands);
+  const pause = activePause(stored, now);
+  const storedTat = tatOf(stored);
+  let tat = storedTat === undefined || storedTat < now ? now : storedTat;
   let allowed = true;
   let retryAfterMs = 0;
   let write = false;
   if (operation === 'refund') {
     tat = tat - cost * intervalMs;
     if (tat < now) tat = now;
+    // A pause keeps its floor: giving back never lets a unit in before the pause ends.
+    if (pause !== undefined) {
+      const floor = pauseFloor(pause.pausedUntil, intervalMs, toleranceMs);
+      if (tat < floor) tat = floor;
+    }
     write = true;
   } else {
     const next = tat + cost * intervalMs;
@@ -61,7 +65,7 @@ export function decideGcra(
     resetMs: Math.ceil(tat - now),
     retryAfterMs,
     // A write that leaves nothing owed deletes; a read keeps what was there.
-    state: write && keep ? tat : stored,
+    state: write && keep ? keptState(tat, pause) : stored,
     ttlMs: write ? (keep ? Math.ceil(tat - now) : 0) : -1,
   };
 }
@@ -92,7 +96,7 @@ export interface GcraOptions {
  * @example
  * const policy = gcra({ limit: 100, periodMs: 60_000, burst: 20 });
  */
-export function gcra(options: GcraOptions): Policy<number> {
+export function gcra(options: GcraOptions): Policy<GcraState> {
   const raw = optionsObject('gcra options', options, true);
   knownKeys('gcra', raw, ['limit', 'periodMs', 'burst', 'share']);
   const limit = positiveInteger('gcra.limit', raw.limit);
@@ -100,7 +104,7 @@ export function gcra(options: GcraOptions): Policy<number> {
   const burst = raw.burst === undefined ? limit : positiveInteger('gcra.burst', raw.burst);
   const share = resolveShare('gcra.share', raw.share);
   // The rate needs no rounding: the emission interval is a fraction of a millisecond as readily as a whole one.
-  const body = (rate: number, units: number): PolicyBody<number> =>
+  const body = (rate: number, units: number): PolicyBody<GcraState> =>
     gcraPolicy(
       'gcra',
       `gcra(limit=${rate},periodMs=${periodMs},burst=${units}${describeShare(share)})`,
@@ -133,13 +137,13 @@ export interface TokenBucketOptions {
  * @example
  * const policy = tokenBucket({ capacity: 100, refillPerSecond: 10 });
  */
-export function tokenBucket(options: TokenBucketOptions): Policy<number> {
+export function tokenBucket(options: TokenBucketOptions): Policy<GcraState> {
   const raw = optionsObject('tokenBucket options', options, true);
   knownKeys('tokenBucket', raw, ['capacity', 'refillPerSecond', 'share']);
   const capacity = positiveInteger('tokenBucket.capacity', raw.capacity);
   const refillPerSecond = positiveNumber('tokenBucket.refillPerSecond', raw.refillPerSecond);
   const share = resolveShare('tokenBucket.share', raw.share);
-  const body = (size: number, refill: number): PolicyBody<number> => {
+  const body = (size: number, refill: number): PolicyBody<GcraState> => {
     const intervalMs = 1000 / (refill * share);
     const scaledCapacity = scaleBurst(size, share);
     return gcraPolicy(
@@ -166,7 +170,7 @@ function gcraPolicy(
   description: string,
   intervalMs: number,
   burst: number,
-): PolicyBody<number> {
+): PolicyBody<GcraState> {
   const toleranceMs = burst * intervalMs;
   return {
     algorithm,
@@ -177,6 +181,8 @@ function gcraPolicy(
     windowMs: Math.ceil(toleranceMs - EPSILON_MS),
     maxCost: burst,
     description,
-    decide: (state, now, operation, cost) => decideGcra(state, now, operation, cost, intervalMs, toleranceMs),
+    schedules: true,
+    decide: (state, now, operation, cost, operands) =>
+      decideGcra(state, now, operation, cost, intervalMs, toleranceMs, operands),
   };
 }

@@ -1,10 +1,10 @@
 // What a limiter answers a call: from the deny cache, the store's result, or the failure policy; reported, then enforced.
 import { performance } from 'node:perf_hooks';
 import { ERROR_CODES, SluiceError } from '../errors.js';
-import type { DecisionSource, HookContext, MetricsRecorder } from '../hooks.js';
+import type { DecisionSource, HookContext, MetricsRecorder, WaitEvent } from '../hooks.js';
 import { OPERATIONS } from '../operations.js';
 import type { ResolvedLimiterOptions } from '../options.js';
-import type { Decision, Store, StoreFailure, StoreResult } from '../types.js';
+import type { Decision, Operation, Store, StoreFailure, StoreResult } from '../types.js';
 import type { Call } from './call.js';
 import { DenyCache } from './deny-cache.js';
 import { Fallback } from './fallback.js';
@@ -18,15 +18,22 @@ export function storeError(kind: string, error: unknown): SluiceError {
   return new SluiceError(ERROR_CODES.STORE, `The ${kind} store failed: ${message}`, { cause: error });
 }
 
-/** The decision a store's result makes under a policy's `limit`. */
-export function decisionOf(result: StoreResult, limit: number): Decision {
-  return {
+/**
+ * The decision a store's result makes under a policy's `limit`, with the operation's own result
+ * fields named on it (OperationEntry.withFields).
+ */
+export function decisionOf(result: StoreResult, limit: number, operation: Operation): Decision {
+  const decision: Decision = {
     allowed: result.allowed,
     limit,
     remaining: result.remaining,
     resetMs: result.resetMs,
     retryAfterMs: result.retryAfterMs,
   };
+  const fields = result.fields;
+  if (fields === undefined) return decision;
+  const named = OPERATIONS[operation].withFields;
+  return named === undefined ? decision : named(decision, fields);
 }
 
 /**
@@ -135,7 +142,7 @@ export class Answers {
   /** The decision the store's result makes, reported and enforced. */
   decision(call: Call, result: StoreResult): Decision {
     if (this.#down) this.#health.answered(call.shard ?? this.#store.shardOf?.(call));
-    const decision = decisionOf(result, call.policy.limit);
+    const decision = decisionOf(result, call.policy.limit, call.operation);
     const observed = this.#observed;
     // Most limiters remember no denials, report to no one and enforce: the decision is the answer.
     if (this.#denyCache === undefined && !observed && this.#enforce) return decision;
@@ -180,6 +187,11 @@ export class Answers {
   /** Gives back, in the fallback store, what a fallback decision took (`back` is the call that gives back). */
   giveBackFallback(back: Call): void {
     this.#fallback.giveBack(back);
+  }
+
+  /** A wait for a slot began or ended, or an upstream paused an identifier (see Reporting.waited). */
+  waited(event: WaitEvent): void {
+    if (this.#observed) this.#reporting.waited(event);
   }
 
   /** Forgets an identifier in the deny cache and the fallback store (`reset`). */

@@ -1,6 +1,7 @@
 // The fallback store: an in-process MemoryStore of the limiter's own policy, deciding while its store fails.
 import { MemoryStore } from '../stores/memory.js';
 import type { Decision, StoreRequest } from '../types.js';
+import { decisionOf } from './answers.js';
 
 /**
  * Decides with the same policy in this process (`onStoreError: 'fallback'`). Each process then
@@ -14,14 +15,7 @@ export class Fallback {
     // Created on the first failure: a limiter whose store never fails never holds one.
     this.#store ??= new MemoryStore({ prefix: 'fallback' });
     const result = this.#store.decideNow(request);
-    return {
-      allowed: result.allowed,
-      limit: request.policy.limit,
-      remaining: result.remaining,
-      resetMs: result.resetMs,
-      retryAfterMs: result.retryAfterMs,
-      reason: 'fallback',
-    };
+    return { ...decisionOf(result, request.policy.limit, request.operation), reason: 'fallback' };
   }
 
   /** Decides a request that gives back (a refund of what a fallback decision took); nothing before any. */

@@ -21,4 +21,6 @@ export type {
 } from './group.js';
 export { DENY_RETRY_AFTER_MS, type FailureMode } from './health.js';
 export { limiterPipeline, RateLimiter } from './limiter.js';
-export { Pipeline } from './pipeline.js';
+export { type CallParts, Pipeline } from './pipeline.js';
+export { askSlot, Slot } from './slot.js';
+export { WAIT_DEFAULTS, waitFor } from './waiting.js';

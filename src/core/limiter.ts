@@ -1,6 +1,7 @@
 // What createLimiter() returns: a limiter whose methods run its Pipeline, and the way back from one to the other.
 import type { Limiter, Policy, Store } from '../types.js';
 import type { Pipeline } from './pipeline.js';
+import { waitFor } from './waiting.js';
 
 let pipelineOf: (limiter: unknown) => Pipeline | undefined;
 
@@ -18,6 +19,7 @@ export class RateLimiter implements Limiter {
   readonly limit: Limiter['limit'];
   readonly peek: Limiter['peek'];
   readonly refund: Limiter['refund'];
+  readonly wait: Limiter['wait'];
   readonly reset: Limiter['reset'];
 
   static {
@@ -33,6 +35,7 @@ export class RateLimiter implements Limiter {
     this.limit = (identifier, options) => pipeline.run('limit', identifier, options?.cost ?? 1, options);
     this.peek = (identifier, options) => pipeline.run('peek', identifier, options?.cost ?? 1, options);
     this.refund = (identifier, amount = 1, options) => pipeline.run('refund', identifier, amount, options);
+    this.wait = (identifier, options) => waitFor(pipeline, identifier, options);
     this.reset = (identifier, options) => pipeline.reset(identifier, options?.tag);
   }
 }

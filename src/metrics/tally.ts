@@ -208,7 +208,8 @@ export class DecisionMetrics implements MetricsRecorder {
     enforced: boolean,
   ): void {
     if (source === 'store') this.observe(tally, storeMs);
-    if (call.operation !== 'limit') return;
+    // Decisions are the calls that take units when allowed: `limit`, and the slots of wait().
+    if (call.operation !== 'limit' && call.operation !== 'schedule') return;
     tally.units += call.cost;
     if (decision.allowed) {
       tally.allowed++;

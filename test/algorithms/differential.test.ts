@@ -14,7 +14,7 @@ import {
   tokenBucket,
 } from '../../src/index.js';
 import { type ExpiryWatch, watchExpiries } from '../helpers/expiries.js';
-import { seeded } from '../helpers/random.js';
+import { type Random, seeded } from '../helpers/random.js';
 import { type RedisServer, startRedis } from '../helpers/redis-server.js';
 import { assertHygiene, openVariant, VARIANTS, type Variant } from '../helpers/suites.js';
 import { compareTick, type TwinCall } from '../helpers/twins.js';
@@ -35,6 +35,22 @@ const STEPS = 1500;
 const IDENTIFIERS = ['alice', 'bob', 'c{x}', '%7B', 'd}', 'ünï'];
 
 type Call = TwinCall;
+
+/**
+ * A call's operation, at random: mostly `limit`; for policies that hand out future slots, a quarter
+ * are `schedule`s, with a longest wait from "only read" (-1) to a few windows, and one in five of
+ * those pausing the identifier as an upstream's 429 would.
+ */
+function randomOperation(random: Random, policy: Policy): Pick<Call, 'operation' | 'maxWaitMs' | 'pauseMs'> {
+  const o = random.next();
+  if (policy.schedules === true && o < 0.25) {
+    const w = random.next();
+    const maxWaitMs = w < 0.1 ? -1 : w < 0.2 ? 0 : random.int(1, policy.windowMs * 3);
+    const pauseMs = random.next() < 0.2 ? random.int(1, policy.windowMs * 2) : 0;
+    return { operation: 'schedule', maxWaitMs, pauseMs };
+  }
+  return { operation: o < 0.75 ? 'limit' : o < 0.9 ? 'peek' : 'refund' };
+}
 
 let server: RedisServer;
 let expiries: ExpiryWatch;
@@ -101,10 +117,8 @@ for (const { kind, mode } of VARIANTS) {
           const tick = random.next() < 0.2 ? random.int(2, 8) : 1;
           const calls: Call[] = [];
           for (let i = 0; i < tick; i++) {
-            const o = random.next();
-            const operation = o < 0.75 ? 'limit' : o < 0.9 ? 'peek' : 'refund';
             const cost = random.next() < 0.7 ? 1 : random.int(1, policy.maxCost);
-            calls.push({ identifier: random.pick(IDENTIFIERS), operation, cost });
+            calls.push({ identifier: random.pick(IDENTIFIERS), cost, ...randomOperation(random, policy) });
           }
           if (await compare(onRedis, inMemory, calls, () => `seed ${seed}, tick ${tickIndex}, now ${now}`)) {
             decisions += calls.length;

@@ -1,8 +1,8 @@
 -- Body of the one-policy script, after prelude.lua, the algorithm's function, `local decide = <it>`
 -- and `local read_ahead = <whether it starts with a GET>`.
 -- KEYS: one key per identifier, each decided on its own, in order.
--- ARGV: op ('0' limit, '1' peek, '2' refund), now in ms ('' reads the server clock),
---       the policy's two parameters, then one cost per key.
+-- ARGV: op ('0' limit, '1' peek, '2' refund, '4' schedule), now in ms ('' reads the server clock),
+--       the policy's two parameters, one cost per key, then each key's operands (OPERANDS[op] each).
 -- Returns integers: first the reset shared by the batch (the first allowed key's resetMs, else 0),
 -- then one record per key, in order:
 --   r >= 0              allowed; remaining r, resetMs the shared one, retryAfterMs 0
@@ -10,7 +10,12 @@
 --   -2 - 2 x reset, r, t  denied; remaining r, resetMs reset, retryAfterMs t
 -- Most records are one integer (every allowed key of a window policy ends its state at the same
 -- moment): Redis builds a quarter of the reply, and the client decodes a quarter of the integers.
+-- An operation with fields (FIELDS[op]) follows each record with that many integers.
 local op = ARGV[1]
+-- Each operation's `operands` and `fields` (its entry in src/operations.ts); 0 when absent.
+local OPERANDS = { ['4'] = 2 }
+local FIELDS = { ['4'] = 3 }
+local operands, fields = OPERANDS[op] or 0, FIELDS[op] or 0
 local now = clock(ARGV[2])
 -- Policies that start each decision with a GET (read_ahead: see scripts.ts) read the keys of a batch
 -- with one MGET instead: one command for the batch rather than one per key.
@@ -32,7 +37,13 @@ for i = 1, #KEYS do
     costText = text
     cost = tonumber(text)
   end
-  local allowed, remaining, reset, retry = decide(KEYS[i], now, op, cost, first, second)
+  local operand1, operand2 = nil, nil
+  if operands > 0 then
+    local at = 4 + #KEYS + (i - 1) * operands
+    operand1, operand2 = ARGV[at + 1], ARGV[at + 2]
+  end
+  local allowed, remaining, reset, retry, field1, field2, field3 =
+    decide(KEYS[i], now, op, cost, first, second, operand1, operand2)
   if allowed == 1 then
     -- An allowed request waits for nothing: the records have no room for a retry.
     if retry ~= 0 then return redis.error_reply('ERR sluice: allowed with a retryAfterMs') end
@@ -53,6 +64,12 @@ for i = 1, #KEYS do
     out[n + 2] = remaining
     out[n + 3] = retry
     n = n + 3
+  end
+  if fields > 0 then
+    out[n + 1] = field1
+    if fields > 1 then out[n + 2] = field2 end
+    if fields > 2 then out[n + 3] = field3 end
+    n = n + fields
   end
 end
 return out
