@@ -31,6 +31,8 @@ export const ERROR_CODES = {
    * `remoteAddress`): a configuration error, answered through the framework's error path.
    */
   NO_CLIENT_ADDRESS: 'ERR_SLUICE_NO_CLIENT_ADDRESS',
+  /** A throttled call got no slot within `maxWaitMs` (or a slot further away than it): it was not made. */
+  MAX_WAIT: 'ERR_SLUICE_MAX_WAIT',
 } as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[keyof typeof ERROR_CODES];
