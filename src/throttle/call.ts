@@ -106,21 +106,19 @@ export class ThrottledCall<T> implements LaneWaiter {
   }
 
   /** What the call returned or threw: the upstream's pause is shared, and a refused call tried again. */
-  async #answered(value: unknown, threw: boolean): Promise<void> {
+  #answered(value: unknown, threw: boolean): void {
     const answer = answerOf(value);
     const pause = answer === undefined ? undefined : pauseOf(answer, Date.now());
-    if (pause !== undefined) this.#settings.lane.pause(Math.min(pause.pauseMs, MAX_PAUSE_MS));
-    if (
-      pause?.refused === true &&
-      this.#tries <= this.#settings.retries &&
-      this.#settings.signal?.aborted !== true
-    ) {
-      // The refused answer is dropped: its body would hold the connection.
-      await discard(value);
+    const { lane, retries, signal } = this.#settings;
+    const again = pause?.refused === true && this.#tries <= retries && signal?.aborted !== true;
+    if (again) {
+      // The refused answer is dropped (its body would hold the connection), and the call keeps its turn.
+      void discard(value);
       this.queue(true);
-      return;
     }
-    this.#finish(!threw, value);
+    // After the call is queued again: the store call that writes the pause takes its slot too.
+    if (pause !== undefined) lane.pause(Math.min(pause.pauseMs, MAX_PAUSE_MS));
+    if (!again) this.#finish(!threw, value);
   }
 
   #finish(fulfilled: boolean, value: unknown): void {

@@ -19,14 +19,6 @@ export {
 /** The defaults of {@link throttle}'s options. */
 export const THROTTLE_DEFAULTS = { key: 'default', maxWaitMs: WAIT_DEFAULTS.maxWaitMs, retries: 2 } as const;
 
-/**
- * How far ahead each process takes slots, in ms of the policy's rate (at least 4 slots): enough
- * for the next store call to come back before the slots held run out, few enough that slots stay
- * in the order processes asked for them.
- */
-const LOOKAHEAD_MS = 25;
-const MIN_LOOKAHEAD = 4;
-
 /** Options of {@link throttle}. */
 export interface ThrottleOptions {
   /**
@@ -95,7 +87,6 @@ interface Resolved {
   readonly maxWaitMs: number;
   readonly retries: number;
   readonly fetch: typeof globalThis.fetch | undefined;
-  readonly lookahead: number;
 }
 
 function resolveThrottle(options: ThrottleOptions): Resolved {
@@ -127,16 +118,12 @@ function resolveThrottle(options: ThrottleOptions): Resolved {
   }
   if (raw.fetch !== undefined && typeof raw.fetch !== 'function')
     throw invalidOption('fetch', 'a function', raw.fetch);
-  const { policy } = pipeline;
-  const intervalMs = policy.windowMs / policy.limit;
-  const lookahead = Math.max(MIN_LOOKAHEAD, Math.ceil(LOOKAHEAD_MS / intervalMs));
   return {
     pipeline,
     key: key as string,
     maxWaitMs,
     retries,
     fetch: raw.fetch as typeof globalThis.fetch | undefined,
-    lookahead,
   };
 }
 
@@ -161,7 +148,6 @@ export function throttle(options: ThrottleOptions): Throttle {
         pipeline: settings.pipeline,
         key,
         maxWaitMs: settings.maxWaitMs,
-        lookahead: settings.lookahead,
         idle: () => {
           if (lanes.get(key) === made) lanes.delete(key);
         },

@@ -18,37 +18,52 @@ export interface LaneSettings {
   readonly pipeline: Pipeline;
   readonly key: string;
   readonly maxWaitMs: number;
-  /** Slots the lane holds ahead at most (see throttle's lookahead). */
-  readonly lookahead: number;
   /** The lane holds nothing any more: its throttle may forget it. */
   readonly idle: () => void;
 }
+
+/**
+ * How many slots a lane holds ahead: at least MIN_LOOKAHEAD, at most MAX_LOOKAHEAD, one more when a
+ * slot taken was free at once (the fleet does not keep up with the rate: slots go unused), one fewer
+ * when it was further away than two round trips and SLACK_MS (more than enough is held). Each process
+ * so holds about its share of a few round trips of slots, whatever the number of processes, and
+ * slots go in about the order processes asked for them.
+ */
+const MIN_LOOKAHEAD = 4;
+const MAX_LOOKAHEAD = 1000;
+const SLACK_MS = 25;
+
+/** The weight of the last round trip in the lane's running estimate. */
+const ROUND_TRIP_WEIGHT = 0.2;
 
 /** A slot the lane holds: when it comes (performance.now() time), and its timer. */
 interface Held {
   readonly slot: Slot;
   wakeAt: number;
   timer: NodeJS.Timeout | undefined;
-  /** Asked whether a pause holds, before it is used. */
+  /** Come, and waiting for a store call sent since to say whether a pause holds. */
   checking: boolean;
 }
 
 /**
- * The slots of one key in this process. It holds at most `lookahead` slots taken ahead (each
- * process holds a few, and the store hands them out in the order asked, across processes); when a
- * slot comes, one store call asks whether a pause holds and takes the next slot at once, so a call
- * costs one store call. A pause an upstream asked for moves every slot held by its shift.
+ * The slots of one key in this process. It takes a few slots ahead (the store hands them out in
+ * the order asked, across processes). A slot that comes goes once a store call sent after it came
+ * says no pause holds: the call that takes the next slot, or one that only looks, shared by the
+ * slots that come before it returns. So a call costs one store call while more wait behind it, and
+ * a pause an upstream asked for stops every slot not yet gone, which moves on by the pause's shift.
  */
 export class Lane {
   readonly #settings: LaneSettings;
   readonly #queue = new WaiterQueue<LaneWaiter>();
   readonly #held = new Set<Held>();
-  /** Store calls in flight that take a slot. */
-  #asking = 0;
-  /** Store calls in flight that only check. */
-  #checking = 0;
+  /** Each store call in flight: when it was sent (performance.now()), and whether it takes a slot. */
+  readonly #inFlight = new Map<number, { readonly sentAt: number; readonly taking: boolean }>();
+  #calls = 0;
   /** A pause to write with the lane's next store call, in ms. */
   #pauseMs = 0;
+  /** The store's round trip as this process sees it (event loop delays included), in ms: a running estimate. */
+  #roundTripMs = 1;
+  #lookahead = MIN_LOOKAHEAD;
 
   constructor(settings: LaneSettings) {
     this.#settings = settings;
@@ -78,50 +93,51 @@ export class Lane {
     this.#pauseMs = Math.max(this.#pauseMs, Math.ceil(pauseMs));
     this.#pump();
     // Nothing else asks the store now: a call of its own writes the pause.
-    if (this.#pauseMs > 0) this.#ask(undefined, -1);
+    if (this.#pauseMs > 0) this.#ask(false);
   }
 
-  /** Slots taken or being taken, and not being checked: what the queued calls will use. */
+  /** Slots held (not yet come) and being taken: what the queued calls will use. */
   get #supply(): number {
-    let checking = 0;
-    for (const held of this.#held) if (held.checking) checking++;
-    return this.#held.size - checking + this.#asking;
+    let supply = 0;
+    for (const held of this.#held) if (!held.checking) supply++;
+    for (const call of this.#inFlight.values()) if (call.taking) supply++;
+    return supply;
   }
 
   /** Takes slots ahead while calls wait without one, up to the lookahead. */
   #pump(): void {
-    const wanted = Math.min(this.#queue.size, this.#settings.lookahead);
-    while (this.#supply < wanted) this.#ask(undefined, this.#settings.maxWaitMs);
+    const wanted = Math.min(this.#queue.size, this.#lookahead);
+    while (this.#supply < wanted) this.#ask(true);
   }
 
   /**
-   * One store call: takes a slot within `maxWaitMs` (-1: takes nothing), writes the pending pause,
-   * and, for a slot that has come (`waking`), tells whether a pause holds.
+   * One store call: takes a slot within `maxWaitMs` (or nothing: only looks), writes the pending
+   * pause, and tells the slots that came before it was sent whether a pause holds.
    */
-  #ask(waking: Held | undefined, maxWaitMs: number): void {
-    const taking = maxWaitMs >= 0;
-    if (taking) this.#asking++;
-    else this.#checking++;
+  #ask(taking: boolean): void {
+    const sentAt = performance.now();
+    const id = this.#calls++;
+    this.#inFlight.set(id, { sentAt, taking });
     const pauseMs = this.#pauseMs;
     this.#pauseMs = 0;
-    const { pipeline, key } = this.#settings;
+    const { pipeline, key, maxWaitMs } = this.#settings;
     if (pauseMs > 0) pipeline.waited({ kind: 'paused', pauseMs });
-    askSlot(pipeline, key, 1, undefined, maxWaitMs, pauseMs).then(
+    askSlot(pipeline, key, 1, undefined, taking ? maxWaitMs : -1, pauseMs).then(
       (slot) => {
-        if (taking) this.#asking--;
-        else this.#checking--;
-        if (waking !== undefined) this.#checked(waking, slot);
+        this.#inFlight.delete(id);
+        this.#roundTripMs += ROUND_TRIP_WEIGHT * (performance.now() - sentAt - this.#roundTripMs);
+        this.#checked(sentAt, slot);
         if (taking) this.#took(slot);
         this.#pump();
         this.#settle();
       },
       (error: unknown) => {
         // Only a call that is not valid rejects (the key was checked): refuse what waits.
-        if (taking) this.#asking--;
-        else this.#checking--;
+        this.#inFlight.delete(id);
         const refusal =
           error instanceof SluiceError ? error : new SluiceError(ERROR_CODES.STORE, String(error));
         for (const waiter of this.#queue.drain()) waiter.refuse(refusal);
+        for (const held of this.#held) this.#drop(held);
         this.#settle();
       },
     );
@@ -131,6 +147,7 @@ export class Lane {
   #took(slot: Slot): void {
     const { decision } = slot;
     if (decision.allowed) {
+      this.#adjust(decision.waitMs);
       // A slot that is now was checked by the very call that took it.
       if (decision.waitMs === 0) this.#use(slot);
       else this.#hold(slot, performance.now() + decision.waitMs);
@@ -138,20 +155,33 @@ export class Lane {
     }
     if (isStoreFailure(decision.reason)) {
       // The failure policy denies: asked again after its retryAfterMs (waiters may run out of time
-      // meanwhile). Counted as asking until then, so that the pump does not ask at once.
-      this.#asking++;
+      // meanwhile); counted in flight until then, so that the pump does not ask at once.
+      const id = this.#calls++;
+      this.#inFlight.set(id, { sentAt: Number.NEGATIVE_INFINITY, taking: true });
       setTimeout(() => {
-        this.#asking--;
+        this.#inFlight.delete(id);
         this.#pump();
         this.#settle();
       }, decision.retryAfterMs);
       return;
     }
-    // The next slot is beyond maxWaitMs: the calls no slot is held for would not get one in time.
-    const covered = this.#held.size + this.#asking;
+    this.#refuseUncovered(decision.waitMs);
+  }
+
+  /** One more slot ahead when the one taken was free at once, one fewer when plenty are held. */
+  #adjust(waitMs: number): void {
+    if (waitMs === 0) this.#lookahead = Math.min(MAX_LOOKAHEAD, this.#lookahead + 1);
+    else if (waitMs > 2 * this.#roundTripMs + SLACK_MS) {
+      this.#lookahead = Math.max(MIN_LOOKAHEAD, this.#lookahead - 1);
+    }
+  }
+
+  /** The next slot is beyond maxWaitMs: the calls no slot is held for would not get one in time. */
+  #refuseUncovered(waitMs: number): void {
+    const covered = this.#supply;
     const refusal = new SluiceError(
       ERROR_CODES.MAX_WAIT,
-      `The next slot for \`${this.#settings.key}\` is ${decision.waitMs} ms away, beyond \`maxWaitMs\` (${this.#settings.maxWaitMs} ms): the call was not made.`,
+      `The next slot for \`${this.#settings.key}\` is ${waitMs} ms away, beyond \`maxWaitMs\` (${this.#settings.maxWaitMs} ms): the call was not made.`,
     );
     const waiting = this.#queue.drain();
     waiting.sort((a, b) => (a.priority !== b.priority ? b.priority - a.priority : a.seq - b.seq));
@@ -171,7 +201,10 @@ export class Lane {
     held.timer = setTimeout(() => this.#wake(held), Math.max(0, held.wakeAt - performance.now()));
   }
 
-  /** A held slot has come: one store call checks for a pause, and takes the next slot if calls wait for one. */
+  /**
+   * A held slot has come: it waits for a store call sent since to say no pause holds. One in flight
+   * already serves; otherwise one is sent, taking the next slot if calls wait for one.
+   */
   #wake(held: Held): void {
     held.timer = undefined;
     if (this.#queue.size === 0) {
@@ -179,22 +212,36 @@ export class Lane {
       return;
     }
     held.checking = true;
-    const more = this.#supply < Math.min(this.#queue.size - 1, this.#settings.lookahead);
-    this.#ask(held, more ? this.#settings.maxWaitMs : -1);
+    held.wakeAt = performance.now();
+    for (const call of this.#inFlight.values()) if (call.sentAt >= held.wakeAt) return;
+    const more = this.#supply < Math.min(this.#queue.size - this.#comeCount(), this.#lookahead);
+    this.#ask(more);
   }
 
-  /** A held slot's check came back: used, or moved on by the pause that holds. */
-  #checked(held: Held, answer: Slot): void {
-    held.checking = false;
+  #comeCount(): number {
+    let come = 0;
+    for (const held of this.#held) if (held.checking) come++;
+    return come;
+  }
+
+  /**
+   * A store call's answer, for the slots that came before it was sent: each goes, or, while a
+   * pause holds, moves on by its shift (every slot handed out before the pause did).
+   */
+  #checked(sentAt: number, answer: Slot): void {
     const { pausedMs, shiftMs } = answer.decision;
-    if (pausedMs > 0) {
-      // Every slot handed out before the pause moved on by its shift: this one follows.
-      held.wakeAt = Math.max(held.wakeAt + shiftMs, performance.now() + pausedMs);
-      this.#arm(held);
-      return;
+    const now = performance.now();
+    for (const held of this.#held) {
+      if (!held.checking || held.wakeAt > sentAt) continue;
+      held.checking = false;
+      if (pausedMs > 0) {
+        held.wakeAt = Math.max(held.wakeAt + shiftMs, now + pausedMs);
+        this.#arm(held);
+      } else {
+        this.#held.delete(held);
+        this.#use(held.slot);
+      }
     }
-    this.#held.delete(held);
-    this.#use(held.slot);
   }
 
   /** A slot that may be used now: the first waiting call goes; with none, the slot is given back. */
@@ -212,7 +259,9 @@ export class Lane {
 
   /** Gives back the furthest slot held beyond what the queued calls need. */
   #giveBackSpare(): void {
-    if (this.#supply - this.#asking <= this.#queue.size) return;
+    let spare = 0;
+    for (const held of this.#held) if (!held.checking) spare++;
+    if (spare + this.#comeCount() <= this.#queue.size) return;
     let furthest: Held | undefined;
     for (const held of this.#held) {
       if (!held.checking && (furthest === undefined || held.wakeAt > furthest.wakeAt)) furthest = held;
@@ -222,8 +271,6 @@ export class Lane {
 
   /** Tells the throttle when the lane holds nothing, so that it can be forgotten. */
   #settle(): void {
-    if (this.#queue.size === 0 && this.#held.size === 0 && this.#asking === 0 && this.#checking === 0) {
-      this.#settings.idle();
-    }
+    if (this.#queue.size === 0 && this.#held.size === 0 && this.#inFlight.size === 0) this.#settings.idle();
   }
 }

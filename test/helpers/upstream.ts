@@ -59,7 +59,9 @@ export function startUpstream(options: UpstreamOptions): Promise<Upstream> {
       return;
     }
     const seconds = refuseNow ? (options.refuse?.retryAfterSeconds ?? 1) : 1;
-    response.writeHead(429, { 'retry-after': String(seconds), 'content-type': 'text/plain' }).end('slow down');
+    response
+      .writeHead(429, { 'retry-after': String(seconds), 'content-type': 'text/plain' })
+      .end('slow down');
   };
   const server = createServer(answer);
   // Keep-alive connections from six processes: more than the default backlog needs, fewer than its limits.

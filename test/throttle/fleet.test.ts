@@ -1,0 +1,113 @@
+// A fleet of processes calling an upstream that allows 200 requests per second, strictly, through
+// throttle().fetch at 175 per second: the upstream never sees more than 200 in a second nor answers
+// 429, one store call per call; and one 429 with Retry-After pauses every process until it ends.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { runFleet } from '../helpers/fleet.js';
+import { type RedisServer, startRedis } from '../helpers/redis-server.js';
+import { unique } from '../helpers/suites.js';
+
+let server: RedisServer;
+before(async () => {
+  server = await startRedis();
+});
+after(async () => {
+  await server.stop();
+});
+
+/** The script calls a run sent (EVALSHA, EVAL after NOSCRIPT, FCALL). */
+function scriptCalls(run: Awaited<ReturnType<typeof runFleet>>): number {
+  return run.storeCalls.filter((command) => /^(EVALSHA|EVAL|FCALL)$/i.test(command.args[0] ?? '')).length;
+}
+
+describe('throttle().fetch from 6 processes at 175 per second, against an upstream of 200 per second', () => {
+  test('no second of the upstream holds more than 200 arrivals, none is refused, about one store call per call', async () => {
+    const processes = 6;
+    const jobsEach = 60;
+    const run = await runFleet({
+      mode: 'throttle',
+      redisPort: server.port,
+      processes,
+      jobsEach,
+      perSecond: 175,
+      upstream: { perSecond: 200 },
+      name: unique('fleet'),
+    });
+    const jobs = processes * jobsEach;
+    assert.deepEqual(
+      run.reports.flatMap((report) => report.errors),
+      [],
+    );
+    assert.equal(run.arrivals.length, jobs, 'one arrival per call: nothing refused, nothing made twice');
+    assert.equal(run.arrivals.filter((arrival) => arrival.status !== 200).length, 0, 'no 429');
+    assert.ok(run.busiest <= 200, `${run.busiest} arrivals in the busiest second`);
+    // One store call per call takes its slot (and checks the slot that came before it); the last
+    // slots each process holds (its lookahead: 4, more while its store calls come back slowly) are
+    // checked alone. A polling loop makes several per call (see BENCHMARKS.md).
+    const perCall = run.storeCalls.length / jobs;
+    console.log(`${run.storeCalls.length} store calls for ${jobs} calls (${perCall.toFixed(3)} each)`);
+    assert.ok(
+      perCall <= 1.5,
+      `${run.storeCalls.length} store calls for ${jobs} calls (${perCall.toFixed(3)} each)`,
+    );
+    assert.ok(scriptCalls(run) >= jobs, 'each call took its slot in a script call');
+    // Slots go to every process, in the order they asked: none is starved while others run.
+    for (let worker = 0; worker < processes; worker++) {
+      assert.equal(run.arrivals.filter((arrival) => arrival.worker === String(worker)).length, jobsEach);
+    }
+  });
+});
+
+describe('an upstream that answers one 429 with Retry-After', () => {
+  test('no process calls it until the pause ends, then every process goes on; the refused call is made again', async () => {
+    const processes = 4;
+    const jobsEach = 60;
+    const run = await runFleet({
+      mode: 'throttle',
+      redisPort: server.port,
+      processes,
+      jobsEach,
+      perSecond: 100,
+      upstream: { perSecond: 1000, refuse: { arrival: 40, retryAfterSeconds: 1 } },
+      name: unique('paused'),
+    });
+    const refused = run.arrivals.filter((arrival) => arrival.status === 429);
+    assert.equal(refused.length, 1);
+    assert.deepEqual(
+      run.reports.flatMap((report) => report.errors),
+      [],
+    );
+    // Every call answered 200 in the end: the refused one was made again.
+    const ok = run.reports.reduce((sum, report) => sum + (report.statuses['200'] ?? 0), 0);
+    assert.equal(ok, processes * jobsEach);
+    // The pause was written by a schedule whose second operand (the pause, ms) is 1000.
+    const pauses = run.storeCalls.filter((command) => command.args.at(-1) === '1000');
+    assert.equal(pauses.length, 1, 'one store call wrote the pause');
+    const pausedAt = (pauses[0] as (typeof pauses)[number]).atMs;
+    const endsAt = pausedAt + 1000;
+    // Calls handed to fetch before the pause was in the store may still arrive (they were on their
+    // way), and so may a call whose slot a store call answered just before the pause was written:
+    // on a loaded machine its process may take a while to hand it to fetch. None comes later.
+    const during = run.arrivals.filter(
+      (arrival) => arrival.sentAtMs !== undefined && arrival.sentAtMs > pausedAt && arrival.sentAtMs < endsAt,
+    );
+    const inFlight = run.arrivals.filter((arrival) => arrival.atMs > pausedAt && arrival.atMs < endsAt);
+    const refusedAt = (refused[0] as (typeof refused)[number]).atMs;
+    console.log(
+      `pause written ${(pausedAt - refusedAt).toFixed(1)} ms after the 429 arrived; ${inFlight.length} calls arrived while it held, ${during.length} of them handed to fetch after it was written (${during
+        .map((arrival) => (arrival.sentAtMs as number) - pausedAt)
+        .map((ms) => ms.toFixed(1))
+        .join(', ')} ms after)`,
+    );
+    assert.ok(during.length <= processes, `${during.length} calls handed to fetch while the pause held`);
+    const secondHalf = during.filter((arrival) => (arrival.sentAtMs as number) > pausedAt + 500);
+    assert.deepEqual(secondHalf, [], "none handed to fetch in the pause's second half");
+    // Then all resume: every process calls again after the pause.
+    for (let worker = 0; worker < processes; worker++) {
+      const resumed = run.arrivals.filter(
+        (arrival) => arrival.worker === String(worker) && arrival.atMs >= endsAt,
+      );
+      assert.ok(resumed.length > 0, `process ${worker} resumed after the pause`);
+    }
+  });
+});
