@@ -21,7 +21,7 @@ export interface Monitor {
 
 const LINE = /^\+(\d+\.\d+) \[\d+ ([^\]]+)\] (.*)$/;
 
-function unescape(text: string): string {
+function unescaped(text: string): string {
   return text.replace(/\\(x[0-9a-f]{2}|.)/g, (_, code: string) => {
     if (code.startsWith('x')) return String.fromCharCode(Number.parseInt(code.slice(1), 16));
     return code === 'n' ? '\n' : code === 'r' ? '\r' : code === 't' ? '\t' : code;
@@ -32,7 +32,7 @@ function parse(line: string): Monitored | undefined {
   const match = LINE.exec(line);
   if (match === null) return undefined;
   const args = [...(match[3] as string).matchAll(/"((?:[^"\\]|\\.)*)"/g)].map((m) =>
-    unescape(m[1] as string),
+    unescaped(m[1] as string),
   );
   return { atMs: Number(match[1]) * 1000, source: match[2] as string, args };
 }
