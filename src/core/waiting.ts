@@ -96,9 +96,9 @@ function answer(decision: Decision, waitedMs: number): WaitDecision {
   return answered;
 }
 
-/** What is left of `maxWaitMs`, in whole ms. */
+/** What is left of `maxWaitMs`, in whole ms (whole ms waited so far taken off). */
 function budget(wait: Resolved, startedAt: number): number {
-  return Math.max(0, Math.floor(wait.maxWaitMs - (performance.now() - startedAt)));
+  return Math.max(0, wait.maxWaitMs - Math.floor(performance.now() - startedAt));
 }
 
 /** GCRA and the token bucket: one call takes the slot, then the caller sleeps until it comes. */
