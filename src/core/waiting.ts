@@ -70,14 +70,16 @@ export async function waitFor(
   const startedAt = performance.now();
   pipeline.waited({ kind: 'waiting' });
   let allowed = false;
+  let waitedMs: number | undefined;
   try {
     const decision = policy.schedules
       ? await scheduled(pipeline, identifier, wait, startedAt)
       : await polled(pipeline, identifier, wait, startedAt);
     allowed = decision.allowed;
-    return answer(decision, performance.now() - startedAt);
+    waitedMs = performance.now() - startedAt;
+    return answer(decision, waitedMs);
   } finally {
-    pipeline.waited({ kind: 'done', waitedMs: performance.now() - startedAt, allowed });
+    pipeline.waited({ kind: 'done', waitedMs: waitedMs ?? performance.now() - startedAt, allowed });
   }
 }
 

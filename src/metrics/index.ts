@@ -1,6 +1,12 @@
 // `sluice/metrics`: recorders for createLimiter({ metrics }) — Prometheus, OpenTelemetry, or in process.
 export type { MetricsRecorder } from '../hooks.js';
-export { INSTRUMENTS, type Outcome, type SkipReason, STORE_SECONDS_BUCKETS } from './definitions.js';
+export {
+  INSTRUMENTS,
+  type Outcome,
+  type SkipReason,
+  STORE_SECONDS_BUCKETS,
+  WAIT_SECONDS_BUCKETS,
+} from './definitions.js';
 export {
   type OpenTelemetryMeter,
   type OpenTelemetryMetricsOptions,

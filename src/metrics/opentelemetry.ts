@@ -1,6 +1,13 @@
 // openTelemetryMetrics(): the same instruments on an OpenTelemetry meter, counters observed at collection time.
 import { invalidOption } from '../errors.js';
-import { INSTRUMENTS, OUTCOMES, SKIP_REASONS, STORE_SECONDS_BUCKETS } from './definitions.js';
+import type { WaitEvent } from '../hooks.js';
+import {
+  INSTRUMENTS,
+  OUTCOMES,
+  SKIP_REASONS,
+  STORE_SECONDS_BUCKETS,
+  WAIT_SECONDS_BUCKETS,
+} from './definitions.js';
 import { type HotOptions, resolveMetricsOptions } from './options.js';
 import { DecisionMetrics, type DecisionMetricsOptions, type LimiterTally } from './tally.js';
 
@@ -39,6 +46,7 @@ export interface OpenTelemetryMetricsOptions extends DecisionMetricsOptions {
 
 class OpenTelemetryRecorder extends DecisionMetrics {
   readonly #histogram: { record(value: number, attributes?: Attributes): void };
+  readonly #waits: { record(value: number, attributes?: Attributes): void };
   // One attributes object per limiter, made once: the SDK reads it on every observation.
   readonly #attributes = new WeakMap<LimiterTally, Attributes>();
 
@@ -60,6 +68,12 @@ class OpenTelemetryRecorder extends DecisionMetrics {
     const cacheHits = counter('cacheHits');
     const nearLimit = counter('nearLimit');
     const up = meter.createObservableGauge(INSTRUMENTS.storeUp.openTelemetry, options('storeUp'));
+    const waiting = meter.createObservableGauge(INSTRUMENTS.waiting.openTelemetry, options('waiting'));
+    const pauses = counter('pauses');
+    this.#waits = meter.createHistogram(INSTRUMENTS.waitSeconds.openTelemetry, {
+      ...options('waitSeconds'),
+      advice: { explicitBucketBoundaries: [...WAIT_SECONDS_BUCKETS] },
+    });
     // Counts are cumulative in the tallies: observing them at collection time costs nothing per decision.
     meter.addBatchObservableCallback(
       (result) => {
@@ -77,10 +91,18 @@ class OpenTelemetryRecorder extends DecisionMetrics {
           result.observe(cacheHits, t.cacheHits, { limiter });
           result.observe(nearLimit, t.nearLimit, { limiter });
           result.observe(up, t.downShards.size === 0 ? 1 : 0, { limiter });
+          result.observe(waiting, t.waits.waiting, { limiter });
+          result.observe(pauses, t.waits.pauses, { limiter });
         }
       },
-      [decisions, units, skipped, cacheHits, nearLimit, up],
+      [decisions, units, skipped, cacheHits, nearLimit, up, waiting, pauses],
     );
+  }
+
+  /** A wait that went is one histogram recording, as a store decision's time is. */
+  override waited(name: string, event: WaitEvent): void {
+    super.waited(name, event);
+    if (event.kind === 'done' && event.allowed) this.#waits.record(event.waitedMs / 1000, { limiter: name });
   }
 
   protected override observe(tally: LimiterTally, storeMs: number): number {
@@ -99,7 +121,9 @@ class OpenTelemetryRecorder extends DecisionMetrics {
  * A recorder for `createLimiter({ metrics })` on an OpenTelemetry meter: the counters
  * `sluice.decisions` (attributes `limiter`, `outcome`), `sluice.units`, `sluice.store.skipped`
  * (`reason`), `sluice.deny_cache.hits` and `sluice.near_limit`, observed at collection time; the
- * histogram `sluice.store.decision.duration` in seconds; the gauge `sluice.store.up`. Each
+ * histogram `sluice.store.decision.duration` in seconds; the gauge `sluice.store.up`; for calls
+ * waiting for a slot, the histogram `sluice.wait.duration`, the gauge `sluice.waiting` and the counter
+ * `sluice.upstream.pauses`. Each
  * store decision is one histogram recording on the meter; the counters cost nothing per decision.
  *
  * @example

@@ -1,9 +1,17 @@
 // Counts decisions per limiter in plain numbers, which every exporter and the dashboard read.
-import type { CountedCall, DecisionCounter, DecisionSource, HookContext, MetricsRecorder } from '../hooks.js';
+import type {
+  CountedCall,
+  DecisionCounter,
+  DecisionSource,
+  HookContext,
+  MetricsRecorder,
+  WaitEvent,
+} from '../hooks.js';
 import { type Decision, isStoreFailure, type Policy, type Store } from '../types.js';
 import { type Outcome, type SkipReason, STORE_MS_BUCKETS, STORE_SECONDS_BUCKETS } from './definitions.js';
 import { type HotOptions, resolveMetricsOptions } from './options.js';
 import { type HeavyHitter, RecentHeavyHitters } from './space-saving.js';
+import { WaitTally } from './waits.js';
 
 /** One limiter's counts. Plain fields: a decision costs a few additions, no lookup by label. */
 export class LimiterTally {
@@ -32,6 +40,8 @@ export class LimiterTally {
   /** When the first shard of the current outage went down (ms since the epoch). */
   downSince: number | undefined;
   readonly hot: RecentHeavyHitters | undefined;
+  /** Calls waiting for a slot: waiting now, how long they waited, pauses from upstreams. */
+  readonly waits = new WaitTally();
 
   constructor(name: string, hotCapacity: number) {
     this.name = name;
@@ -119,6 +129,12 @@ export interface LimiterMetrics {
   readonly downSinceMs: number | undefined;
   /** The most-denied identifiers over the last one to two `hotWindowMs`, most first. */
   readonly topDenied: readonly HeavyHitter[];
+  /** Calls waiting for a slot (wait(), throttle()): now, how long those that went waited, and pauses from upstreams. */
+  readonly waits: {
+    readonly waiting: number;
+    readonly waitSeconds: ReturnType<WaitTally['histogram']>;
+    readonly upstreamPauses: number;
+  };
 }
 
 /** Options every recorder takes. */
@@ -242,6 +258,11 @@ export class DecisionMetrics implements MetricsRecorder {
     else tally.downSince ??= Date.now();
   }
 
+  /** A call waiting for a slot began or ended, or an upstream paused an identifier. */
+  waited(name: string, event: WaitEvent): void {
+    this.tally(name).waits.record(event);
+  }
+
   /** The most-denied identifiers of a limiter over the last one to two `hotWindowMs`, most first (none when it has not registered or denied). */
   topDenied(limiter: string, limit?: number): HeavyHitter[] {
     return this.#tallies.get(limiter)?.hot?.top(limit) ?? [];
@@ -311,6 +332,11 @@ function describe(tally: LimiterTally): LimiterMetrics {
     downShards: [...tally.downShards],
     downSinceMs: tally.downSince,
     topDenied: tally.hot?.top() ?? [],
+    waits: {
+      waiting: tally.waits.waiting,
+      waitSeconds: tally.waits.histogram(),
+      upstreamPauses: tally.waits.pauses,
+    },
   };
 }
 

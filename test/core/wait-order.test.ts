@@ -50,8 +50,13 @@ for (const algorithm of ['gcra', 'tokenBucket'] as const) {
       const reports = (await Promise.all(reported)) as WaitWorkerReport[];
       await monitor.stop();
 
-      const scripts = clientCommands(monitor).filter((command) => /^EVALSHA|^EVAL$/i.test(command.args[0] ?? ''));
-      const grants = reports.reduce((sum, report) => sum + report.resolved.filter((r) => r.allowed).length, 0);
+      const scripts = clientCommands(monitor).filter((command) =>
+        /^EVALSHA|^EVAL$/i.test(command.args[0] ?? ''),
+      );
+      const grants = reports.reduce(
+        (sum, report) => sum + report.resolved.filter((r) => r.allowed).length,
+        0,
+      );
       assert.equal(grants, PROCESSES * CALLS, 'every call was granted');
       const perGrant = scripts.length / grants;
       assert.ok(perGrant <= 1.1, `${scripts.length} script calls for ${grants} grants`);
@@ -71,7 +76,10 @@ for (const algorithm of ['gcra', 'tokenBucket'] as const) {
       assert.equal(slots.length, grants);
       for (let i = 1; i < slots.length; i++) {
         const [earlier, later] = [slots[i - 1], slots[i]] as [(typeof slots)[0], (typeof slots)[0]];
-        assert.ok(later.slotMs > earlier.slotMs, `the call that reached the store ${i + 1}th got a later slot`);
+        assert.ok(
+          later.slotMs > earlier.slotMs,
+          `the call that reached the store ${i + 1}th got a later slot`,
+        );
       }
       // Calls of different processes interleave at the store: the order is the fleet's, not each process's.
       assert.ok(new Set(slots.map((slot) => slot.worker)).size === PROCESSES, 'every process was granted');
