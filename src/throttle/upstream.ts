@@ -72,7 +72,8 @@ function parameter(item: string, names: readonly string[]): number | undefined {
 /**
  * How long rate-limit fields say nothing is left, in ms: the IETF `RateLimit` list (`"api";r=0;t=30`,
  * one item per quota) or its `draft-7` form (`limit=100, remaining=0, reset=30`), `RateLimit-Remaining`
- * with `RateLimit-Reset` (seconds), or `X-RateLimit-Remaining` with `X-RateLimit-Reset` (Unix seconds).
+ * with `RateLimit-Reset` (seconds), or `X-RateLimit-Remaining` with `X-RateLimit-Reset` (Unix seconds, or
+ * seconds from now when small).
  */
 export function exhaustedForMs(answer: Answer, nowMs: number): number | undefined {
   const list = answer.header('ratelimit');
@@ -93,7 +94,9 @@ export function exhaustedForMs(answer: Answer, nowMs: number): number | undefine
   }
   if (answer.header('x-ratelimit-remaining')?.trim() === '0') {
     const reset = Number(answer.header('x-ratelimit-reset'));
-    return Number.isFinite(reset) && reset > 0 ? Math.max(0, reset * 1000 - nowMs) : undefined;
+    if (!Number.isFinite(reset) || reset <= 0) return undefined;
+    // Unix seconds (GitHub's form); a small number is seconds from now, as some APIs send it.
+    return reset > 1e9 ? Math.max(0, reset * 1000 - nowMs) : reset * 1000;
   }
   return undefined;
 }
