@@ -130,3 +130,46 @@ describe('wait() options', () => {
     await assert.rejects(limiter.wait('x', { cost: 2 }), isCode(ERROR_CODES.COST_EXCEEDS_LIMIT));
   });
 });
+
+describe('the scripts and the operations table', () => {
+  test("single.lua's operands and fields per operation are the table's", async () => {
+    const { LUA_SOURCES } = await import('../../src/stores/redis/lua.generated.js');
+    const { OPERATIONS } = await import('../../src/operations.js');
+    const table = (name: string): Record<string, number> => {
+      const found = new RegExp(`local ${name} = \\{([^}]*)\\}`).exec(LUA_SOURCES.single)?.[1] ?? '';
+      return Object.fromEntries([...found.matchAll(/\['(\d)'\] = (\d+)/g)].map((m) => [m[1], Number(m[2])]));
+    };
+    const operands = table('OPERANDS');
+    const fields = table('FIELDS');
+    for (const entry of Object.values(OPERATIONS)) {
+      if (entry.code === undefined) continue;
+      assert.equal(operands[entry.code] ?? 0, entry.operands, `operands of op '${entry.code}'`);
+      assert.equal(fields[entry.code] ?? 0, entry.fields, `fields of op '${entry.code}'`);
+    }
+  });
+});
+
+describe('a pause on Redis', () => {
+  test("lives in the identifier's own key with the arrival time, and the key expires", async () => {
+    const backend = await openBackend('ioredis', server);
+    try {
+      const limiter = limiterOn(backend.store, EVERY_100_MS());
+      const pipeline = limiterPipeline(limiter) as Pipeline;
+      const paused = await askSlot(pipeline, 'p', 1, undefined, -1, 2000);
+      // Whole ms, rounded up: the pause ends on the first whole ms at least 2000 ms from now.
+      assert.ok([2000, 2001].includes(paused.decision.pausedMs), `${paused.decision.pausedMs} ms`);
+      const key = limiter.store.keyFor(limiter.name, 'p');
+      const value = String(await backend.redis?.command('GET', key));
+      assert.match(value, /^\S+ \d+ 200[01]$/, 'the TAT, when the pause ends, and the shift');
+      const ttl = Number(await backend.redis?.command('PTTL', key));
+      assert.ok(ttl > 1000 && ttl <= 2001, `expires with the TAT, when the pause ends: ${ttl} ms`);
+      assert.deepEqual(await backend.redis?.command('KEYS', `${key}*`), [key], 'no other key');
+      // A slot asked during the pause comes after it; limit() is refused until then.
+      const slot = await askSlot(pipeline, 'p', 1, undefined, 60_000);
+      assert.ok(slot.decision.waitMs >= 1900, `${slot.decision.waitMs} ms`);
+      assert.equal((await limiter.limit('p')).allowed, false);
+    } finally {
+      await backend.close();
+    }
+  });
+});
