@@ -5,10 +5,9 @@ import {
   EPSILON_MS,
   type GcraPause,
   type GcraState,
-  keptState,
+  gcraOutcome,
   pauseFloor,
   tatOf,
-  unitsAvailable,
 } from './gcra-state.js';
 
 /**
@@ -54,20 +53,13 @@ export function decideSchedule(
     tat = next;
     write = true;
   }
-  const keep = tat > now;
-  return {
-    allowed,
-    remaining: unitsAvailable(tat, now, intervalMs, toleranceMs),
-    resetMs: Math.ceil(tat - now),
-    retryAfterMs: allowed ? 0 : waitMs - maxWaitMs,
-    state: write && keep ? keptState(tat, pause) : stored,
-    ttlMs: write ? (keep ? Math.ceil(tat - now) : 0) : -1,
-    fields: [
-      waitMs,
-      pause === undefined ? 0 : Math.ceil(pause.pausedUntil - now),
-      pause === undefined ? 0 : pause.shiftMs,
-    ],
-  };
+  const fields = [
+    waitMs,
+    pause === undefined ? 0 : Math.ceil(pause.pausedUntil - now),
+    pause === undefined ? 0 : pause.shiftMs,
+  ];
+  const retryAfterMs = allowed ? 0 : waitMs - maxWaitMs;
+  return gcraOutcome(stored, now, tat, pause, write, allowed, retryAfterMs, intervalMs, toleranceMs, fields);
 }
 
 /**

@@ -1,4 +1,5 @@
 // GCRA's state and the parts of its rule every operation shares: the TAT, the pause an upstream asked for, units free now.
+import type { Outcome } from '../types.js';
 
 /**
  * Slack for comparisons of times, in ms; the Lua twin uses the same value. Times near 1.7e12 ms
@@ -60,4 +61,35 @@ export function unitsAvailable(tat: number, now: number, intervalMs: number, tol
   while (tat + (n + 1) * intervalMs - now <= toleranceMs + EPSILON_MS) n++;
   while (n > 0 && tat + n * intervalMs - now > toleranceMs + EPSILON_MS) n--;
   return n;
+}
+
+/**
+ * What a GCRA decision answers and keeps, once its new TAT is known: the units free now, the reset,
+ * and the state (`write`: whether the decision changed it; one that leaves nothing owed deletes, a
+ * read keeps what was there). The Lua twin stores a TAT of whole microseconds as an integer (minus
+ * the count of µs) and any other as a decimal; both read back exactly, so the form never changes a
+ * decision.
+ */
+export function gcraOutcome(
+  stored: GcraState | undefined,
+  now: number,
+  tat: number,
+  pause: GcraPause | undefined,
+  write: boolean,
+  allowed: boolean,
+  retryAfterMs: number,
+  intervalMs: number,
+  toleranceMs: number,
+  fields?: readonly number[],
+): Outcome<GcraState> {
+  const keep = tat > now;
+  const outcome = {
+    allowed,
+    remaining: unitsAvailable(tat, now, intervalMs, toleranceMs),
+    resetMs: Math.ceil(tat - now),
+    retryAfterMs,
+    state: write && keep ? keptState(tat, pause) : stored,
+    ttlMs: write ? (keep ? Math.ceil(tat - now) : 0) : -1,
+  };
+  return fields === undefined ? outcome : { ...outcome, fields };
 }

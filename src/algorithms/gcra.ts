@@ -4,15 +4,7 @@ import { describeShare, resolveShare, scaleBurst } from '../share.js';
 import type { Operation, Outcome, Policy } from '../types.js';
 import { durationMs, knownKeys, optionsObject, positiveInteger, positiveNumber } from '../validate.js';
 import { decideSchedule } from './gcra-schedule.js';
-import {
-  activePause,
-  EPSILON_MS,
-  type GcraState,
-  keptState,
-  pauseFloor,
-  tatOf,
-  unitsAvailable,
-} from './gcra-state.js';
+import { activePause, EPSILON_MS, type GcraState, gcraOutcome, pauseFloor, tatOf } from './gcra-state.js';
 import { type PolicyBody, scaledAtLeastOne, withLimits } from './variants.js';
 
 export type { GcraPause, GcraPaused, GcraState } from './gcra-state.js';
@@ -56,18 +48,7 @@ export function decideGcra(
       write = true;
     }
   }
-  const keep = tat > now;
-  // The Lua twin stores a TAT of whole microseconds as an integer (minus the count of µs) and any
-  // other as a decimal; both read back exactly, so the form never changes a decision.
-  return {
-    allowed,
-    remaining: unitsAvailable(tat, now, intervalMs, toleranceMs),
-    resetMs: Math.ceil(tat - now),
-    retryAfterMs,
-    // A write that leaves nothing owed deletes; a read keeps what was there.
-    state: write && keep ? keptState(tat, pause) : stored,
-    ttlMs: write ? (keep ? Math.ceil(tat - now) : 0) : -1,
-  };
+  return gcraOutcome(stored, now, tat, pause, write, allowed, retryAfterMs, intervalMs, toleranceMs);
 }
 
 /** Options of {@link gcra}. */

@@ -23,4 +23,4 @@ export { DENY_RETRY_AFTER_MS, type FailureMode } from './health.js';
 export { limiterPipeline, RateLimiter } from './limiter.js';
 export { type CallParts, Pipeline } from './pipeline.js';
 export { askSlot, Slot } from './slot.js';
-export { WAIT_DEFAULTS, waitFor } from './waiting.js';
+export { checkMaxWaitMs, WAIT_DEFAULTS, waitFor } from './waiting.js';

@@ -28,7 +28,16 @@ interface Resolved {
 function resolveWait(options: WaitOptions | undefined): Resolved {
   const raw = optionsObject('wait options', options, false);
   knownKeys('wait', raw, ['cost', 'tag', 'limit', 'maxWaitMs', 'signal']);
-  const maxWaitMs = raw.maxWaitMs ?? WAIT_DEFAULTS.maxWaitMs;
+  const maxWaitMs = checkMaxWaitMs(raw.maxWaitMs);
+  const signal = raw.signal as AbortSignal | undefined;
+  if (signal !== undefined && !isSignal(signal)) throw invalidOption('signal', 'an AbortSignal', signal);
+  const parts = { tag: raw.tag as string | undefined, limit: raw.limit as number | undefined };
+  return { cost: (raw.cost as number | undefined) ?? 1, parts, maxWaitMs, signal };
+}
+
+/** A `maxWaitMs` option, checked: whole ms from 0 to MAX_WAIT_MS, the default when absent. */
+export function checkMaxWaitMs(value: unknown): number {
+  const maxWaitMs = value ?? WAIT_DEFAULTS.maxWaitMs;
   if (
     typeof maxWaitMs !== 'number' ||
     !Number.isSafeInteger(maxWaitMs) ||
@@ -37,10 +46,7 @@ function resolveWait(options: WaitOptions | undefined): Resolved {
   ) {
     throw invalidOption('maxWaitMs', `a whole number of milliseconds from 0 to ${MAX_WAIT_MS}`, maxWaitMs);
   }
-  const signal = raw.signal as AbortSignal | undefined;
-  if (signal !== undefined && !isSignal(signal)) throw invalidOption('signal', 'an AbortSignal', signal);
-  const parts = { tag: raw.tag as string | undefined, limit: raw.limit as number | undefined };
-  return { cost: (raw.cost as number | undefined) ?? 1, parts, maxWaitMs, signal };
+  return maxWaitMs;
 }
 
 function isSignal(value: unknown): value is AbortSignal {

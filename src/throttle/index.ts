@@ -1,7 +1,12 @@
 // `sluice/throttle`: calls to a rate-limited upstream, paced across every process by slots taken from the store.
-import { checkIdentifier, limiterPipeline, type Pipeline, WAIT_DEFAULTS } from '../core/index.js';
+import {
+  checkIdentifier,
+  checkMaxWaitMs,
+  limiterPipeline,
+  type Pipeline,
+  WAIT_DEFAULTS,
+} from '../core/index.js';
 import { invalidOption } from '../errors.js';
-import { MAX_WAIT_MS } from '../operations.js';
 import type { Limiter } from '../types.js';
 import { knownKeys, optionsObject } from '../validate.js';
 import { ThrottledCall } from './call.js';
@@ -103,15 +108,7 @@ function resolveThrottle(options: ThrottleOptions): Resolved {
   const key = raw.key ?? THROTTLE_DEFAULTS.key;
   const invalidKey = checkIdentifier(key, 'key');
   if (invalidKey !== undefined) throw invalidKey;
-  const maxWaitMs = raw.maxWaitMs ?? THROTTLE_DEFAULTS.maxWaitMs;
-  if (
-    typeof maxWaitMs !== 'number' ||
-    !Number.isSafeInteger(maxWaitMs) ||
-    maxWaitMs < 0 ||
-    maxWaitMs > MAX_WAIT_MS
-  ) {
-    throw invalidOption('maxWaitMs', `a whole number of milliseconds from 0 to ${MAX_WAIT_MS}`, maxWaitMs);
-  }
+  const maxWaitMs = checkMaxWaitMs(raw.maxWaitMs);
   const retries = raw.retries ?? THROTTLE_DEFAULTS.retries;
   if (typeof retries !== 'number' || !Number.isSafeInteger(retries) || retries < 0 || retries > 100) {
     throw invalidOption('retries', 'a whole number from 0 to 100', retries);

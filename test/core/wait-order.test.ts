@@ -1,9 +1,10 @@
 // wait() across 4 processes on GCRA and the token bucket: slots are handed out in the order the calls
 // reached the store (MONITOR's order), no call goes before its slot, and one store call per grant.
 import assert from 'node:assert/strict';
-import { type ChildProcess, fork } from 'node:child_process';
+import { fork } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { nextMessage } from '../helpers/child.js';
 import { clientCommands, startMonitor } from '../helpers/monitor.js';
 import { type RedisServer, startRedis } from '../helpers/redis-server.js';
 import { unique } from '../helpers/suites.js';
@@ -21,31 +22,19 @@ after(async () => {
   await server.stop();
 });
 
-function message(child: ChildProcess, field: string): Promise<unknown> {
-  return new Promise((resolve, reject) => {
-    const onMessage = (received: Record<string, unknown>) => {
-      if (!(field in received)) return;
-      child.off('message', onMessage);
-      resolve(received[field]);
-    };
-    child.on('message', onMessage);
-    child.once('exit', (code) => reject(new Error(`worker exited (${code}) before "${field}"`)));
-  });
-}
-
 for (const algorithm of ['gcra', 'tokenBucket'] as const) {
   describe(`wait() from ${PROCESSES} processes, ${algorithm} of 50 per second, one at a time`, () => {
     test('slots go in the order the calls reached the store, none early, one store call per grant', async () => {
       const name = unique('order');
       const children = Array.from({ length: PROCESSES }, () => fork(WORKER, [], { stdio: 'inherit' }));
-      const ready = children.map((child) => message(child, 'ready'));
+      const ready = children.map((child) => nextMessage(child, 'ready'));
       for (const child of children) {
         const config: WaitWorkerConfig = { port: server.port, name, algorithm, calls: CALLS };
         child.send(config);
       }
       await Promise.all(ready);
       const monitor = await startMonitor(server.port);
-      const reported = children.map((child) => message(child, 'report'));
+      const reported = children.map((child) => nextMessage(child, 'report'));
       for (const child of children) child.send('go');
       const reports = (await Promise.all(reported)) as WaitWorkerReport[];
       await monitor.stop();

@@ -2,6 +2,7 @@
 // watched by MONITOR: what the throttle suites assert and the benchmark reports.
 import { type ChildProcess, fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { nextMessage } from './child.js';
 import { clientCommands, type Monitored, startMonitor } from './monitor.js';
 import type { WorkerConfig, WorkerReport } from './throttle-worker.js';
 import { type Arrival, busiestSpan, type UpstreamOptions } from './upstream.js';
@@ -32,25 +33,10 @@ export interface FleetRun {
   readonly elapsedMs: number;
 }
 
-/** The next message from a child that carries `field`, or a rejection if it exits first. */
-function next(child: ChildProcess, field: string): Promise<unknown> {
-  return new Promise((resolve, reject) => {
-    const onMessage = (message: Record<string, unknown>) => {
-      if (!(field in message)) return;
-      child.off('message', onMessage);
-      child.off('exit', onExit);
-      resolve(message[field]);
-    };
-    const onExit = (code: number | null) => reject(new Error(`worker exited (${code}) before "${field}"`));
-    child.on('message', onMessage);
-    child.once('exit', onExit);
-  });
-}
-
 /** Starts the workers, lets them go together, and gathers what the upstream and Redis saw. */
 export async function runFleet(options: FleetOptions): Promise<FleetRun> {
   const upstream = fork(UPSTREAM, [], { stdio: 'inherit' });
-  const url = next(upstream, 'url');
+  const url = nextMessage(upstream, 'url');
   upstream.send({ type: 'start', options: options.upstream });
   const upstreamUrl = (await url) as string;
   const children: ChildProcess[] = [];
@@ -59,9 +45,9 @@ export async function runFleet(options: FleetOptions): Promise<FleetRun> {
     for (let i = 0; i < options.processes; i++) {
       const child = fork(WORKER, [], { stdio: 'inherit' });
       children.push(child);
-      await next(child, 'started');
+      await nextMessage(child, 'started');
     }
-    const ready = children.map((child) => next(child, 'ready'));
+    const ready = children.map((child) => nextMessage(child, 'ready'));
     children.forEach((child, i) => {
       const config: WorkerConfig = {
         mode: options.mode,
@@ -77,13 +63,13 @@ export async function runFleet(options: FleetOptions): Promise<FleetRun> {
     });
     await Promise.all(ready);
     const monitor = await startMonitor(options.redisPort);
-    const reported = children.map((child) => next(child, 'report'));
+    const reported = children.map((child) => nextMessage(child, 'report'));
     const started = performance.now();
     for (const child of children) child.send({ type: 'go' });
     const reports = (await Promise.all(reported)) as WorkerReport[];
     const elapsedMs = performance.now() - started;
     await monitor.stop();
-    const logged = next(upstream, 'arrivals');
+    const logged = nextMessage(upstream, 'arrivals');
     upstream.send({ type: 'stop' });
     arrivals = (await logged) as Arrival[];
     return {
