@@ -3,7 +3,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { createLimiter, ERROR_CODES, fixedWindow, gcra, type Limiter, MemoryStore } from '../../src/index.js';
-import { pauseOf, retryAfterMs, throttle } from '../../src/throttle/index.js';
+import { throttle } from '../../src/throttle/index.js';
+import { pauseOf, retryAfterMs } from '../../src/throttle/upstream.js';
 import { isCode } from '../helpers/errors.js';
 import { unique } from '../helpers/suites.js';
 
