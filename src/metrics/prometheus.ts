@@ -158,6 +158,23 @@ class PrometheusRecorder extends DecisionMetrics implements PrometheusMetrics {
             t.clearHistogram();
           }),
       ),
+      ...this.#waitMetrics(prefix, each),
+      metric(
+        prefix,
+        'storeUp',
+        'gauge',
+        each((t) => [{ value: t.downShards.size === 0 ? 1 : 0, labels: { limiter: t.name } }]),
+        () => {},
+      ),
+    ];
+  }
+
+  /** Calls waiting for a slot: the time they waited, how many wait now, pauses from upstream answers. */
+  #waitMetrics(
+    prefix: string,
+    each: (read: (tally: LimiterTally) => Sample[]) => () => Sample[],
+  ): RegistryMetric[] {
+    return [
       metric(
         prefix,
         'waitSeconds',
@@ -165,6 +182,7 @@ class PrometheusRecorder extends DecisionMetrics implements PrometheusMetrics {
         each((t) => waitSamples(`${prefix}${INSTRUMENTS.waitSeconds.prometheus}`, t)),
         () => this.#zero((t) => t.waits.clear()),
       ),
+      // Calls waiting across a cluster's workers add up.
       metric(
         prefix,
         'waiting',
@@ -178,13 +196,6 @@ class PrometheusRecorder extends DecisionMetrics implements PrometheusMetrics {
         'pauses',
         'counter',
         each((t) => [{ value: t.waits.pauses, labels: { limiter: t.name } }]),
-        () => {},
-      ),
-      metric(
-        prefix,
-        'storeUp',
-        'gauge',
-        each((t) => [{ value: t.downShards.size === 0 ? 1 : 0, labels: { limiter: t.name } }]),
         () => {},
       ),
     ];

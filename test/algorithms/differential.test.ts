@@ -154,7 +154,7 @@ describe('a clock that runs backwards', () => {
           // Small steps both ways.
           now += Math.round((random.next() - 0.4) * policy.windowMs * 100) / 1000;
           const cost = random.next() < 0.7 ? 1 : random.int(1, policy.maxCost);
-          const c: Call = { identifier: 'back', operation: random.next() < 0.85 ? 'limit' : 'refund', cost };
+          const c: Call = { identifier: 'back', cost, ...randomOperation(random, policy) };
           if (!(await compare(onRedis, inMemory, [c], () => `tick ${tickIndex}, now ${now}`))) skipped++;
         }
         assert.ok(skipped <= 15, `${skipped} ticks skipped for keys Redis expired early`);
