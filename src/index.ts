@@ -61,6 +61,7 @@ export { LIMITER_DEFAULTS, type LimiterOptions } from './options.js';
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory.js';
 export { RedisStore, type RedisStoreOptions } from './stores/redis/store.js';
 export type {
+  AtomicBatch,
   Decision,
   DecisionReason,
   LimiterDeadline,
@@ -73,6 +74,5 @@ export type {
   StoreReply,
   StoreRequest,
   StoreResult,
-  Together,
 } from './types.js';
 export { isStoreFailure } from './types.js';

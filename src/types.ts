@@ -154,7 +154,7 @@ export interface StoreReply<R extends StoreRequest = StoreRequest> {
  * `limit` takes from each only when all allow. Checked beforehand by the caller: one operation that
  * may be atomic, one `now`, distinct keys of one cluster slot.
  */
-export interface Together {
+export interface AtomicBatch {
   /** The requests' keys in this store (`keyFor`), in request order, computed once by the caller. */
   readonly keys: readonly string[];
 }
@@ -182,7 +182,7 @@ export interface Store {
    * read it before returning. Optional: without it, a limiter calls `decide` per request, and an atomic
    * all() of limiters on the store is refused.
    */
-  submit?<R extends StoreRequest>(requests: readonly R[], reply: StoreReply<R>, together?: Together): void;
+  submit?<R extends StoreRequest>(requests: readonly R[], reply: StoreReply<R>, together?: AtomicBatch): void;
   /**
    * Decides at once, for stores that need no I/O (the memory store): the in-process fast path. A
    * limiter calls it for single requests when present, and then needs no timeout.

@@ -66,7 +66,7 @@ A rate-limit service any language can call, with the policies of the config file
   GET  /healthz      ok
   GET  /             in a browser: a live dashboard of each policy's decisions, store health and
                      most-denied identifiers (GET /dashboard/data is its JSON)
-  GET  /metrics      Prometheus metrics (needs prom-client installed)
+  GET  /metrics      Prometheus metrics
 
 Malformed requests get 400 application/problem+json; the log counts them in one line every 10 s
 at most. SIGTERM (or Ctrl-C) stops accepting, lets requests in flight finish, and exits 0 (130

@@ -106,14 +106,15 @@ export class Pipeline implements StoreReply<Call> {
   ): Promise<Decision> {
     const policy = this.check(operation, identifier, amount, parts);
     if (policy instanceof SluiceError) return Promise.reject(policy);
+    const memory = this.#inProcess;
     const spare = this.#spare;
-    if (spare !== undefined && this.clock === undefined) {
+    if (memory !== undefined && spare !== undefined && this.clock === undefined) {
       const call = spare.renew(policy, operation, identifier, amount, parts?.tag);
       // In process with nothing but the store's result to answer (see Answers.plain): a path short
       // enough for the compiler to take in whole, and no hook that could call the limiter meanwhile.
-      if (this.#answers.plain) return this.#plain(call);
+      if (this.#answers.plain) return this.#plain(memory, call);
       this.#spare = undefined;
-      const answer = this.#decideNow(call);
+      const answer = this.#decideNow(memory, call);
       this.#spare = spare;
       return answer;
     }
@@ -129,7 +130,8 @@ export class Pipeline implements StoreReply<Call> {
    * made) within the deadline, or the failure policy while the call's shard is failing.
    */
   decide(call: Call): Promise<Decision> {
-    if (this.#inProcess !== undefined) return this.#decideNow(call);
+    const memory = this.#inProcess;
+    if (memory !== undefined) return this.#decideNow(memory, call);
     const cached = this.#caching ? this.#answers.cached(call) : undefined;
     if (cached !== undefined) return Promise.resolve(cached);
     const connecting = this.#ready ? undefined : this.#connecting();
@@ -150,10 +152,10 @@ export class Pipeline implements StoreReply<Call> {
   }
 
   /** An in-process decision that the store's result answers alone (see Answers.plain). */
-  #plain(call: Call): Promise<Decision> {
+  #plain(memory: InProcess, call: Call): Promise<Decision> {
     let result: StoreResult;
     try {
-      result = (this.#inProcess as InProcess).decideNow(call);
+      result = memory.decideNow(call);
     } catch (error) {
       return this.#failedNow(call, error);
     }
@@ -161,7 +163,7 @@ export class Pipeline implements StoreReply<Call> {
   }
 
   /** Decides in process, at once: the promise is settled when it is returned. */
-  #decideNow(call: Call): Promise<Decision> {
+  #decideNow(memory: InProcess, call: Call): Promise<Decision> {
     const answers = this.#answers;
     if (this.#caching) {
       const cached = answers.cached(call);
@@ -170,7 +172,7 @@ export class Pipeline implements StoreReply<Call> {
     answers.asking(call);
     let result: StoreResult;
     try {
-      result = (this.#inProcess as InProcess).decideNow(call);
+      result = memory.decideNow(call);
     } catch (error) {
       return this.#failedNow(call, error);
     }

@@ -1,6 +1,6 @@
 // How a limiter hands requests to its store: the store's `submit`, or its `decide` one request at a time.
 import { ERROR_CODES, SluiceError } from '../errors.js';
-import type { Store, StoreReply, StoreRequest, Together } from '../types.js';
+import type { AtomicBatch, Store, StoreReply, StoreRequest } from '../types.js';
 
 /** What the pipeline submits to: the store itself when it has `submit`. */
 export type Submitter = Required<Pick<Store, 'submit'>>;
@@ -9,7 +9,11 @@ export type Submitter = Required<Pick<Store, 'submit'>>;
 export function submitter(store: Store): Submitter {
   if (typeof store.submit === 'function') return store as Submitter;
   return {
-    submit<R extends StoreRequest>(requests: readonly R[], reply: StoreReply<R>, together?: Together): void {
+    submit<R extends StoreRequest>(
+      requests: readonly R[],
+      reply: StoreReply<R>,
+      together?: AtomicBatch,
+    ): void {
       if (together !== undefined) {
         // all() refuses an atomic group on such a store (see atomicGroupError): never reached.
         throw new SluiceError(

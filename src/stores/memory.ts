@@ -1,6 +1,6 @@
 // The in-process store: runs each policy's pure twin over a bounded LRU map. No timer per key.
 import { stateKey } from '../keys.js';
-import type { Operation, Store, StoreReply, StoreRequest, StoreResult, Together } from '../types.js';
+import type { AtomicBatch, Operation, Store, StoreReply, StoreRequest, StoreResult } from '../types.js';
 import { keyPart, knownKeys, optionsObject, positiveInteger } from '../validate.js';
 import { NIL, Slots } from './memory-slots.js';
 
@@ -101,7 +101,7 @@ export class MemoryStore implements Store {
    * store's combined script decides them: every key is looked at first, and `limit` takes from each
    * only when all allow.
    */
-  submit<R extends StoreRequest>(requests: readonly R[], reply: StoreReply<R>, together?: Together): void {
+  submit<R extends StoreRequest>(requests: readonly R[], reply: StoreReply<R>, together?: AtomicBatch): void {
     if (together === undefined) {
       for (const request of requests) {
         let result: StoreResult;

@@ -22,10 +22,19 @@ interface Ran {
   readonly stderr: string;
 }
 
+/** Text without the terminal's colour codes, which some tools print even when told not to. */
+function plain(text: string): string {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: the escape character is what a colour code starts with
+  return text.replace(/\x1b\[[0-9;]*m/g, '');
+}
+
 /** Runs a command to its end without blocking the others: the installs and the checks below run side by side. */
 function run(command: string, args: readonly string[], cwd?: string): Promise<Ran> {
   return new Promise((resolve) => {
-    const child = spawn(command, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    // No colour, whatever the caller's terminal asks for: the checks below read the tools' words.
+    const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' };
+    delete env.CLICOLOR_FORCE;
+    const child = spawn(command, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => {
@@ -35,7 +44,7 @@ function run(command: string, args: readonly string[], cwd?: string): Promise<Ra
       stderr += chunk.toString();
     });
     child.once('error', (error) => resolve({ status: null, stdout, stderr: `${stderr}${error}` }));
-    child.once('close', (status) => resolve({ status, stdout, stderr }));
+    child.once('close', (status) => resolve({ status, stdout: plain(stdout), stderr: plain(stderr) }));
   });
 }
 

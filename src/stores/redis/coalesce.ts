@@ -68,10 +68,7 @@ export function byKey(batch: Batch): Batch[] {
       group = newBatch(request);
       groups.set(key, group);
     }
-    group.requests.push(request);
-    group.keys.push(key);
-    group.replies.push(batch.replies[i] as StoreReply);
-    group.work += request.cost + 4;
+    add(group, request, key, batch.replies[i] as StoreReply);
   }
   return [...groups.values()];
 }
@@ -102,24 +99,33 @@ function whole(queue: Items, cluster: boolean, maxBatch: number): Batch | undefi
   return { policy, operation, now, requests, keys, replies: queue.replies, work, sent: false };
 }
 
-/**
- * Hands `send` the batches of a tick's queue. One open batch per policy and slot (on a cluster only
- * keys of one slot may share a call). A request that cannot join it (another operation or time, or
- * a full batch) sends it first, so each key sees its requests in the order they were made. Most
- * ticks bring one policy and one slot: the last batch is tried before the table, which is only made
- * for a second one.
- */
+/** Hands `send` the batches of a tick's queue: the queue whole when it can, else regrouped. */
 export function coalesce(
   queue: Items,
   cluster: boolean,
   maxBatch: number,
-  sendBatch: (batch: Batch) => void,
+  send: (batch: Batch) => void,
 ): void {
   const one = whole(queue, cluster, maxBatch);
-  if (one !== undefined) {
-    sendBatch(one);
-    return;
-  }
+  if (one === undefined) regroup(queue, cluster, maxBatch, send);
+  else send(one);
+}
+
+/** Adds a request, its key and its reply to a batch. */
+function add(batch: Batch, request: StoreRequest, key: string, reply: StoreReply): void {
+  batch.requests.push(request);
+  batch.keys.push(key);
+  batch.replies.push(reply);
+  batch.work += request.cost + 4;
+}
+
+/**
+ * One open batch per policy and slot (on a cluster only keys of one slot may share a call). A
+ * request that cannot join it (another operation or time, or a full batch) sends it first, so each
+ * key sees its requests in the order they were made. Most ticks bring one policy and one slot: the
+ * last batch is tried before the table, which is only made for a second one.
+ */
+function regroup(queue: Items, cluster: boolean, maxBatch: number, sendBatch: (batch: Batch) => void): void {
   const send = (batch: Batch): void => {
     batch.sent = true;
     sendBatch(batch);
@@ -155,10 +161,7 @@ export function coalesce(
       if (earlier !== undefined && earlier !== batch && !earlier.sent) send(earlier);
       lastBatch.set(key, batch);
     }
-    batch.requests.push(request);
-    batch.keys.push(key);
-    batch.replies.push(replies[i] as StoreReply);
-    batch.work += request.cost + 4;
+    add(batch, request, key, replies[i] as StoreReply);
     last = batch;
     lastSlot = slot;
   }

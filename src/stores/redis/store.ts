@@ -2,7 +2,14 @@
 import { ERROR_CODES, invalidOption, SluiceError } from '../../errors.js';
 import { stateKey } from '../../keys.js';
 import { OPERATIONS } from '../../operations.js';
-import type { LimiterDeadline, Store, StoreReply, StoreRequest, StoreResult, Together } from '../../types.js';
+import type {
+  AtomicBatch,
+  LimiterDeadline,
+  Store,
+  StoreReply,
+  StoreRequest,
+  StoreResult,
+} from '../../types.js';
 import { durationMs, keyPart, knownKeys, optionsObject, positiveInteger } from '../../validate.js';
 import { toCommander } from './adapters.js';
 import { warnAboutClientSettings, warnAboutRequestTimeout } from './client-settings.js';
@@ -163,7 +170,7 @@ export class RedisStore implements Store {
    * Requests on their own join this tick's queue, sent as one script call per policy and slot (see
    * #flush); requests `together` are one call of the combined script (lua/all.lua), not coalesced.
    */
-  submit<R extends StoreRequest>(requests: readonly R[], reply: StoreReply<R>, together?: Together): void {
+  submit<R extends StoreRequest>(requests: readonly R[], reply: StoreReply<R>, together?: AtomicBatch): void {
     if (together !== undefined) {
       this.#sendTogether(requests, reply as StoreReply, together.keys);
       return;
