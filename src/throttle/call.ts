@@ -48,14 +48,14 @@ export class ThrottledCall<T> implements LaneWaiter {
     this.#reject = reject;
   }
 
-  /** Queues the call (again, after a refusal, with its turn kept). */
-  queue(again: boolean): void {
+  /** Queues the call (again, after a refusal, with its turn kept and the upstream's pause to write). */
+  queue(again: boolean, pauseMs = 0): void {
     const { lane, maxWaitMs, signal, pipeline } = this.#settings;
     this.#queuedAt = performance.now();
     pipeline.waited({ kind: 'waiting' });
     this.#deadline = setTimeout(() => this.#leave(this.#timedOut()), maxWaitMs);
     if (!again) signal?.addEventListener('abort', this.#aborted, { once: true });
-    if (again) lane.requeue(this);
+    if (again) lane.requeue(this, pauseMs);
     else lane.enqueue(this);
   }
 
@@ -111,14 +111,16 @@ export class ThrottledCall<T> implements LaneWaiter {
     const pause = answer === undefined ? undefined : pauseOf(answer, Date.now());
     const { lane, retries, signal } = this.#settings;
     const again = pause?.refused === true && this.#tries <= retries && signal?.aborted !== true;
+    const pauseMs = pause === undefined ? 0 : Math.min(pause.pauseMs, MAX_PAUSE_MS);
     if (again) {
-      // The refused answer is dropped (its body would hold the connection), and the call keeps its turn.
+      // The refused answer is dropped (its body would hold the connection), and the call keeps its
+      // turn: the store call that writes the pause takes its slot too.
       void discard(value);
-      this.queue(true);
+      this.queue(true, pauseMs);
+      return;
     }
-    // After the call is queued again: the store call that writes the pause takes its slot too.
-    if (pause !== undefined) lane.pause(Math.min(pause.pauseMs, MAX_PAUSE_MS));
-    if (!again) this.#finish(!threw, value);
+    if (pauseMs > 0) lane.pause(pauseMs);
+    this.#finish(!threw, value);
   }
 
   #finish(fulfilled: boolean, value: unknown): void {

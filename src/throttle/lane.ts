@@ -75,10 +75,13 @@ export class Lane {
     this.#pump();
   }
 
-  /** Queues again a call that was started and refused by the upstream: it keeps its turn. */
-  requeue(waiter: LaneWaiter): void {
+  /**
+   * Queues again a call that was started and refused by the upstream: it keeps its turn, and the
+   * pause the upstream asked for (ms, 0 for none) goes with the store call that takes its slot.
+   */
+  requeue(waiter: LaneWaiter, pauseMs: number): void {
     this.#queue.restore(waiter);
-    this.#pump();
+    this.pause(pauseMs);
   }
 
   /** A call left before its slot came (aborted, out of time): a slot held for it is given back. */

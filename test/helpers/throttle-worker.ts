@@ -2,7 +2,14 @@
 // polling loop on limit(), or Bottleneck's Redis clustering (the benchmark's comparison). Forked by the
 // throttle suites and the benchmark: prepare -> ready, go -> report.
 import { Redis } from 'ioredis';
-import { createLimiter, gcra, type Limiter, RedisStore } from '../../src/index.js';
+import {
+  createLimiter,
+  gcra,
+  type Limiter,
+  RedisStore,
+  type Store,
+  type StoreReply,
+} from '../../src/index.js';
 import { throttle } from '../../src/throttle/index.js';
 import { epochNow } from './upstream.js';
 
@@ -23,6 +30,49 @@ export interface WorkerReport {
   readonly statuses: Record<string, number>;
   readonly errors: readonly string[];
   readonly elapsedMs: number;
+  /**
+   * When this process first read a store answer saying a pause holds (ms since the epoch, the
+   * clock of `x-sent-at`): from then on it must hand nothing to fetch until the pause ends.
+   */
+  readonly learnedPauseAtMs: number | undefined;
+}
+
+let learnedPauseAtMs: number | undefined;
+
+/** The store, with every schedule's answer read on its way back for the pause it reports (its second field). */
+function watched(store: RedisStore): Store {
+  const noted = (result: { readonly fields?: readonly number[] | undefined }): void => {
+    // Once the callbacks this read sets off have run: answers read together are handed to the
+    // throttle together, and an earlier one (no pause yet) may clear slots whose calls go then.
+    if ((result.fields?.[1] ?? 0) > 0) setImmediate(() => (learnedPauseAtMs ??= epochNow()));
+  };
+  return new Proxy(store, {
+    get(target, property, receiver) {
+      if (property === 'submit') {
+        return (requests: Parameters<RedisStore['submit']>[0], reply: StoreReply, together?: never) =>
+          target.submit(
+            requests,
+            {
+              answered: (request, result) => {
+                noted(result);
+                reply.answered(request, result);
+              },
+              failed: (request, error) => reply.failed(request, error),
+            },
+            together,
+          );
+      }
+      if (property === 'decide') {
+        return async (request: Parameters<RedisStore['decide']>[0]) => {
+          const result = await target.decide(request);
+          noted(result);
+          return result;
+        };
+      }
+      const value: unknown = Reflect.get(target, property, receiver);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
 }
 
 type Job = () => Promise<Response>;
@@ -34,7 +84,7 @@ function stamped(worker: string): typeof fetch {
 }
 
 function paced(config: WorkerConfig, client: Redis): Limiter {
-  const store = new RedisStore({ client });
+  const store = watched(new RedisStore({ client }));
   // A burst of one: the pace is even from the first call, as a strict upstream wants it.
   const policy = gcra({ limit: config.perSecond, periodMs: 1000, burst: 1 });
   // However slow this shared machine is, every decision comes from Redis: the runs compare store calls.
@@ -90,7 +140,7 @@ async function fire(config: WorkerConfig, job: Job): Promise<WorkerReport> {
       }
     }),
   );
-  return { statuses, errors, elapsedMs: performance.now() - started };
+  return { statuses, errors, elapsedMs: performance.now() - started, learnedPauseAtMs };
 }
 
 type Message = { type: 'prepare'; config: WorkerConfig } | { type: 'go' } | { type: 'exit' };
