@@ -6,6 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import { runFleet } from '../helpers/fleet.js';
 import { type RedisServer, startRedis } from '../helpers/redis-server.js';
 import { unique } from '../helpers/suites.js';
+import { busiestSpan } from '../helpers/upstream.js';
 
 /** Two readings of the machine's clock (Redis's TIME, a process's performance.timeOrigin + now) may differ by this much. */
 const CLOCK_SLACK_MS = 5;
@@ -37,6 +38,9 @@ describe('throttle().fetch from 6 processes at 175 per second, against an upstre
       name: unique('fleet'),
     });
     const jobs = processes * jobsEach;
+    // Where a second grew busy, if one did: as the calls were handed to fetch, or on their way.
+    const handed = busiestSpan(run.arrivals.map((arrival) => ({ ...arrival, atMs: arrival.sentAtMs ?? 0 })));
+    console.log(`busiest second: ${run.busiest} arrivals, ${handed} calls handed to fetch`);
     assert.deepEqual(
       run.reports.flatMap((report) => report.errors),
       [],
