@@ -33,6 +33,8 @@ export const ERROR_CODES = {
   NO_CLIENT_ADDRESS: 'ERR_SLUICE_NO_CLIENT_ADDRESS',
   /** A throttled call got no slot within `maxWaitMs` (or a slot further away than it): it was not made. */
   MAX_WAIT: 'ERR_SLUICE_MAX_WAIT',
+  /** A reservation was settled twice (`reserve()`'s `settle`). The second call recorded nothing. */
+  ALREADY_SETTLED: 'ERR_SLUICE_ALREADY_SETTLED',
 } as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[keyof typeof ERROR_CODES];

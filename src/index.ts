@@ -1,4 +1,6 @@
 // The public surface of sluice: re-exports only.
+
+export type { DebtOptions } from './algorithms/debt.js';
 export { type FixedWindowOptions, type FixedWindowState, fixedWindow } from './algorithms/fixed-window.js';
 export {
   type GcraOptions,
@@ -62,12 +64,15 @@ export { MemoryStore, type MemoryStoreOptions } from './stores/memory.js';
 export { RedisStore, type RedisStoreOptions } from './stores/redis/store.js';
 export type {
   AtomicBatch,
+  ChargeDecision,
+  ChargeOptions,
   Decision,
   DecisionReason,
   LimiterDeadline,
   Operation,
   Outcome,
   Policy,
+  Reservation,
   ScriptName,
   Store,
   StoreFailure,

@@ -1,6 +1,6 @@
 // Every operation a limiter asks of a store, one entry each: its wire code and what the pipeline does around it.
 import { describeValue, ERROR_CODES, SluiceError } from './errors.js';
-import type { Decision, Operation, Policy } from './types.js';
+import type { ChargeDecision, Decision, Operation, Policy } from './types.js';
 
 /** The operations of the table: the decisions (see {@link Operation}) and `reset`, which forgets. */
 export type OperationName = Operation | 'reset';
@@ -41,11 +41,10 @@ export interface OperationEntry {
   readonly operands: number;
   /** Integers each record of the script's reply carries after the decision (`StoreResult.fields`); 0 for none. */
   readonly fields: number;
-  /**
-   * The decision the operation's result fields make: the store's decision with them named (a wait,
-   * a lease). Absent for operations without fields.
-   */
-  readonly withFields?: (decision: Decision, fields: readonly number[]) => Decision;
+  /** The request's `operands` for a call under `policy` (as many as `operands`); absent when there are none. */
+  readonly operandsOf?: (policy: Policy) => readonly string[];
+  /** The decision a result with `fields` makes, from the decision of its first four; absent when there are none. */
+  readonly answer?: (decision: Decision, fields: readonly number[]) => Decision;
 }
 
 /** Units a request may take or give back: a positive safe integer, at most what the policy can ever grant. */
@@ -95,6 +94,42 @@ function checkScheduled(option: string, amount: unknown, policy: Policy): Sluice
   return checkUnits(option, amount, policy);
 }
 
+/**
+ * A charge's amount: a positive safe integer, however large. It is not bounded by what the policy
+ * can grant at once: usage already served is taken whole, up to the policy's `maxDebt`.
+ */
+export function checkCharge(option: string, amount: unknown): SluiceError | undefined {
+  if (typeof amount !== 'number' || !Number.isSafeInteger(amount) || amount < 1) {
+    return new SluiceError(
+      ERROR_CODES.INVALID_COST,
+      `Expected \`${option}\` to be a positive integer, got ${describeValue(amount)}.`,
+    );
+  }
+  return undefined;
+}
+
+/** The debt a charge may leave, as its script reads it: the policy's `maxDebt`, else one allowance. */
+function chargeOperands(policy: Policy): readonly string[] {
+  return [String(policy.maxDebt ?? policy.limit)];
+}
+
+/**
+ * A charge's decision: always allowed (the units were taken), with its fields: the wait until a
+ * request of cost 1 would pass (the record, which is an allowed one, has no room for it), the debt
+ * and the units cut off.
+ */
+function chargeAnswer(decision: Decision, fields: readonly number[]): ChargeDecision {
+  return {
+    allowed: true,
+    limit: decision.limit,
+    remaining: decision.remaining,
+    resetMs: decision.resetMs,
+    retryAfterMs: fields[0] ?? 0,
+    debt: fields[1] ?? 0,
+    cutOff: fields[2] ?? 0,
+  };
+}
+
 const DECISION = { checkAmount: checkUnits, onStoreFailure: 'policy', operands: 0, fields: 0 } as const;
 
 /** The table. The Lua scripts read the same codes (src/stores/redis/lua, src/algorithms/*.lua). */
@@ -140,12 +175,28 @@ export const OPERATIONS: Readonly<Record<OperationName, OperationEntry>> = {
     operands: 2,
     // The wait until the slot, the pause left, and how far the pause moved the slots handed out.
     fields: 3,
-    withFields: (decision, [waitMs = 0, pausedMs = 0, shiftMs = 0]): ScheduledDecision => ({
+    answer: (decision, [waitMs = 0, pausedMs = 0, shiftMs = 0]): ScheduledDecision => ({
       ...decision,
       waitMs,
       pausedMs,
       shiftMs,
     }),
+  },
+  charge: {
+    code: '3',
+    amountOption: 'amount',
+    checkAmount: checkCharge,
+    takes: true,
+    undo: 'refund',
+    // A charge never refuses, so there is no denial to remember; what it owes shows in later denials.
+    denyCache: 'none',
+    // Usage already served that the store did not record must not pass silently: the caller hears of it.
+    onStoreFailure: 'reject',
+    atomic: false,
+    operands: 1,
+    fields: 3,
+    operandsOf: chargeOperands,
+    answer: chargeAnswer,
   },
   reset: {
     code: undefined,

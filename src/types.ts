@@ -30,15 +30,36 @@ export interface Decision {
   readonly reason?: DecisionReason;
   /** In shadow mode (`enforce: false`), the verdict the limiter would have enforced. */
   readonly wouldAllow?: boolean;
+  /**
+   * On decisions of `charge` (and of a settle that charged): units the identifier owes past its
+   * limit after the call, 0 when none. Absent on other decisions.
+   */
+  readonly debt?: number;
+  /**
+   * On decisions of `charge` (and of a settle that charged): units of the amount not taken because
+   * the debt would have passed the policy's `maxDebt`, 0 when none. Absent on other decisions.
+   */
+  readonly cutOff?: number;
 }
 
 /**
- * What a request asks of a policy: take units, look without taking, give units back, or take
- * units in the first future slot where they fit (`schedule`, for `wait()`: GCRA and the token
- * bucket). What each one means to the scripts, the stores and the limiter is one entry of
+ * What `charge` answers: always `allowed` (the units are taken, past the limit if need be, up to
+ * `maxDebt`). `remaining` is 0 while in debt; `retryAfterMs` is how long until a request of cost 1
+ * would be allowed (0 when one would be now); `debt` and `cutOff` are always present.
+ */
+export interface ChargeDecision extends Decision {
+  readonly debt: number;
+  readonly cutOff: number;
+}
+
+/**
+ * What a request asks of a policy: take units, look without taking, give units back, or take units
+ * whether or not they are there (`charge`: usage known after the fact, into debt up to `maxDebt`),
+ * or take units in the first future slot where they fit (`schedule`, for `wait()`: GCRA and the
+ * token bucket). What each one means to the scripts, the stores and the limiter is one entry of
  * `OPERATIONS` (operations.ts).
  */
-export type Operation = 'limit' | 'peek' | 'refund' | 'schedule';
+export type Operation = 'limit' | 'peek' | 'refund' | 'charge' | 'schedule';
 
 /** The algorithm names, also the names of the Lua scripts (`src/algorithms/<name>.lua`). */
 export type ScriptName = 'fixed-window' | 'sliding-log' | 'sliding-window' | 'gcra';
@@ -55,7 +76,10 @@ export interface Outcome<S> {
   readonly retryAfterMs: number;
   readonly state: S | undefined;
   readonly ttlMs: number;
-  /** An operation's own result fields (see {@link StoreResult.fields}); absent for limit, peek and refund. */
+  /**
+   * An operation's own result fields (see {@link StoreResult.fields}); absent for limit, peek and
+   * refund. `charge`: the retry for a cost of 1, the debt and the units cut off.
+   */
   readonly fields?: readonly number[];
 }
 
@@ -87,6 +111,17 @@ export interface Policy<S = unknown> {
    * the token bucket know when their next unit comes). `wait()` polls the other policies.
    */
   readonly schedules?: boolean;
+  /**
+   * The most units an identifier may owe past its limit after a `charge`; what a charge would take
+   * beyond it is cut off (and reported). Absent: one full allowance, `limit`.
+   */
+  readonly maxDebt?: number;
+  /**
+   * What one unit is (`requests`, `content-bytes`, `tokens`), for headers: the IETF `qu` parameter
+   * names a registered unit, and a policy counted in a unit the headers cannot name is left out of
+   * them. Absent: `requests`.
+   */
+  readonly unit?: string;
   /**
    * The pure twin of the script. `state` is what the previous call returned, which the built-in
    * twins update in place and return (the log is large; the windows' small objects would otherwise
@@ -275,6 +310,38 @@ export interface WaitDecision extends Decision {
   readonly waitedMs: number;
 }
 
+/** Options of `charge`: the key's tag and the call's limit, as for `limit`. */
+export interface ChargeOptions {
+  /** The tag the identifier's calls are made with, if any (see {@link CallOptions.tag}). */
+  readonly tag?: string;
+  /** This call's quota instead of the policy's own (see {@link CallOptions.limit}). */
+  readonly limit?: number;
+}
+
+/**
+ * A reservation made by `reserve`: the decision for the estimate, and `settle`, which gives back or
+ * charges the difference once the actual cost is known. Nothing of it lives in the process but this
+ * object: a process that dies before settling leaves the estimate counted.
+ */
+export interface Reservation {
+  /** The decision for the estimate: when not `allowed`, nothing was taken and `settle` does nothing. */
+  readonly decision: Decision;
+  readonly identifier: string;
+  /** The estimate taken (the `cost` reserved). */
+  readonly cost: number;
+  /** Whether `settle` has been called and recorded. */
+  readonly settled: boolean;
+  /**
+   * Settles the reservation with the actual cost: gives back `cost − actual` when lower (a refund),
+   * charges `actual − cost` when higher (into debt if need be, see `Limiter.charge`), does nothing
+   * when equal. Once only: a second call rejects with ERR_SLUICE_ALREADY_SETTLED. A refused
+   * reservation settles to nothing (its decision, unchanged). A charge the store fails rejects with
+   * the store's error and leaves the reservation open, so it may be settled again; a refund the
+   * store fails leaves the estimate counted (the decision carries the failure's `reason`).
+   */
+  settle(actual: number): Promise<Decision>;
+}
+
 /** A rate limiter bound to one store, one policy and one name. */
 export interface Limiter {
   readonly name: string;
@@ -294,6 +361,19 @@ export interface Limiter {
    * at once, taking nothing. When the store fails, `onStoreError` answers as for `limit`.
    */
   wait(identifier: string, options?: WaitOptions): Promise<WaitDecision>;
+  /**
+   * Takes `amount` units whether or not they are there: usage known after the work is done (the
+   * tokens an answer used, the bytes it served). The identifier may go into debt, up to the
+   * policy's `maxDebt`; its next requests are refused until the debt is paid off by the policy's
+   * own refill. Never refuses; rejects with the store's error when the store fails (the charge was
+   * not recorded, or, after a timeout, may not have been).
+   */
+  charge(identifier: string, amount: number, options?: ChargeOptions): Promise<ChargeDecision>;
+  /**
+   * Takes an estimate now (a `limit` of `cost`), and returns it with `settle(actual)`, which gives
+   * back the difference or charges it once the real cost is known.
+   */
+  reserve(identifier: string, options?: CallOptions): Promise<Reservation>;
   /** Forgets the identifier: its next request starts with a full allowance. */
   reset(identifier: string, options?: KeyOptions): Promise<void>;
 }

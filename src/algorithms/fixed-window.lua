@@ -1,7 +1,10 @@
 -- Fixed window: windows aligned to the clock; one value per identifier, the window's index and count.
 -- Twin of fixed-window.ts; the two change together. Composed into scripts after stores/redis/lua/prelude.lua.
--- fixed_window(key, now, op, cost, limit, window) -> allowed, remaining, resetMs, retryAfterMs
---   op: '0' limit, '1' peek, '2' refund; window in ms.
+-- fixed_window(key, now, op, cost, limit, window, max_debt)
+--   -> allowed, remaining, resetMs, retryAfterMs (and for a charge: debt, cut off)
+--   op: '0' limit, '1' peek, '2' refund, '3' charge; window in ms; max_debt: a charge's only.
+-- A charge counts in the window as usage does, up to limit + max_debt: the debt ends with the window.
+-- Its retryAfterMs is for a cost of 1.
 --
 -- The value is one integer, index x 2^21 + count, whenever both fit in it exactly: an index below
 -- 2^32 (windows of a second or more, until 2106) and a limit (and count) below 2^21. Redis keeps such
@@ -45,7 +48,7 @@ local function fixed_window_left(limit, count)
   return limit - count
 end
 
-local function fixed_window(key, now, op, cost, limit, window)
+local function fixed_window(key, now, op, cost, limit, window, max_debt)
   local index = floor(now / window)
   -- The key lives until its window ends, never longer.
   local untilEnd = ceil((index + 1) * window - now)
@@ -93,6 +96,19 @@ local function fixed_window(key, now, op, cost, limit, window)
     else
       call('DEL', key)
     end
+  elseif op == '3' then
+    local room = limit + max_debt - count
+    if room < 0 then room = 0 end
+    local taken = cost
+    if taken > room then taken = room end
+    if taken > 0 then
+      count = count + taken
+      fixed_window_write(key, index, count, limit, fresh, untilEnd)
+    end
+    if count + 1 > limit then retry = untilEnd end
+    local debt = count - limit
+    if debt < 0 then debt = 0 end
+    return 1, fixed_window_left(limit, count), untilEnd, retry, debt, cost - taken
   elseif count + cost > limit then
     -- A denied request consumes nothing.
     allowed = 0

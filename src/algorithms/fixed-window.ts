@@ -2,7 +2,8 @@
 import { describeShare, resolveShare, scaleLimit } from '../share.js';
 import type { Operation, Outcome, Policy } from '../types.js';
 import { durationMs, knownKeys, optionsObject, positiveInteger } from '../validate.js';
-import { callLimit, type PolicyBody, withLimits } from './variants.js';
+import { DEBT_OPTION_KEYS, type DebtOptions, debtOptions } from './debt.js';
+import { callLimit, type PolicyBody, windowBody, withLimits } from './variants.js';
 
 /**
  * The state kept per identifier: which window, and how many units it has used. As on Redis (see
@@ -32,7 +33,10 @@ function keep(
   return stored;
 }
 
-/** Decides one request against a fixed window of `windowMs` holding `limit` units. */
+/**
+ * Decides one request against a fixed window of `windowMs` holding `limit` units. A charge counts
+ * in the window as usage does, up to `limit + maxDebt`: the debt ends with the window.
+ */
 export function decideFixedWindow(
   stored: FixedWindowState | undefined,
   now: number,
@@ -40,6 +44,7 @@ export function decideFixedWindow(
   cost: number,
   limit: number,
   windowMs: number,
+  maxDebt = limit,
 ): Outcome<FixedWindowState> {
   const index = Math.floor(now / windowMs);
   const untilEnd = Math.ceil((index + 1) * windowMs - now);
@@ -54,10 +59,20 @@ export function decideFixedWindow(
   let allowed = true;
   let retryAfterMs = 0;
   let ttlMs = -1;
+  let fields: number[] | undefined;
   if (operation === 'refund') {
     count = count - cost;
     if (count < 0) count = 0;
     ttlMs = count > 0 ? untilEnd : 0;
+  } else if (operation === 'charge') {
+    const room = Math.max(0, limit + maxDebt - count);
+    const taken = Math.min(cost, room);
+    if (taken > 0) {
+      count = count + taken;
+      ttlMs = untilEnd;
+    }
+    // The retry for a cost of 1, the debt, the units cut off (see fixed-window.lua).
+    fields = [count + 1 > limit ? untilEnd : 0, Math.max(0, count - limit), cost - taken];
   } else if (count + cost > limit) {
     allowed = false;
     retryAfterMs = untilEnd;
@@ -67,7 +82,7 @@ export function decideFixedWindow(
     // already holds this window (INCRBY, SET ... KEEPTTL), which is the same moment.
     ttlMs = untilEnd;
   }
-  return {
+  const outcome: Outcome<FixedWindowState> = {
     allowed,
     // A limit lowered for this call (a plan changed mid-window) may be below the count.
     remaining: count >= limit ? 0 : limit - count,
@@ -76,10 +91,11 @@ export function decideFixedWindow(
     state: ttlMs > 0 ? keep(stored, index, count, limit) : stored,
     ttlMs,
   };
+  return fields === undefined ? outcome : { ...outcome, fields };
 }
 
 /** Options of {@link fixedWindow}. */
-export interface FixedWindowOptions {
+export interface FixedWindowOptions extends DebtOptions {
   /** Units allowed per window. */
   readonly limit: number;
   /** Window length in ms; windows start at multiples of it (minutes start at :00). */
@@ -101,20 +117,13 @@ export interface FixedWindowOptions {
  */
 export function fixedWindow(options: FixedWindowOptions): Policy<FixedWindowState> {
   const raw = optionsObject('fixedWindow options', options, true);
-  knownKeys('fixedWindow', raw, ['limit', 'windowMs', 'share']);
+  knownKeys('fixedWindow', raw, ['limit', 'windowMs', 'share', ...DEBT_OPTION_KEYS]);
   const share = resolveShare('fixedWindow.share', raw.share);
   const requested = positiveInteger('fixedWindow.limit', raw.limit);
   const limit = scaleLimit('fixedWindow', 'limit', requested, share);
   const windowMs = durationMs('fixedWindow.windowMs', raw.windowMs);
-  const body = (units: number): PolicyBody<FixedWindowState> => ({
-    algorithm: 'fixedWindow',
-    script: 'fixed-window',
-    args: [String(units), String(windowMs)],
-    limit: units,
-    windowMs,
-    maxCost: units,
-    description: `fixedWindow(limit=${units},windowMs=${windowMs}${describeShare(share)})`,
-    decide: (state, now, operation, cost) => decideFixedWindow(state, now, operation, cost, units, windowMs),
-  });
+  const debt = debtOptions('fixedWindow', raw);
+  const body = (units: number): PolicyBody<FixedWindowState> =>
+    windowBody('fixedWindow', 'fixed-window', units, windowMs, describeShare(share), debt, decideFixedWindow);
   return withLimits(requested, body(limit), (perCall) => body(callLimit(perCall, share)));
 }

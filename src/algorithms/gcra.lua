@@ -1,10 +1,13 @@
 -- GCRA, also the token bucket: one number per identifier, the theoretical arrival time (TAT) in ms.
 -- Twin of gcra.ts, gcra-state.ts and gcra-schedule.ts; they change together. Composed into scripts
 -- after stores/redis/lua/prelude.lua.
--- gcra(key, now, op, cost, interval, tolerance, max_wait, pause_ms)
---   -> allowed, remaining, resetMs, retryAfterMs (and for op '4': waitMs, pausedMs, shiftMs)
---   op: '0' limit, '1' peek, '2' refund, '4' schedule; interval: ms per unit; tolerance: burst x
---   interval, in ms; max_wait and pause_ms: the operands of op '4' (see gcra_schedule).
+-- gcra(key, now, op, cost, interval, tolerance, operand, operand2)
+--   -> allowed, remaining, resetMs, retryAfterMs (and for a charge: debt, cut off; for a schedule:
+--   waitMs, pausedMs, shiftMs)
+--   op: '0' limit, '1' peek, '2' refund, '3' charge, '4' schedule; interval: ms per unit; tolerance:
+--   burst x interval, in ms. The operands: a charge's max_debt; a schedule's max_wait and pause_ms
+--   (see gcra_schedule). A charge moves the TAT on past the tolerance, by at most max_debt units
+--   more (tokens below zero); its retryAfterMs is for a cost of 1.
 -- Whole units that fit now: the largest n with tat + n x interval - now <= tolerance, by the very
 -- comparison a request of cost n meets, so `remaining` never disagrees with the next decision.
 local function gcra_units(tat, now, interval, tolerance)
@@ -103,18 +106,32 @@ local function gcra_schedule(key, tat, paused_until, shift, now, cost, interval,
   return allowed, gcra_units(tat, now, interval, tolerance), ceil(tat - now), retry, wait_ms, paused_ms, shift
 end
 
-local function gcra(key, now, op, cost, interval, tolerance, max_wait, pause_ms)
+local function gcra(key, now, op, cost, interval, tolerance, operand, operand2)
   local tat, paused_until, shift = gcra_read(key, now)
   tat = tat or now
   if tat < now then tat = now end
   if op == '4' then
     return gcra_schedule(key, tat, paused_until, shift, now, cost, interval, tolerance,
-      tonumber(max_wait), tonumber(pause_ms))
+      tonumber(operand), tonumber(operand2))
   end
   local allowed = 1
   local retry = 0
   local write = false
-  if op == '2' then
+  local debt, cut = nil, nil
+  if op == '3' then
+    local taken = gcra_units(tat, now, interval, tolerance + tonumber(operand) * interval)
+    if taken > cost then taken = cost end
+    if taken > 0 then
+      tat = tat + taken * interval
+      write = true
+    end
+    local next = tat + interval
+    if next - now > tolerance + EPSILON_MS then retry = ceil(next - tolerance - now - EPSILON_MS) end
+    -- The fewest units whose return brings the TAT back within the tolerance.
+    debt = ceil((tat - now - tolerance - EPSILON_MS) / interval)
+    if debt < 0 then debt = 0 end
+    cut = cost - taken
+  elseif op == '2' then
     tat = tat - cost * interval
     if tat < now then tat = now end
     -- A pause keeps its floor: giving back never lets a unit in before the pause ends.
@@ -128,12 +145,12 @@ local function gcra(key, now, op, cost, interval, tolerance, max_wait, pause_ms)
     if next - now > tolerance + EPSILON_MS then
       -- A denied request consumes nothing.
       allowed = 0
-      retry = ceil(next - tolerance - now)
+      retry = ceil(next - tolerance - now - EPSILON_MS)
     elseif op == '0' then
       tat = next
       write = true
     end
   end
   if write then gcra_write(key, tat, now, paused_until, shift) end
-  return allowed, gcra_units(tat, now, interval, tolerance), ceil(tat - now), retry
+  return allowed, gcra_units(tat, now, interval, tolerance), ceil(tat - now), retry, debt, cut
 end

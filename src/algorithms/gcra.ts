@@ -3,15 +3,42 @@
 import { describeShare, resolveShare, scaleBurst } from '../share.js';
 import type { Operation, Outcome, Policy } from '../types.js';
 import { durationMs, knownKeys, optionsObject, positiveInteger, positiveNumber } from '../validate.js';
+import { DEBT_OPTION_KEYS, type DebtOptions, debtOptions, type ResolvedDebt } from './debt.js';
 import { decideSchedule } from './gcra-schedule.js';
-import { activePause, EPSILON_MS, type GcraState, gcraOutcome, pauseFloor, tatOf } from './gcra-state.js';
+import {
+  activePause,
+  EPSILON_MS,
+  type GcraState,
+  gcraOutcome,
+  pauseFloor,
+  tatOf,
+  unitsAvailable,
+} from './gcra-state.js';
 import { type PolicyBody, scaledAtLeastOne, withLimits } from './variants.js';
 
 export type { GcraPause, GcraPaused, GcraState } from './gcra-state.js';
 
 /**
+ * A charge's fields: the retry for a cost of 1, the units owed past the tolerance (the fewest whose
+ * return brings TAT back within it), and the units cut off.
+ */
+function chargeFields(
+  tat: number,
+  now: number,
+  intervalMs: number,
+  toleranceMs: number,
+  cut: number,
+): number[] {
+  const next = tat + intervalMs;
+  const retry = next - now > toleranceMs + EPSILON_MS ? Math.ceil(next - toleranceMs - now - EPSILON_MS) : 0;
+  const debt = Math.ceil((tat - now - toleranceMs - EPSILON_MS) / intervalMs);
+  return [retry, Math.max(debt, 0), cut];
+}
+
+/**
  * The rule both policies share: each unit of cost moves the theoretical arrival time (TAT) one
- * emission interval later, and a request is allowed while TAT stays within `toleranceMs` of now.
+ * emission interval later, and a request is allowed while TAT stays within `toleranceMs` of now. A
+ * charge moves it on past the tolerance, by at most `maxDebt` units more (tokens below zero).
  */
 export function decideGcra(
   stored: GcraState | undefined,
@@ -21,6 +48,7 @@ export function decideGcra(
   intervalMs: number,
   toleranceMs: number,
   operands?: readonly string[],
+  maxDebt = Math.round(toleranceMs / intervalMs),
 ): Outcome<GcraState> {
   if (operation === 'schedule') return decideSchedule(stored, now, cost, intervalMs, toleranceMs, operands);
   const pause = activePause(stored, now);
@@ -29,7 +57,16 @@ export function decideGcra(
   let allowed = true;
   let retryAfterMs = 0;
   let write = false;
-  if (operation === 'refund') {
+  let fields: number[] | undefined;
+  if (operation === 'charge') {
+    const room = unitsAvailable(tat, now, intervalMs, toleranceMs + maxDebt * intervalMs);
+    const taken = Math.min(cost, room);
+    if (taken > 0) {
+      tat = tat + taken * intervalMs;
+      write = true;
+    }
+    fields = chargeFields(tat, now, intervalMs, toleranceMs, cost - taken);
+  } else if (operation === 'refund') {
     tat = tat - cost * intervalMs;
     if (tat < now) tat = now;
     // A pause keeps its floor: giving back never lets a unit in before the pause ends.
@@ -48,11 +85,11 @@ export function decideGcra(
       write = true;
     }
   }
-  return gcraOutcome(stored, now, tat, pause, write, allowed, retryAfterMs, intervalMs, toleranceMs);
+  return gcraOutcome(stored, now, tat, pause, write, allowed, retryAfterMs, intervalMs, toleranceMs, fields);
 }
 
 /** Options of {@link gcra}. */
-export interface GcraOptions {
+export interface GcraOptions extends DebtOptions {
   /** Requests allowed per `periodMs` on average. */
   readonly limit: number;
   /** The period `limit` is counted over, in ms. */
@@ -79,25 +116,27 @@ export interface GcraOptions {
  */
 export function gcra(options: GcraOptions): Policy<GcraState> {
   const raw = optionsObject('gcra options', options, true);
-  knownKeys('gcra', raw, ['limit', 'periodMs', 'burst', 'share']);
+  knownKeys('gcra', raw, ['limit', 'periodMs', 'burst', 'share', ...DEBT_OPTION_KEYS]);
   const limit = positiveInteger('gcra.limit', raw.limit);
   const periodMs = durationMs('gcra.periodMs', raw.periodMs);
   const burst = raw.burst === undefined ? limit : positiveInteger('gcra.burst', raw.burst);
   const share = resolveShare('gcra.share', raw.share);
+  const debt = debtOptions('gcra', raw);
   // The rate needs no rounding: the emission interval is a fraction of a millisecond as readily as a whole one.
   const body = (rate: number, units: number): PolicyBody<GcraState> =>
     gcraPolicy(
       'gcra',
-      `gcra(limit=${rate},periodMs=${periodMs},burst=${units}${describeShare(share)})`,
+      `gcra(limit=${rate},periodMs=${periodMs},burst=${units}${describeShare(share)}${debt.described})`,
       periodMs / (rate * share),
       scaleBurst(units, share),
+      debt,
     );
   // A call's limit is its rate; the burst grows or shrinks with it (a plan twice as large bursts twice as far).
   return withLimits(limit, body(limit, burst), (rate) => body(rate, scaledAtLeastOne(burst, rate / limit)));
 }
 
 /** Options of {@link tokenBucket}. */
-export interface TokenBucketOptions {
+export interface TokenBucketOptions extends DebtOptions {
   /** Tokens the bucket holds when full: the largest burst. */
   readonly capacity: number;
   /** Tokens added per second, fractions allowed (0.5 is one token every two seconds). */
@@ -120,18 +159,20 @@ export interface TokenBucketOptions {
  */
 export function tokenBucket(options: TokenBucketOptions): Policy<GcraState> {
   const raw = optionsObject('tokenBucket options', options, true);
-  knownKeys('tokenBucket', raw, ['capacity', 'refillPerSecond', 'share']);
+  knownKeys('tokenBucket', raw, ['capacity', 'refillPerSecond', 'share', ...DEBT_OPTION_KEYS]);
   const capacity = positiveInteger('tokenBucket.capacity', raw.capacity);
   const refillPerSecond = positiveNumber('tokenBucket.refillPerSecond', raw.refillPerSecond);
   const share = resolveShare('tokenBucket.share', raw.share);
+  const debt = debtOptions('tokenBucket', raw);
   const body = (size: number, refill: number): PolicyBody<GcraState> => {
     const intervalMs = 1000 / (refill * share);
     const scaledCapacity = scaleBurst(size, share);
     return gcraPolicy(
       'tokenBucket',
-      `tokenBucket(capacity=${size},refillPerSecond=${refill}${describeShare(share)})`,
+      `tokenBucket(capacity=${size},refillPerSecond=${refill}${describeShare(share)}${debt.described})`,
       intervalMs,
       scaledCapacity,
+      debt,
     );
   };
   // A call's limit is the bucket's capacity; the refill rate scales with it, so the time to refill
@@ -151,8 +192,10 @@ function gcraPolicy(
   description: string,
   intervalMs: number,
   burst: number,
+  debt: ResolvedDebt,
 ): PolicyBody<GcraState> {
   const toleranceMs = burst * intervalMs;
+  const maxDebt = debt.maxDebt ?? burst;
   return {
     algorithm,
     script: 'gcra',
@@ -161,9 +204,11 @@ function gcraPolicy(
     // The slack absorbs float steps: 3 × (1000 / 3) must stay one second, not become 1001 ms.
     windowMs: Math.ceil(toleranceMs - EPSILON_MS),
     maxCost: burst,
+    maxDebt,
+    unit: debt.unit,
     description,
     schedules: true,
     decide: (state, now, operation, cost, operands) =>
-      decideGcra(state, now, operation, cost, intervalMs, toleranceMs, operands),
+      decideGcra(state, now, operation, cost, intervalMs, toleranceMs, operands, maxDebt),
   };
 }

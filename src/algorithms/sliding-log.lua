@@ -2,9 +2,31 @@
 -- Members are sequence numbers behind a letter giving their length ("c123" is 123, "d1000" is 1000),
 -- so the highest sorts last; they stay unique even for entries of the same millisecond.
 -- Twin of sliding-log.ts; the two change together. Composed into scripts after stores/redis/lua/prelude.lua.
--- sliding_log(key, now, op, cost, limit, window) -> allowed, remaining, resetMs, retryAfterMs
---   op: '0' limit, '1' peek, '2' refund; window in ms.
-local function sliding_log(key, now, op, cost, limit, window)
+-- sliding_log(key, now, op, cost, limit, window, max_debt)
+--   -> allowed, remaining, resetMs, retryAfterMs (and for a charge: debt, cut off)
+--   op: '0' limit, '1' peek, '2' refund, '3' charge; window in ms; max_debt: a charge's only.
+-- A charge adds an entry per unit as usage does, up to limit + max_debt entries (max_debt is at most
+-- the log's largest limit, so a log holds at most twice it); its retryAfterMs is for a cost of 1.
+
+-- Adds `cost` entries at `now`, numbered on from `sequence`. ZADD in slices: Lua's unpack has a small stack.
+local function sliding_log_add(key, now, cost, sequence, window)
+  local done = 0
+  while done < cost do
+    local slice = {}
+    local upto = done + 500
+    if upto > cost then upto = cost end
+    for j = done + 1, upto do
+      local digits = string.format('%d', sequence + j)
+      slice[#slice + 1] = now
+      slice[#slice + 1] = string.char(96 + #digits) .. digits
+    end
+    call('ZADD', key, unpack(slice))
+    done = upto
+  end
+  call('PEXPIRE', key, ceil(window))
+end
+
+local function sliding_log(key, now, op, cost, limit, window, max_debt)
   local sequence = 0
   local newest = nil
   local last = call('ZRANGE', key, -1, -1, 'WITHSCORES')
@@ -20,7 +42,25 @@ local function sliding_log(key, now, op, cost, limit, window)
   if count == 0 then newest = nil end
   local allowed = 1
   local retry = 0
-  if op == '2' then
+  if op == '3' then
+    local taken = limit + max_debt - count
+    if taken < 0 then taken = 0 end
+    if taken > cost then taken = cost end
+    if taken > 0 then
+      sliding_log_add(key, now, taken, sequence, window)
+      count = count + taken
+      newest = now
+    end
+    if count + 1 > limit then
+      local rank = count - limit
+      retry = ceil(tonumber(call('ZRANGE', key, rank, rank, 'WITHSCORES')[2]) + window - now)
+    end
+    local debt = count - limit
+    if debt < 0 then debt = 0 end
+    local reset = 0
+    if newest then reset = ceil(newest + window - now) end
+    return 1, limit - count > 0 and limit - count or 0, reset, retry, debt, cost - taken
+  elseif op == '2' then
     if count > 0 then
       call('ZPOPMAX', key, cost)
       count = count - cost
@@ -37,23 +77,9 @@ local function sliding_log(key, now, op, cost, limit, window)
     local rank = count + cost - limit - 1
     retry = ceil(tonumber(call('ZRANGE', key, rank, rank, 'WITHSCORES')[2]) + window - now)
   elseif op == '0' then
-    -- ZADD in slices: Lua's unpack has a small stack.
-    local done = 0
-    while done < cost do
-      local slice = {}
-      local upto = done + 500
-      if upto > cost then upto = cost end
-      for j = done + 1, upto do
-        local digits = string.format('%d', sequence + j)
-        slice[#slice + 1] = now
-        slice[#slice + 1] = string.char(96 + #digits) .. digits
-      end
-      call('ZADD', key, unpack(slice))
-      done = upto
-    end
+    sliding_log_add(key, now, cost, sequence, window)
     count = count + cost
     newest = now
-    call('PEXPIRE', key, ceil(window))
   end
   local reset = 0
   if newest then reset = ceil(newest + window - now) end

@@ -3,7 +3,8 @@ import { ERROR_CODES, SluiceError } from '../errors.js';
 import { describeShare, resolveShare, scaleLimit } from '../share.js';
 import type { Operation, Outcome, Policy } from '../types.js';
 import { durationMs, knownKeys, optionsObject, positiveInteger } from '../validate.js';
-import { callLimit, type PolicyBody, withLimits } from './variants.js';
+import { DEBT_OPTION_KEYS, type DebtOptions, debtOptions } from './debt.js';
+import { callLimit, type PolicyBody, windowBody, withLimits } from './variants.js';
 
 /**
  * The largest limit the sliding log accepts. Memory (about 90 bytes per entry once a log passes 128
@@ -21,7 +22,11 @@ export interface SlidingLogState {
   readonly times: number[];
 }
 
-/** Decides one request: at most `limit` entries may fall in the window ending now. */
+/**
+ * Decides one request: at most `limit` entries may fall in the window ending now. A charge adds an
+ * entry per unit as usage does, up to `limit + maxDebt` entries: the log stays bounded by twice the
+ * largest limit (`maxDebt` is at most {@link SLIDING_LOG_MAX_LIMIT}).
+ */
 export function decideSlidingLog(
   stored: SlidingLogState | undefined,
   clock: number,
@@ -29,6 +34,7 @@ export function decideSlidingLog(
   cost: number,
   limit: number,
   windowMs: number,
+  maxDebt = limit,
 ): Outcome<SlidingLogState> {
   const times = stored === undefined ? [] : stored.times;
   let now = clock;
@@ -42,7 +48,16 @@ export function decideSlidingLog(
   let allowed = true;
   let retryAfterMs = 0;
   let changed = expired > 0;
-  if (operation === 'refund') {
+  let fields: number[] | undefined;
+  if (operation === 'charge') {
+    const taken = Math.min(cost, Math.max(0, limit + maxDebt - count));
+    for (let j = 0; j < taken; j++) times.push(now);
+    count += taken;
+    changed = changed || taken > 0;
+    // A request of 1 waits for the entry that would make room to leave (see the denial below).
+    const retry = count + 1 > limit ? Math.ceil((times[count - limit] as number) + windowMs - now) : 0;
+    fields = [retry, Math.max(0, count - limit), cost - taken];
+  } else if (operation === 'refund') {
     if (count > 0) {
       times.length = count > cost ? count - cost : 0;
       count = times.length;
@@ -58,7 +73,7 @@ export function decideSlidingLog(
   }
   const newest = times[count - 1];
   const resetMs = newest === undefined ? 0 : Math.ceil(newest + windowMs - now);
-  return {
+  const outcome: Outcome<SlidingLogState> = {
     allowed,
     // A limit lowered for this call (a plan changed mid-window) may be below what the log holds.
     remaining: count >= limit ? 0 : limit - count,
@@ -67,10 +82,11 @@ export function decideSlidingLog(
     state: count > 0 ? (stored ?? { times }) : undefined,
     ttlMs: changed ? resetMs : -1,
   };
+  return fields === undefined ? outcome : { ...outcome, fields };
 }
 
 /** Options of {@link slidingLog}. */
-export interface SlidingLogOptions {
+export interface SlidingLogOptions extends DebtOptions {
   /** Units allowed in any window of `windowMs`; at most {@link SLIDING_LOG_MAX_LIMIT}. */
   readonly limit: number;
   /** Window length in ms. */
@@ -92,7 +108,7 @@ export interface SlidingLogOptions {
  */
 export function slidingLog(options: SlidingLogOptions): Policy<SlidingLogState> {
   const raw = optionsObject('slidingLog options', options, true);
-  knownKeys('slidingLog', raw, ['limit', 'windowMs', 'share']);
+  knownKeys('slidingLog', raw, ['limit', 'windowMs', 'share', ...DEBT_OPTION_KEYS]);
   const share = resolveShare('slidingLog.share', raw.share);
   const requested = positiveInteger('slidingLog.limit', raw.limit);
   const limit = scaleLimit('slidingLog', 'limit', requested, share);
@@ -103,16 +119,10 @@ export function slidingLog(options: SlidingLogOptions): Policy<SlidingLogState> 
     );
   }
   const windowMs = durationMs('slidingLog.windowMs', raw.windowMs);
-  const body = (units: number): PolicyBody<SlidingLogState> => ({
-    algorithm: 'slidingLog',
-    script: 'sliding-log',
-    args: [String(units), String(windowMs)],
-    limit: units,
-    windowMs,
-    maxCost: units,
-    description: `slidingLog(limit=${units},windowMs=${windowMs}${describeShare(share)})`,
-    decide: (state, now, operation, cost) => decideSlidingLog(state, now, operation, cost, units, windowMs),
-  });
+  // The log keeps an entry per unit owed too: its debt is bounded as its limit is.
+  const debt = debtOptions('slidingLog', raw, SLIDING_LOG_MAX_LIMIT);
+  const body = (units: number): PolicyBody<SlidingLogState> =>
+    windowBody('slidingLog', 'sliding-log', units, windowMs, describeShare(share), debt, decideSlidingLog);
   return withLimits(requested, body(limit), (perCall) => {
     const units = callLimit(perCall, share);
     if (units > SLIDING_LOG_MAX_LIMIT) {

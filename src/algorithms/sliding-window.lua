@@ -1,9 +1,23 @@
 -- Sliding window counter: the previous and current clock-aligned windows, weighted by overlap.
 -- One value per identifier, "<current window index>:<previous count>:<current count>".
 -- Twin of sliding-window.ts; the two change together. Composed into scripts after stores/redis/lua/prelude.lua.
--- sliding_window(key, now, op, cost, limit, window) -> allowed, remaining, resetMs, retryAfterMs
---   op: '0' limit, '1' peek, '2' refund; window in ms.
-local function sliding_window(key, now, op, cost, limit, window)
+-- sliding_window(key, now, op, cost, limit, window, max_debt)
+--   -> allowed, remaining, resetMs, retryAfterMs (and for a charge: debt, cut off)
+--   op: '0' limit, '1' peek, '2' refund, '3' charge; window in ms; max_debt: a charge's only.
+-- A charge counts in the current window as usage does, up to limit + max_debt in the estimate; its
+-- retryAfterMs is for a cost of 1.
+
+-- Milliseconds until previous x weight + current leaves room for cost (it does not now).
+local function sliding_window_until_room(previous, current, cost, limit, window, elapsed)
+  if current + cost <= limit then
+    return ceil((window - elapsed) - (limit - current - cost) * window / previous)
+  end
+  local into = window - (limit - cost) * window / current
+  if into < 0 then into = 0 end
+  return ceil((window - elapsed) + into)
+end
+
+local function sliding_window(key, now, op, cost, limit, window, max_debt)
   local index = floor(now / window)
   local elapsed = now - index * window
   -- Share of the previous window that still overlaps the sliding window ending now.
@@ -28,22 +42,31 @@ local function sliding_window(key, now, op, cost, limit, window)
   local allowed = 1
   local retry = 0
   local write = false
+  local debt, cut = nil, nil
   if op == '2' then
     current = current - cost
     if current < 0 then current = 0 end
     write = true
+  elseif op == '3' then
+    local room = floor(limit + max_debt - (previous * weight + current) + EPSILON)
+    if room < 0 then room = 0 end
+    local taken = cost
+    if taken > room then taken = room end
+    current = current + taken
+    write = taken > 0
+    local estimate = previous * weight + current
+    if estimate + 1 > limit + EPSILON then
+      retry = sliding_window_until_room(previous, current, 1, limit, window, elapsed)
+    end
+    debt = ceil(estimate - limit - EPSILON)
+    if debt < 0 then debt = 0 end
+    cut = cost - taken
   else
     local estimate = previous * weight + current
     if estimate + cost > limit + EPSILON then
       -- A denied request consumes nothing. Find when the estimate leaves room for cost.
       allowed = 0
-      if current + cost <= limit then
-        retry = ceil((window - elapsed) - (limit - current - cost) * window / previous)
-      else
-        local into = window - (limit - cost) * window / current
-        if into < 0 then into = 0 end
-        retry = ceil((window - elapsed) + into)
-      end
+      retry = sliding_window_until_room(previous, current, cost, limit, window, elapsed)
     elseif op == '0' then
       current = current + cost
       write = true
@@ -67,5 +90,5 @@ local function sliding_window(key, now, op, cost, limit, window)
   end
   local remaining = floor(limit - (previous * weight + current) + EPSILON)
   if remaining < 0 then remaining = 0 end
-  return allowed, remaining, keepFor, retry
+  return allowed, remaining, keepFor, retry, debt, cut
 end

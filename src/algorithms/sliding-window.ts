@@ -2,7 +2,8 @@
 import { describeShare, resolveShare, scaleLimit } from '../share.js';
 import type { Operation, Outcome, Policy } from '../types.js';
 import { durationMs, knownKeys, optionsObject, positiveInteger } from '../validate.js';
-import { callLimit, type PolicyBody, withLimits } from './variants.js';
+import { DEBT_OPTION_KEYS, type DebtOptions, debtOptions } from './debt.js';
+import { callLimit, type PolicyBody, windowBody, withLimits } from './variants.js';
 
 /** Slack for float comparisons; the Lua twin uses the same value. */
 const EPSILON = 1e-6;
@@ -28,7 +29,27 @@ function keep(
   return stored;
 }
 
-/** Decides one request: `previous × (1 − elapsed/window) + current` must leave room for `cost`. */
+/** Milliseconds until `previous × weight + current` leaves room for `cost` (it does not now). */
+function untilRoom(
+  previous: number,
+  current: number,
+  cost: number,
+  limit: number,
+  windowMs: number,
+  elapsed: number,
+): number {
+  if (current + cost <= limit) {
+    return Math.ceil(windowMs - elapsed - ((limit - current - cost) * windowMs) / previous);
+  }
+  let into = windowMs - ((limit - cost) * windowMs) / current;
+  if (into < 0) into = 0;
+  return Math.ceil(windowMs - elapsed + into);
+}
+
+/**
+ * Decides one request: `previous × (1 − elapsed/window) + current` must leave room for `cost`. A
+ * charge counts in the current window as usage does, up to `limit + maxDebt` in the estimate.
+ */
 export function decideSlidingWindow(
   stored: SlidingWindowState | undefined,
   now: number,
@@ -36,6 +57,7 @@ export function decideSlidingWindow(
   cost: number,
   limit: number,
   windowMs: number,
+  maxDebt = limit,
 ): Outcome<SlidingWindowState> {
   const index = Math.floor(now / windowMs);
   const elapsed = now - index * windowMs;
@@ -53,21 +75,27 @@ export function decideSlidingWindow(
   let allowed = true;
   let retryAfterMs = 0;
   let write = false;
+  let fields: number[] | undefined;
   if (operation === 'refund') {
     current = current - cost;
     if (current < 0) current = 0;
     write = true;
+  } else if (operation === 'charge') {
+    let room = Math.floor(limit + maxDebt - (previous * weight + current) + EPSILON);
+    if (room < 0) room = 0;
+    const taken = Math.min(cost, room);
+    current = current + taken;
+    write = taken > 0;
+    const estimate = previous * weight + current;
+    const retry =
+      estimate + 1 > limit + EPSILON ? untilRoom(previous, current, 1, limit, windowMs, elapsed) : 0;
+    const debt = Math.ceil(estimate - limit - EPSILON);
+    fields = [retry, Math.max(debt, 0), cost - taken];
   } else {
     const estimate = previous * weight + current;
     if (estimate + cost > limit + EPSILON) {
       allowed = false;
-      if (current + cost <= limit) {
-        retryAfterMs = Math.ceil(windowMs - elapsed - ((limit - current - cost) * windowMs) / previous);
-      } else {
-        let into = windowMs - ((limit - cost) * windowMs) / current;
-        if (into < 0) into = 0;
-        retryAfterMs = Math.ceil(windowMs - elapsed + into);
-      }
+      retryAfterMs = untilRoom(previous, current, cost, limit, windowMs, elapsed);
     } else if (operation === 'limit') {
       current = current + cost;
       write = true;
@@ -80,7 +108,7 @@ export function decideSlidingWindow(
   else if (previous > 0) keepFor = Math.ceil(windowMs - elapsed);
   let remaining = Math.floor(limit - (previous * weight + current) + EPSILON);
   if (remaining < 0) remaining = 0;
-  return {
+  const outcome: Outcome<SlidingWindowState> = {
     allowed,
     remaining,
     resetMs: keepFor,
@@ -88,10 +116,11 @@ export function decideSlidingWindow(
     state: write && keepFor > 0 ? keep(stored, index, previous, current) : stored,
     ttlMs: write ? keepFor : -1,
   };
+  return fields === undefined ? outcome : { ...outcome, fields };
 }
 
 /** Options of {@link slidingWindow}. */
-export interface SlidingWindowOptions {
+export interface SlidingWindowOptions extends DebtOptions {
   /** Units allowed in any window of `windowMs` (approximately: see docs/algorithms.md). */
   readonly limit: number;
   /** Window length in ms. */
@@ -114,21 +143,21 @@ export interface SlidingWindowOptions {
  */
 export function slidingWindow(options: SlidingWindowOptions): Policy<SlidingWindowState> {
   const raw = optionsObject('slidingWindow options', options, true);
-  knownKeys('slidingWindow', raw, ['limit', 'windowMs', 'share']);
+  knownKeys('slidingWindow', raw, ['limit', 'windowMs', 'share', ...DEBT_OPTION_KEYS]);
   const share = resolveShare('slidingWindow.share', raw.share);
   const requested = positiveInteger('slidingWindow.limit', raw.limit);
   const limit = scaleLimit('slidingWindow', 'limit', requested, share);
   const windowMs = durationMs('slidingWindow.windowMs', raw.windowMs);
-  const body = (units: number): PolicyBody<SlidingWindowState> => ({
-    algorithm: 'slidingWindow',
-    script: 'sliding-window',
-    args: [String(units), String(windowMs)],
-    limit: units,
-    windowMs,
-    maxCost: units,
-    description: `slidingWindow(limit=${units},windowMs=${windowMs}${describeShare(share)})`,
-    decide: (state, now, operation, cost) =>
-      decideSlidingWindow(state, now, operation, cost, units, windowMs),
-  });
+  const debt = debtOptions('slidingWindow', raw);
+  const body = (units: number): PolicyBody<SlidingWindowState> =>
+    windowBody(
+      'slidingWindow',
+      'sliding-window',
+      units,
+      windowMs,
+      describeShare(share),
+      debt,
+      decideSlidingWindow,
+    );
   return withLimits(requested, body(limit), (perCall) => body(callLimit(perCall, share)));
 }

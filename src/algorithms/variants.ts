@@ -1,7 +1,8 @@
 // Limits per call (plans, tenants): one policy object per limit, made once, so that stores keep
 // batching the calls of one limit together.
 import { ERROR_CODES, SluiceError } from '../errors.js';
-import type { Policy } from '../types.js';
+import type { Operation, Outcome, Policy, ScriptName } from '../types.js';
+import type { ResolvedDebt } from './debt.js';
 
 /** Variants kept per policy. Beyond it the cache starts again: decisions stay right, batches split. */
 const MAX_VARIANTS = 1024;
@@ -55,4 +56,44 @@ export function withLimits<S>(
   }
   const policy: Policy<S> = { ...base, withLimit };
   return policy;
+}
+
+/** A window policy's twin: (state, now, operation, cost, limit, windowMs, maxDebt) -> outcome. */
+type WindowTwin<S> = (
+  stored: S | undefined,
+  now: number,
+  operation: Operation,
+  cost: number,
+  limit: number,
+  windowMs: number,
+  maxDebt: number,
+) => Outcome<S>;
+
+/**
+ * The body of a policy of `units` per `windowMs` (the windows and the log): its script's
+ * parameters are the two, and a charge may owe `debt.maxDebt`, or one allowance, `units`.
+ * `described` is the share's part of the description.
+ */
+export function windowBody<S>(
+  algorithm: string,
+  script: ScriptName,
+  units: number,
+  windowMs: number,
+  described: string,
+  debt: ResolvedDebt,
+  twin: WindowTwin<S>,
+): PolicyBody<S> {
+  const maxDebt = debt.maxDebt ?? units;
+  return {
+    algorithm,
+    script,
+    args: [String(units), String(windowMs)],
+    limit: units,
+    windowMs,
+    maxCost: units,
+    maxDebt,
+    unit: debt.unit,
+    description: `${algorithm}(limit=${units},windowMs=${windowMs}${described}${debt.described})`,
+    decide: (state, now, operation, cost) => twin(state, now, operation, cost, units, windowMs, maxDebt),
+  };
 }

@@ -61,6 +61,12 @@ A rate-limit service any language can call, with the policies of the config file
   POST /v1/limit     {"policy": "api", "key": "client-42", "cost": 1}
                      -> 200 (allowed) or 429 (denied) with the decision as JSON, the headers to
                         forward (also set on the response), and the problem body when denied
+  POST /v1/charge    {"policy": "tokens", "key": "user-7", "amount": 350}
+                     -> usage known after the response, taken past the limit if need be (debt)
+  POST /v1/reserve   {"policy": "tokens", "key": "user-7", "cost": 100}
+                     -> the decision for the estimate and, when allowed, the reservation
+  POST /v1/settle    {"policy": "tokens", "key": "user-7", "reserved": 100, "actual": 250}
+                     -> the difference given back or charged (send each reservation once)
   GET  /v1/policies  the configured policies
   GET  /demo         a page behind the config's demo policy, keyed by the caller's address
   GET  /healthz      ok

@@ -1,5 +1,5 @@
 // The rate-limit headers of one policy's decision, with the choice of styles made once per policy.
-import { type HeaderStyle, STYLE_WRITERS } from '../http/header-styles.js';
+import { describesUnit, type HeaderStyle, STYLE_WRITERS } from '../http/header-styles.js';
 import {
   type PolicyDecision,
   retryAfterSeconds,
@@ -25,18 +25,20 @@ export interface RenderedHeaders {
  * policy on every request of the service, through the same style writers. What the general
  * function does per request for several policies (choosing the styles, grouping decisions by
  * name, ranking them) is done here once, or not at all: there is one policy. A test compares the
- * two on many decisions.
+ * two on many decisions. A policy counted in a unit other than requests (`unit`) is written only in
+ * the styles that can name it.
  */
 export function headerRenderer(
   name: string,
   windowMs: number,
   styles: readonly HeaderStyle[],
+  unit?: string,
 ): (decision: Decision, nowMs: number) => RenderedHeaders {
-  const chosen = chosenStyles(styles);
+  const chosen = chosenStyles(styles).filter((style) => describesUnit(style, unit));
   const writers = chosen.map((style) => STYLE_WRITERS[style]);
   const general = (decision: Decision, nowMs: number): RenderedHeaders => {
     const headers: Record<string, string> = {};
-    const entries: PolicyDecision[] = [{ name, windowMs, decision }];
+    const entries: PolicyDecision[] = [{ name, windowMs, decision, unit }];
     // Shadow decisions and decisions made without the store have no numbers worth telling.
     if (decision.wouldAllow === undefined && !isStoreFailure(decision.reason)) {
       for (const write of writers) write(headers, entries, nowMs);
@@ -52,7 +54,8 @@ export function headerRenderer(
     }
     return { flat, json: `${json}}` };
   };
-  if (chosen.length !== 1 || chosen[0] !== 'ietf') return general;
+  if (chosen.length !== 1 || chosen[0] !== 'ietf' || (unit !== undefined && unit !== 'requests'))
+    return general;
   return ietfRenderer(name, windowMs, general);
 }
 

@@ -33,14 +33,14 @@ export function quote(text: string): string {
 }
 
 /** What a client sent, for a message: a short quoted prefix of a string, else its type (never the whole value). */
-function describe(value: unknown): string {
+export function describe(value: unknown): string {
   return typeof value === 'string' ? quote(value) : describeValue(value);
 }
 
-const badRequest = (message: string): Rejection => new Rejection(400, 'Bad Request', message);
+export const badRequest = (message: string): Rejection => new Rejection(400, 'Bad Request', message);
 
 /** A policy as the hot path needs it, prepared once. */
-interface Served {
+export interface Served {
   readonly name: string;
   readonly limiter: Limiter;
   /** The policy's name as a JSON string. */
@@ -63,7 +63,7 @@ export interface LimitAnswer extends Decision {
 }
 
 /** Reads the body, at most MAX_BODY_BYTES; most bodies arrive in one chunk, which is used as it is. */
-function readBody(request: IncomingMessage): Promise<Buffer> {
+export function readBody(request: IncomingMessage): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const declared = Number(request.headers['content-length']);
     if (declared > MAX_BODY_BYTES) {
@@ -95,37 +95,44 @@ function readBody(request: IncomingMessage): Promise<Buffer> {
   });
 }
 
-/** Parses and checks a body; messages describe what was sent by its type and a short escaped prefix only. */
-function parseBody(
-  body: Buffer,
-  policies: ReadonlyMap<string, Served>,
-  known: string,
-): { served: Served; key: string; cost: number } {
-  if (body.length === 0) throw badRequest(`The body is empty; expected ${EXAMPLE}.`);
-  if (!isUtf8(body)) throw badRequest(`The body is not valid UTF-8; expected JSON such as ${EXAMPLE}.`);
+/**
+ * A body as a JSON object, or the refusal naming what it is instead (`example` shows what is
+ * expected). Messages describe what was sent by its type and a short escaped prefix only.
+ */
+export function bodyObject(body: Buffer, example: string): Record<string, unknown> {
+  if (body.length === 0) throw badRequest(`The body is empty; expected ${example}.`);
+  if (!isUtf8(body)) throw badRequest(`The body is not valid UTF-8; expected JSON such as ${example}.`);
   const text = body.toString('utf8');
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
   } catch {
     // JSON.parse's own message quotes the input: say where it starts instead, briefly.
-    throw badRequest(`The body is not JSON: it starts ${quote(text)}; expected ${EXAMPLE}.`);
+    throw badRequest(`The body is not JSON: it starts ${quote(text)}; expected ${example}.`);
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
-    throw badRequest(`Expected a JSON object such as ${EXAMPLE}, got ${describe(parsed)}.`);
+    throw badRequest(`Expected a JSON object such as ${example}, got ${describe(parsed)}.`);
   }
-  const fields = parsed as Record<string, unknown>;
-  for (const name in fields) {
-    if (name !== 'policy' && name !== 'key' && name !== 'cost') {
-      throw badRequest(`Unknown field ${quote(name)}; expected "policy", "key" and optionally "cost".`);
-    }
-  }
+  return parsed as Record<string, unknown>;
+}
+
+/** The served policy a body's "policy" names, or the refusal listing the known ones. */
+export function servedPolicy<S>(
+  fields: Record<string, unknown>,
+  policies: ReadonlyMap<string, S>,
+  known: string,
+): S {
   const served = typeof fields.policy === 'string' ? policies.get(fields.policy) : undefined;
   if (served === undefined) {
     throw badRequest(
       `Expected "policy" to be one of ${known}, got ${fields.policy === undefined ? 'nothing' : describe(fields.policy)}.`,
     );
   }
+  return served;
+}
+
+/** A body's "key": a non-empty string of well-formed Unicode. */
+export function keyField(fields: Record<string, unknown>): string {
   const { key } = fields;
   if (typeof key !== 'string' || key === '') {
     throw badRequest(
@@ -138,12 +145,39 @@ function parseBody(
       `Expected "key" to be well-formed Unicode, got ${quote(key)} with a lone surrogate. See ${KEY_DOCS}`,
     );
   }
-  // Absent means 1; null is not a cost.
-  const cost = fields.cost === undefined ? 1 : fields.cost;
-  if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 1) {
-    throw badRequest(`Expected "cost" to be a positive integer, got ${describe(cost)}. See ${COST_DOCS}`);
+  return key;
+}
+
+/** A body's whole-number field `name` (absent: `absent`), at least `least`. */
+export function countField(
+  fields: Record<string, unknown>,
+  name: string,
+  absent: number | undefined,
+  least = 1,
+): number {
+  // Absent means the default; null is not a number.
+  const value = fields[name] === undefined ? absent : fields[name];
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < least) {
+    const expected = least === 1 ? 'a positive integer' : `a whole number of at least ${least}`;
+    throw badRequest(`Expected "${name}" to be ${expected}, got ${describe(value)}. See ${COST_DOCS}`);
   }
-  return { served, key, cost };
+  return value;
+}
+
+/** Parses and checks a body of POST /v1/limit. */
+function parseBody(
+  body: Buffer,
+  policies: ReadonlyMap<string, Served>,
+  known: string,
+): { served: Served; key: string; cost: number } {
+  const fields = bodyObject(body, EXAMPLE);
+  for (const name in fields) {
+    if (name !== 'policy' && name !== 'key' && name !== 'cost') {
+      throw badRequest(`Unknown field ${quote(name)}; expected "policy", "key" and optionally "cost".`);
+    }
+  }
+  const served = servedPolicy(fields, policies, known);
+  return { served, key: keyField(fields), cost: countField(fields, 'cost', 1) };
 }
 
 /**
@@ -152,6 +186,7 @@ function parseBody(
  */
 export function decisionMembers(decision: Decision): string {
   let text = `"allowed":${decision.allowed},"limit":${decision.limit},"remaining":${decision.remaining},"resetMs":${decision.resetMs},"retryAfterMs":${decision.retryAfterMs}`;
+  if (decision.debt !== undefined) text += `,"debt":${decision.debt},"cutOff":${decision.cutOff ?? 0}`;
   if (decision.wouldAllow !== undefined) text += `,"wouldAllow":${decision.wouldAllow}`;
   if (decision.reason !== undefined) text += `,"reason":${JSON.stringify(decision.reason)}`;
   return text;
@@ -173,7 +208,7 @@ export function limitRoute(
 }
 
 /** Each policy with what its answers repeat, rendered once: its name as JSON, its header renderer. */
-function servedPolicies(
+export function servedPolicies(
   limiters: ReadonlyMap<string, Limiter>,
   styles: readonly HeaderStyle[],
 ): Map<string, Served> {
@@ -183,13 +218,13 @@ function servedPolicies(
       name,
       limiter,
       nameJson: JSON.stringify(name),
-      headers: headerRenderer(name, limiter.policy.windowMs, styles),
+      headers: headerRenderer(name, limiter.policy.windowMs, styles, limiter.policy.unit),
     });
   }
   return policies;
 }
 
-async function decide(
+export async function decide(
   served: Served,
   key: string,
   cost: number,
@@ -199,33 +234,40 @@ async function decide(
     // The default cost needs no options object.
     return await (cost === 1 ? served.limiter.limit(key) : served.limiter.limit(key, { cost }));
   } catch (error) {
-    if (
-      error instanceof SluiceError &&
-      error.code !== 'ERR_SLUICE_STORE' &&
-      error.code !== 'ERR_SLUICE_BAD_REPLY'
-    ) {
-      // The caller's mistake the service could not see: a cost above what the policy grants, a key too long.
-      throw badRequest(error.message.replace('`identifier`', '"key"').replace('`cost`', '"cost"'));
-    }
-    failed(error);
-    throw new Rejection(
-      503,
-      'Service Unavailable',
-      'The rate limiter could not decide: its store failed. Retry shortly.',
-      {
-        'Retry-After': '1',
-      },
-    );
+    throw rejectionOf(error, failed, 'The rate limiter could not decide: its store failed. Retry shortly.');
   }
 }
 
-/** Writes the decision with the request's fields, the headers to forward and, when denied, a problem. */
-function answer(
+/**
+ * What a call the limiter rejected answers: the caller's mistake the service could not see (a cost
+ * above what the policy grants, a key too long) as 400; a store failure, heard by `failed`, as 503
+ * with `unavailable` as its message.
+ */
+export function rejectionOf(
+  error: unknown,
+  failed: (error: unknown) => void,
+  unavailable: string,
+): Rejection {
+  const stored = ['ERR_SLUICE_STORE', 'ERR_SLUICE_BAD_REPLY', 'ERR_SLUICE_TIMEOUT'];
+  if (error instanceof SluiceError && !stored.includes(error.code)) {
+    const message = error.message.replace('`identifier`', '"key"').replace('`cost`', '"cost"');
+    return badRequest(message.replace('`amount`', '"amount"'));
+  }
+  failed(error);
+  return new Rejection(503, 'Service Unavailable', unavailable, { 'Retry-After': '1' });
+}
+
+/**
+ * Writes the decision with the request's fields, the headers to forward and, when denied, a problem;
+ * `extra` is more members, each starting with a comma (a reservation to settle).
+ */
+export function answer(
   response: ServerResponse,
   served: Served,
   key: string,
   cost: number,
   decision: Decision,
+  extra = '',
 ): void {
   const headers = served.headers(decision, Date.now());
   let problem = '';
@@ -238,7 +280,7 @@ function answer(
   }
   // The decision's own members as the library made them, between the request's and the headers.
   const members = decisionMembers(decision);
-  const text = `{"policy":${served.nameJson},"key":${JSON.stringify(key)},"cost":${cost},${members},"headers":${headers.json}${problem}}\n`;
+  const text = `{"policy":${served.nameJson},"key":${JSON.stringify(key)},"cost":${cost},${members},"headers":${headers.json}${problem}${extra}}\n`;
   // A refusal the store did not make (a policy that fails closed while Redis is down) is the
   // service's trouble, not the client's overuse: 503, as the HTTP middleware answers.
   const status = decision.allowed ? 200 : isStoreFailure(decision.reason) ? 503 : 429;

@@ -6,6 +6,7 @@ import { rateLimit } from '../http/node.js';
 import type { Limiter } from '../index.js';
 import { errorText } from './errors.js';
 import type { RequestLog } from './request-log.js';
+import { chargeRoute, reserveRoute, settleRoute } from './service-charge.js';
 import { limitRoute, quote, Rejection } from './service-limit.js';
 
 export { type LimitAnswer, MAX_BODY_BYTES } from './service-limit.js';
@@ -137,6 +138,9 @@ function demoRoute({ demo, headers }: ServiceOptions): Route | undefined {
  */
 const BUILT_IN_ROUTES: ReadonlyArray<(options: ServiceOptions) => Route | undefined> = [
   decisionRoute,
+  chargeRoute,
+  reserveRoute,
+  settleRoute,
   policiesRoute,
   healthRoute,
   demoRoute,

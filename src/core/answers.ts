@@ -19,8 +19,8 @@ export function storeError(kind: string, error: unknown): SluiceError {
 }
 
 /**
- * The decision a store's result makes under a policy's `limit`, with the operation's own result
- * fields named on it (OperationEntry.withFields).
+ * The decision a store's result makes under a policy's `limit`; a result with fields of its own
+ * (a charge's debt) makes its operation's answer (OperationEntry.answer).
  */
 export function decisionOf(result: StoreResult, limit: number, operation: Operation): Decision {
   const decision: Decision = {
@@ -32,8 +32,8 @@ export function decisionOf(result: StoreResult, limit: number, operation: Operat
   };
   const fields = result.fields;
   if (fields === undefined) return decision;
-  const named = OPERATIONS[operation].withFields;
-  return named === undefined ? decision : named(decision, fields);
+  const answer = OPERATIONS[operation].answer;
+  return answer === undefined ? decision : answer(decision, fields);
 }
 
 /**
@@ -93,9 +93,13 @@ export class Answers {
     if (this.#observed) call.askedAt = this.#reporting.timesThisOne() ? performance.now() : Number.NaN;
   }
 
-  /** Whether the call goes to the store (see `admit`), noting when it was asked (see `asking`). */
+  /**
+   * Whether the call goes to the store (see `admit`), noting when it was asked (see `asking`). A
+   * call that no failure policy may answer (a charge: OperationEntry.onStoreFailure) always goes.
+   */
   ask(call: Call): boolean {
-    if (this.#down && !this.admit(call)) return false;
+    if (this.#down && OPERATIONS[call.operation].onStoreFailure === 'policy' && !this.admit(call))
+      return false;
     if (this.#observed) call.askedAt = this.#reporting.timesThisOne() ? performance.now() : Number.NaN;
     return true;
   }
@@ -216,6 +220,8 @@ export class Answers {
   #deliver(call: Call, decision: Decision, source: DecisionSource, storeMs: number): Decision {
     if (this.#observed) this.#reporting.decided(call, decision, source, storeMs);
     if (this.#enforce) return decision;
+    // A charge is allowed whatever the policy says; its debt is the caller's to see in shadow mode too.
+    if (decision.debt !== undefined) return { ...decision, wouldAllow: true };
     const shadowed: Decision = {
       allowed: true,
       limit: decision.limit,

@@ -1,9 +1,16 @@
 // One call on its way through the pipeline: plain data the pipeline fills and the store reads.
 import type { SluiceError } from '../errors.js';
+import { OPERATIONS } from '../operations.js';
 import type { Decision, Operation, Policy, StoreRequest } from '../types.js';
 import type { Expiring } from './deadlines.js';
 
 const unanswered = (): void => {};
+
+/** The operands a call of `operation` under `policy` carries (OperationEntry.operandsOf). */
+function operandsFor(operation: Operation, policy: Policy): readonly string[] | undefined {
+  const of = OPERATIONS[operation].operandsOf;
+  return of === undefined ? undefined : of(policy);
+}
 
 /**
  * A request to one limiter's store, with what the pipeline learns on the way. It is at once the
@@ -20,8 +27,8 @@ export class Call implements StoreRequest, Expiring {
   operation: Operation;
   cost: number;
   now: number | undefined;
-  /** An operation's own arguments (see OperationEntry.operands); undefined for today's. */
-  operands: readonly string[] | undefined = undefined;
+  /** An operation's own arguments (see OperationEntry.operands); undefined for limit, peek and refund. */
+  operands: readonly string[] | undefined;
   /** When the call started, in the deny cache's time: the limiter's clock, or `performance.now()`. */
   startedAt = 0;
   /** The deny cache's epoch when the call started (see DenyCache.epoch). */
@@ -56,6 +63,7 @@ export class Call implements StoreRequest, Expiring {
     this.cost = cost;
     this.tag = tag;
     this.now = undefined;
+    this.operands = operandsFor(operation, policy);
   }
 
   /** Makes a finished call a new one (a limiter's in-process decisions reuse one object). */
@@ -72,6 +80,7 @@ export class Call implements StoreRequest, Expiring {
     this.cost = cost;
     this.tag = tag;
     this.now = undefined;
+    this.operands = operandsFor(operation, policy);
     this.startedAt = 0;
     this.epoch = 0;
     this.askedAt = 0;

@@ -5,6 +5,7 @@ import { atomicRequestsError } from '../stores/atomic.js';
 import type { Decision, Operation, Policy } from '../types.js';
 import type { Call } from './call.js';
 import type { Pipeline } from './pipeline.js';
+import { settleCall } from './reservation.js';
 import { type Decided, decideTogether, took } from './together.js';
 
 /** What a group's check took, to be given back once: when a later check refuses the request, or a count mode says so. */
@@ -46,6 +47,22 @@ export class Grant {
         if (after !== undefined) {
           this.#decisions[i] = { ...decision, remaining: after.remaining, resetMs: after.resetMs };
         }
+      }),
+    ).then(() => undefined);
+    return this.#given;
+  }
+
+  /**
+   * Settles what was taken with its actual cost, the same for every limiter (the middleware's
+   * `settle`): the difference given back or charged where each was taken, once, instead of a
+   * refund. Rejects when a charge is not recorded (the store's error).
+   */
+  settle(actual: number): Promise<void> {
+    this.#given ??= Promise.all(
+      this.#calls.map(async (call, i) => {
+        if (this.#taken[i] !== true) return;
+        const pipeline = this.#pipelines[i] as Pipeline;
+        await settleCall(pipeline, call, this.#decisions[i] as Decision, actual);
       }),
     ).then(() => undefined);
     return this.#given;

@@ -1,6 +1,7 @@
 // What createLimiter() returns: a limiter whose methods run its Pipeline, and the way back from one to the other.
-import type { Limiter, Policy, Store } from '../types.js';
+import type { ChargeDecision, Limiter, Policy, Store } from '../types.js';
 import type { Pipeline } from './pipeline.js';
+import { reserve } from './reservation.js';
 import { waitFor } from './waiting.js';
 
 let pipelineOf: (limiter: unknown) => Pipeline | undefined;
@@ -20,6 +21,8 @@ export class RateLimiter implements Limiter {
   readonly peek: Limiter['peek'];
   readonly refund: Limiter['refund'];
   readonly wait: Limiter['wait'];
+  readonly charge: Limiter['charge'];
+  readonly reserve: Limiter['reserve'];
   readonly reset: Limiter['reset'];
 
   static {
@@ -36,6 +39,10 @@ export class RateLimiter implements Limiter {
     this.peek = (identifier, options) => pipeline.run('peek', identifier, options?.cost ?? 1, options);
     this.refund = (identifier, amount = 1, options) => pipeline.run('refund', identifier, amount, options);
     this.wait = (identifier, options) => waitFor(pipeline, identifier, options);
+    // A charge's decision is its operation's answer, which carries `debt` and `cutOff`.
+    this.charge = (identifier, amount, options) =>
+      pipeline.run('charge', identifier, amount, options) as Promise<ChargeDecision>;
+    this.reserve = (identifier, options) => reserve(pipeline, identifier, options?.cost ?? 1, options);
     this.reset = (identifier, options) => pipeline.reset(identifier, options?.tag);
   }
 }

@@ -276,17 +276,34 @@ export class Pipeline implements StoreReply<Call> {
   async giveBack(call: Call, decision: Decision): Promise<Decision | undefined> {
     const undo = OPERATIONS[call.operation].undo;
     if (undo === undefined) return undefined;
-    const back = new Call(this.name, call.policy, undo, call.identifier, call.cost, call.tag);
+    const answer = await this.adjust(call, decision, undo, call.cost);
+    return answer?.reason === undefined ? answer : undefined;
+  }
+
+  /**
+   * Gives back (`refund`) or takes more (`charge`) of what a call took, under the same policy and
+   * key, where it was taken: in the store, or in the fallback store when the fallback decided it.
+   * The store's answer; `undefined` for the fallback store's, or when the clock fails (nothing is
+   * asked). A charge the store fails rejects with its error (OperationEntry.onStoreFailure).
+   */
+  adjust(
+    call: Call,
+    decision: Decision,
+    operation: Operation,
+    amount: number,
+  ): Promise<Decision | undefined> {
+    const next = new Call(this.name, call.policy, operation, call.identifier, amount, call.tag);
     if (decision.reason === 'fallback') {
-      back.now = call.now;
-      this.#answers.giveBackFallback(back);
-      return undefined;
+      next.now = call.now;
+      this.#answers.giveBackFallback(next);
+      return Promise.resolve(undefined);
     }
     const now = this.time();
-    if (now instanceof SluiceError) return undefined;
-    back.now = now;
-    const answer = await this.decide(back);
-    return answer.reason === undefined ? answer : undefined;
+    // A give-back the clock prevents leaves the units taken (the strict side); a charge says why it was not made.
+    if (now instanceof SluiceError)
+      return operation === 'charge' ? Promise.reject(now) : Promise.resolve(undefined);
+    next.now = now;
+    return this.decide(next);
   }
 
   /**

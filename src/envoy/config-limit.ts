@@ -25,10 +25,16 @@ export interface RuleLimit {
   /** `rate_limit.name` ('' when absent), which other rules' `replaces` name. */
   readonly name: string;
   readonly replaces: readonly string[];
+  /**
+   * `charge_over_limit`: the rule is charged after the response (Envoy's `apply_on_stream_done`
+   * with `hits_addend` from the response): a call with hits takes them even past the limit, into
+   * debt, and answers OK; a call of 0 hits is the check, over while the limit is reached or owed.
+   */
+  readonly chargeOverLimit: boolean;
 }
 
 const LIMIT_KEYS = ['unit', 'requests_per_unit', 'unlimited', 'name', 'replaces'];
-const SLUICE_LIMIT_KEYS = ['algorithm', 'window', 'burst', 'on_store_error', 'timeout'];
+const SLUICE_LIMIT_KEYS = ['algorithm', 'window', 'burst', 'on_store_error', 'timeout', 'charge_over_limit'];
 const MAX_UINT32 = 2 ** 32 - 1;
 /** The longest timer Node keeps (a longer one fires at once). */
 const MAX_TIMEOUT_MS = 2_147_483_647;
@@ -148,5 +154,6 @@ export function readLimit(reader: FileReader, value: YamlValue): RuleLimit {
     ...readStoreSettings(reader, spec),
     name,
     replaces: readReplaces(reader, spec, name),
+    chargeOverLimit: reader.flag(spec, 'charge_over_limit'),
   };
 }

@@ -24,6 +24,8 @@ export interface AppliedLimit {
   readonly onStoreError: StoreErrorAnswer;
   /** `rate_limit.name`, reported in `current_limit.name`. */
   readonly name: string;
+  /** Calls with hits are charged, past the limit if need be (see `RuleLimit.chargeOverLimit`). */
+  readonly chargeOverLimit: boolean;
 }
 
 /** The most override limiters kept per config load: one per rule and unit is the most Envoy needs. */
@@ -121,6 +123,7 @@ export class RuleLimiters {
         timeoutMs: base?.timeoutMs,
         name: '',
         replaces: [],
+        chargeOverLimit: base?.chargeOverLimit ?? false,
       };
       limiter = this.#limiter(path, settings, requestsPerUnit, windowMs);
       // Bounded whatever clients send: past the bound, the cache starts again.
@@ -133,6 +136,8 @@ export class RuleLimiters {
       windowMs,
       onStoreError: base?.onStoreError ?? 'unavailable',
       name: '',
+      // An override changes the quota, not how the rule is counted.
+      chargeOverLimit: base?.chargeOverLimit ?? false,
     } as const;
     if (limiter === undefined || requestsPerUnit === 0)
       return { ...applied, limiter: undefined, callLimit: undefined, maxCost: 0 };
@@ -155,6 +160,7 @@ export class RuleLimiters {
       onStoreError: limit.onStoreError,
       name,
       callLimit: undefined,
+      chargeOverLimit: limit.chargeOverLimit,
     };
     if (requestsPerUnit === 0) return { ...applied, limiter: undefined, maxCost: 0 };
     const limiter = this.#limiter(path, limit, requestsPerUnit, windowMs);

@@ -1,4 +1,5 @@
 // Decides a request's live descriptors: checks and impossible asks first, then the group under the quota rule.
+import { ERROR_CODES, SluiceError } from '../errors.js';
 import type { Decision } from '../types.js';
 import { callOptions, type DescriptorCall, type Together } from './decide.js';
 import type { AppliedLimit } from './limiters.js';
@@ -65,7 +66,7 @@ async function look(slot: Slot, cost: number, tag: string | undefined): Promise<
 function membersOf(live: readonly Slot[], statics: Set<number>): Asking[] {
   const byKey = new Map<string, Asking>();
   live.forEach((slot, i) => {
-    if (slot.shadow || slot.hits === 0 || statics.has(i)) return;
+    if (slot.shadow || slot.hits === 0 || statics.has(i) || charged(slot)) return;
     const applied = slot.applied as AppliedLimit;
     const limiter = applied.limiter as Limiter;
     const key = `${limiter.name}\n${slot.identifier}`;
@@ -135,6 +136,42 @@ async function staticOutcome(slot: Slot, tag: string | undefined): Promise<Outco
   return { decision: { ...seen, allowed: false, retryAfterMs: seen.resetMs }, over: true, taken: false };
 }
 
+/** A descriptor of a `charge_over_limit` rule with hits: the usage of a finished response, charged. */
+function charged(slot: Slot): boolean {
+  return slot.hits > 0 && slot.applied?.chargeOverLimit === true && slot.applied.limiter !== undefined;
+}
+
+/**
+ * Charges a descriptor's hits after the response: taken even past the limit (into debt, up to one
+ * allowance), never over. A charge the store did not record is answered as the store's failure,
+ * which the rule's `on_store_error` answers as it answers any.
+ */
+async function chargeOutcome(slot: Slot, tag: string | undefined): Promise<Outcome> {
+  const applied = slot.applied as AppliedLimit;
+  const limiter = applied.limiter as Limiter;
+  const options = {
+    ...(applied.callLimit === undefined ? {} : { limit: applied.callLimit }),
+    ...(tag === undefined ? {} : { tag }),
+  };
+  try {
+    return { decision: await limiter.charge(slot.identifier, slot.hits, options), over: false, taken: true };
+  } catch (error) {
+    if (
+      !(error instanceof SluiceError) ||
+      (error.code !== ERROR_CODES.STORE && error.code !== ERROR_CODES.TIMEOUT)
+    ) {
+      throw error;
+    }
+    const reason = error.code === ERROR_CODES.TIMEOUT ? 'timeout' : 'store-error';
+    const limit = applied.callLimit ?? limiter.policy.limit;
+    return {
+      decision: { allowed: true, limit, remaining: 0, resetMs: 0, retryAfterMs: 0, reason },
+      over: false,
+      taken: false,
+    };
+  }
+}
+
 /** A shadowed descriptor decides alone: it takes when it allows, and never refuses the request. */
 async function shadowOutcome(slot: Slot, tag: string | undefined): Promise<Outcome> {
   const applied = slot.applied as AppliedLimit;
@@ -190,17 +227,21 @@ export async function decideRequest(live: readonly Slot[], context: DecideContex
   const outcomes: (Outcome | undefined)[] = new Array(live.length);
   const statics = new Set<number>();
   live.forEach((slot, i) => {
-    if (slot.hits > 0 && overWithoutAsking(slot, slot.hits)) statics.add(i);
+    if (slot.hits > 0 && !charged(slot) && overWithoutAsking(slot, slot.hits)) statics.add(i);
   });
   const members = membersOf(live, statics);
   const shadowed = Promise.all(
     live.map(async (slot, i) => {
-      if (slot.shadow && slot.hits > 0 && !statics.has(i)) outcomes[i] = await shadowOutcome(slot, tag);
+      if (slot.shadow && slot.hits > 0 && !statics.has(i) && !charged(slot)) {
+        outcomes[i] = await shadowOutcome(slot, tag);
+      }
     }),
   );
+  // Charges after the response are taken whatever the other descriptors say: the work was done.
   await Promise.all(
     live.map(async (slot, i) => {
       if (slot.hits === 0) outcomes[i] = await checkOutcome(slot, tag);
+      else if (charged(slot)) outcomes[i] = await chargeOutcome(slot, tag);
       else if (statics.has(i)) outcomes[i] = await staticOutcome(slot, tag);
     }),
   );

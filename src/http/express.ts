@@ -11,6 +11,7 @@ import { nodeRequestView, type RequestView } from './view.js';
 export { type ClientIpOptions, clientIp, headerKey } from './client-key.js';
 export type { DenialInfo } from './handle.js';
 export type { RateLimitInfo } from './info.js';
+export { bodyBytes } from './settle.js';
 
 declare global {
   // Express's own way to extend its Request: importing sluice/express types `req.rateLimit`.
@@ -26,7 +27,7 @@ declare global {
 }
 
 /** Options of the Express middleware. */
-export interface ExpressRateLimitOptions extends RateLimitOptions<Request> {
+export interface ExpressRateLimitOptions extends RateLimitOptions<Request, Response> {
   /**
    * Answers a refused request instead of the default problem+json response. The status and
    * headers (Retry-After, RateLimit...) are already set on `res` when it is called.
@@ -78,7 +79,7 @@ function viewOf(req: Request): RequestView {
  * app.get('/quota', (req, res) => res.json({ remaining: req.rateLimit?.remaining }));
  */
 export function rateLimit(options: ExpressRateLimitOptions): ExpressRateLimiter {
-  const config = resolveRateLimitOptions<Request>('rateLimit (express)', options, [
+  const config = resolveRateLimitOptions<Request, Response>('rateLimit (express)', options, [
     'onDenied',
     'requestPropertyName',
   ]);

@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { type KeyControls, keyControls } from './controls.js';
 import { type DenialInfo, denialInfo, evaluate, infoOn } from './handle.js';
 import type { RateLimitInfo } from './info.js';
-import { settleOnFinish, withoutContentType } from './node-response.js';
+import { finishOnEnd, withoutContentType } from './node-response.js';
 import { adapterFunction, type RateLimitOptions, resolveRateLimitOptions } from './options.js';
 import { nodeRequestView, type RequestView } from './view.js';
 
@@ -15,7 +15,7 @@ declare module 'fastify' {
 }
 
 /** Options of the Fastify hook. */
-export interface FastifyRateLimitOptions extends RateLimitOptions<FastifyRequest> {
+export interface FastifyRateLimitOptions extends RateLimitOptions<FastifyRequest, FastifyReply> {
   /**
    * Answers a refused request instead of the default problem+json response. The status and
    * headers (Retry-After, RateLimit...) are already set on `reply`; send something.
@@ -56,7 +56,11 @@ function viewOf(request: FastifyRequest): RequestView {
  * app.post('/login', { onRequest: rateLimit({ limiter: loginLimiter, count: 'failed' }) }, login);
  */
 export function rateLimit(options: FastifyRateLimitOptions): FastifyRateLimitHook {
-  const config = resolveRateLimitOptions<FastifyRequest>('rateLimit (fastify)', options, FASTIFY_OPTION_KEYS);
+  const config = resolveRateLimitOptions<FastifyRequest, FastifyReply>(
+    'rateLimit (fastify)',
+    options,
+    FASTIFY_OPTION_KEYS,
+  );
   const onDenied = adapterFunction('onDenied', options.onDenied);
   const hook = async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> => {
     const raw = request.raw;
@@ -65,7 +69,7 @@ export function rateLimit(options: FastifyRateLimitOptions): FastifyRateLimitHoo
     if (evaluation.kind === 'allow') {
       request.rateLimit = evaluation.info;
       reply.headers(evaluation.headers);
-      settleOnFinish(reply.raw, evaluation.settle);
+      finishOnEnd(reply.raw, evaluation, reply);
       return undefined;
     }
     const { refusal } = evaluation;

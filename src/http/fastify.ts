@@ -9,3 +9,4 @@ export {
 } from './fastify-plugin.js';
 export type { DenialInfo } from './handle.js';
 export type { RateLimitInfo } from './info.js';
+export { bodyBytes } from './settle.js';

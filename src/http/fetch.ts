@@ -11,14 +11,16 @@ import {
   type ResolvedOptions,
   resolveRateLimitOptions,
 } from './options.js';
+import { type Finished, trackedResponse } from './settle.js';
 import { fetchRequestView } from './view.js';
 
 export { type ClientIpOptions, clientIp, headerKey } from './client-key.js';
 export type { DenialInfo } from './handle.js';
 export type { RateLimitInfo } from './info.js';
+export { bodyBytes } from './settle.js';
 
 /** Options of the fetch adapter. */
-export interface FetchRateLimitOptions extends RateLimitOptions<Request> {
+export interface FetchRateLimitOptions extends RateLimitOptions<Request, Response> {
   /** Answers a refused request instead of the default problem+json response; the refusal's headers are added. */
   readonly onDenied?: (request: Request, info: DenialInfo) => Response | Promise<Response>;
   /**
@@ -46,6 +48,12 @@ export interface FetchRateLimiter extends KeyControls<[request: Request, ...cont
   headers(request: Request): Headers;
   /** With the bare guard and a `count` mode: report the response's status once it is known. */
   complete(request: Request, status: number): void;
+  /**
+   * With the bare guard: the response to send for an allowed request, with the rate-limit headers,
+   * whose body reports its end (its status for a `count` mode, its bytes and itself for `settle`).
+   * `wrap` does this for you.
+   */
+  respond(request: Request, response: Response): Response;
   /** A whole fetch handler: the guard, your handler, headers on its response, and the count settled. */
   wrap(handler: FetchHandler): WrappedFetchHandler;
   /** The decision taken on `request` so far (in your handler, for "97 calls left"); `undefined` before any. */
@@ -86,11 +94,11 @@ function addressFunction(
   return checked;
 }
 
-/** Runs a fetch handler behind the guard: headers on its response, and the count settled by its status. */
+/** Runs a fetch handler behind the guard: headers on its response, and what is done once it finished. */
 function wrapper(
   guard: (request: Request, ...context: unknown[]) => Promise<Response | undefined>,
-  complete: (request: Request, status: number, finished?: boolean) => void,
-  headersFor: (request: Request) => Record<string, string>,
+  respond: (request: Request, response: Response) => Response,
+  failed: (request: Request) => void,
 ): (handler: FetchHandler) => WrappedFetchHandler {
   return (handler) =>
     async (request, ...context) => {
@@ -100,11 +108,10 @@ function wrapper(
       try {
         response = await handler(request, ...(context as never[]));
       } catch (error) {
-        complete(request, 500, false);
+        failed(request);
         throw error;
       }
-      complete(request, response.status);
-      return withHeaders(response, headersFor(request), false);
+      return respond(request, response);
     };
 }
 
@@ -122,7 +129,7 @@ function wrapper(
  * // or: const refused = await limit(request); if (refused) return refused;
  */
 export function rateLimit(options: FetchRateLimitOptions): FetchRateLimiter {
-  const config = resolveRateLimitOptions<Request>(
+  const config = resolveRateLimitOptions<Request, Response>(
     'rateLimit (fetch)',
     options,
     ['onDenied', 'remoteAddress'],
@@ -130,7 +137,8 @@ export function rateLimit(options: FetchRateLimitOptions): FetchRateLimiter {
   );
   const onDenied = adapterFunction('onDenied', options.onDenied);
   const remoteAddress = addressFunction(config, options.remoteAddress);
-  const settlers = new WeakMap<Request, (status: number, finished: boolean) => void>();
+  /** Each allowed request's `finished`, and whether it waits for the body's end (`settle`). */
+  const finishers = new WeakMap<Request, { readonly finished: Finished; readonly tracks: boolean }>();
   // The caller's functions declare what their runtime passes; we forward it untouched.
   const viewOf = (request: Request, context: readonly unknown[]) =>
     fetchRequestView(
@@ -141,7 +149,8 @@ export function rateLimit(options: FetchRateLimitOptions): FetchRateLimiter {
     const evaluation = await evaluate(config, request, viewOf(request, context), request);
     if (evaluation.kind === 'skip') return undefined;
     if (evaluation.kind === 'allow') {
-      if (evaluation.settle !== undefined) settlers.set(request, evaluation.settle);
+      const { finished, countsBytes } = evaluation;
+      if (finished !== undefined) finishers.set(request, { finished, tracks: countsBytes });
       return undefined;
     }
     const { refusal } = evaluation;
@@ -152,10 +161,20 @@ export function rateLimit(options: FetchRateLimitOptions): FetchRateLimiter {
   };
   const headersFor = (request: Request): Record<string, string> =>
     headersIn(decisionsOn(request), config.styles);
-  const complete = (request: Request, status: number, finished = true): void => {
-    const settle = settlers.get(request);
-    settlers.delete(request);
-    settle?.(status, finished);
+  /** The request's `finished`, taken once. */
+  const finisher = (request: Request) => {
+    const found = finishers.get(request);
+    finishers.delete(request);
+    return found;
+  };
+  // A count mode needs the status alone; `settle` waits until the body has been read to its end.
+  const respond = (request: Request, response: Response): Response => {
+    const found = finisher(request);
+    const sent = withHeaders(response, headersFor(request), false);
+    if (found === undefined) return sent;
+    if (found.tracks) return trackedResponse(sent, found.finished, response);
+    found.finished(response.status, true, response, 0);
+    return sent;
   };
   const controls = keyControls(config, (request: Request, ...context: unknown[]) => ({
     request,
@@ -163,8 +182,9 @@ export function rateLimit(options: FetchRateLimitOptions): FetchRateLimiter {
   }));
   return Object.assign(guard, controls, {
     headers: (request: Request) => new Headers(headersFor(request)),
-    complete: (request: Request, status: number) => complete(request, status),
-    wrap: wrapper(guard, complete, headersFor),
+    complete: (request: Request, status: number) => finisher(request)?.finished(status, true, undefined, 0),
+    respond,
+    wrap: wrapper(guard, respond, (request) => finisher(request)?.finished(500, false, undefined, 0)),
     info: (request: Request) => infoOn(request),
   });
 }

@@ -13,6 +13,7 @@ import {
   refusalFor,
 } from './problem.js';
 import { requestKey } from './request-key.js';
+import { type Finished, settleResponse } from './settle.js';
 import type { RequestView } from './view.js';
 
 export { UNKNOWN_KEY } from './request-key.js';
@@ -24,8 +25,13 @@ export type Evaluation =
       readonly kind: 'allow';
       /** Rate-limit headers of every limiter that ran on this request so far. */
       readonly headers: Record<string, string>;
-      /** Call once the response is finished (count modes); `undefined` when nothing is to settle. */
-      readonly settle: ((status: number, finished: boolean) => void) | undefined;
+      /**
+       * Call once the response finished, or closed before it did (count modes, `settle`);
+       * `undefined` when nothing is to be done then.
+       */
+      readonly finished: Finished | undefined;
+      /** Whether `finished` wants the bytes of the response's body (a `settle` option may read them). */
+      readonly countsBytes: boolean;
       readonly key: string;
       readonly entries: readonly PolicyDecision[];
       /** The decision for the handler. */
@@ -38,6 +44,9 @@ export type Evaluation =
       readonly key: string | undefined;
       readonly entries: readonly PolicyDecision[];
     };
+
+/** An evaluation that lets the request go on. */
+export type Allowed = Extract<Evaluation, { kind: 'allow' }>;
 
 /** What a custom denial handler learns about the refusal it is to answer. */
 export interface DenialInfo {
@@ -158,12 +167,13 @@ function entered(
   const taken: Taken = { grant: outcome.grant, first: state.entries.length, decisions: outcome.decisions };
   group.pipelines.forEach((pipeline, i) => {
     // The period of the policy each decision was made under: the limiter's, or its variant for the request's limit.
-    const windowMs = (outcome.policies[i] ?? pipeline.policy).windowMs;
+    const policy = outcome.policies[i] ?? pipeline.policy;
     state.entries.push({
       name: pipeline.name,
-      windowMs,
+      windowMs: policy.windowMs,
       decision: outcome.decisions[i] as Decision,
       partitionKey,
+      unit: policy.unit,
     });
   });
   return taken;
@@ -181,28 +191,54 @@ async function penalty(
   return overQuota ? await penalties?.refused(key) : undefined;
 }
 
-/** The request may go on: its headers, the decision for its handler, and how its count mode settles. */
+/**
+ * What is done once the response finished: a count mode's refund, or else the `settle` option's
+ * actual cost settled; `undefined` when neither applies (or nothing was taken).
+ */
+function whenFinished<Req>(
+  config: ResolvedOptions<Req>,
+  request: Req,
+  state: RequestState,
+  taken: Taken,
+): Finished | undefined {
+  const { count, settle } = config;
+  if ((count === 'all' && settle === undefined) || taken.grant.empty) return undefined;
+  let done = false;
+  return (status, completed, response, bodyBytes) => {
+    if (done) return;
+    done = true;
+    const failed = !completed || config.isFailure(status);
+    if (count !== 'all' && failed !== (count === 'failed')) {
+      giveBack(state, [taken]).catch(config.onRefundError);
+    } else if (settle !== undefined) {
+      settleResponse(settle, request, response, bodyBytes, taken.grant).catch(config.onRefundError);
+    }
+  };
+}
+
+/** The request may go on: its headers, the decision for its handler, and what is done once it finished. */
 function allowed<Req>(
   config: ResolvedOptions<Req>,
+  request: Req,
   state: RequestState,
   key: string,
   taken: Taken,
 ): Evaluation {
   state.taken.push(taken);
-  let settle: ((status: number, finished: boolean) => void) | undefined;
-  if (config.count !== 'all' && !taken.grant.empty) {
-    let done = false;
-    settle = (status, finished) => {
-      if (done) return;
-      done = true;
-      const failed = !finished || config.isFailure(status);
-      if (failed !== (config.count === 'failed')) giveBack(state, [taken]).catch(config.onRefundError);
-    };
-  }
+  const finished = whenFinished(config, request, state, taken);
+  const countsBytes = finished !== undefined && config.settle !== undefined;
   const { entries } = state;
   const info = rateLimitInfo(entries, key) as RateLimitInfo;
   state.info = info;
-  return { kind: 'allow', headers: headersIn(entries, config.styles), settle, key, entries, info };
+  return {
+    kind: 'allow',
+    headers: headersIn(entries, config.styles),
+    finished,
+    countsBytes,
+    key,
+    entries,
+    info,
+  };
 }
 
 /**
@@ -238,7 +274,7 @@ export async function evaluate<Req>(
   }
   const outcome = await group.run('limit', keyed.identifiers, { cost, tag, limit });
   const taken = entered(requestState, group, outcome, partitionKey);
-  if (outcome.allowed) return allowed(config, requestState, key, taken);
+  if (outcome.allowed) return allowed(config, request, requestState, key, taken);
   const held = await penalty(outcome, penalties, key);
   if (held !== undefined) requestState.entries.push({ ...held.entry, partitionKey });
   return refuse(config, requestState, key, held);

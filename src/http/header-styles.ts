@@ -1,7 +1,9 @@
 // The header styles, one writer each: IETF structured lists, express-rate-limit's draft-8 and draft-7, draft-6, legacy.
 import {
+  countsRequests,
   msUntilMore,
   type PolicyDecision,
+  REGISTERED_UNITS,
   secondsUntilMore,
   sfString,
   tightest,
@@ -42,6 +44,17 @@ function partitionParam(entry: PolicyDecision, separator: string): string {
   return bytes === undefined ? '' : `${separator}pk=:${Buffer.from(bytes).toString('base64')}:`;
 }
 
+/** Whether a style can describe a policy's unit: the item lists name registered units (`qu`), the others requests only. */
+export function describesUnit(style: HeaderStyle, unit: string | undefined): boolean {
+  if (unit === undefined || unit === 'requests') return true;
+  return (style === 'ietf' || style === 'draft-8') && REGISTERED_UNITS.includes(unit);
+}
+
+/** `;qu="content-bytes"` (or `; qu=…` with `separator`) for a unit other than requests. */
+function unitParam(entry: PolicyDecision, separator: string): string {
+  return countsRequests(entry) ? '' : `${separator}qu=${sfString(entry.unit as string)}`;
+}
+
 /** express-rate-limit's draft-8 policy name: `100-in-1min`, `5-in-30sec`, `1000-in-1day`. */
 export function quotaName(entry: PolicyDecision): string {
   const seconds = windowSeconds(entry);
@@ -63,7 +76,7 @@ function itemLists(name: (entry: PolicyDecision) => string, separator: string): 
     headers['RateLimit-Policy'] = visible
       .map((entry) => {
         const q = wholeUnits(entry.decision.limit);
-        return `${sfString(name(entry))}${separator}q=${q}${separator}w=${windowSeconds(entry)}${partitionParam(entry, separator)}`;
+        return `${sfString(name(entry))}${separator}q=${q}${unitParam(entry, separator)}${separator}w=${windowSeconds(entry)}${partitionParam(entry, separator)}`;
       })
       .join(', ');
     headers.RateLimit = visible

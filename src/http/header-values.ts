@@ -13,6 +13,20 @@ export interface PolicyDecision {
    * middleware's `partitionKey` option). Written by the `ietf` and `draft-8` styles.
    */
   readonly partitionKey?: Uint8Array | undefined;
+  /** What one unit of the policy is (see `Policy.unit`); absent for requests. */
+  readonly unit?: string | undefined;
+}
+
+/**
+ * The quota units the IETF fields can name (`qu`), as registered: `requests` is their default and
+ * goes unwritten. A policy in another unit (`tokens`) is left out of the fields rather than
+ * described as requests.
+ */
+export const REGISTERED_UNITS: readonly string[] = ['requests', 'content-bytes', 'concurrent-requests'];
+
+/** Whether a policy counts requests (no unit given, or `requests`). */
+export function countsRequests(entry: PolicyDecision): boolean {
+  return entry.unit === undefined || entry.unit === 'requests';
 }
 
 /**

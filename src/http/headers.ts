@@ -1,7 +1,7 @@
 // Rate-limit response headers from decisions: which policies to show, the numbers made safe, the styles' dispatch.
 import { type Decision, isStoreFailure } from '../types.js';
-import { type HeaderStyle, RATELIMIT_FIELD_STYLES, STYLE_WRITERS } from './header-styles.js';
-import { type PolicyDecision, retryAfterSeconds, tightest } from './header-values.js';
+import { describesUnit, type HeaderStyle, RATELIMIT_FIELD_STYLES, STYLE_WRITERS } from './header-styles.js';
+import { countsRequests, type PolicyDecision, retryAfterSeconds, tightest } from './header-values.js';
 
 export { HEADER_STYLES, type HeaderStyle } from './header-styles.js';
 export {
@@ -90,7 +90,12 @@ export function headersIn(
   const visible = perPolicy(entries.filter((entry) => isReportable(entry.decision)));
   if (visible.length > 0) {
     const at = now ?? Date.now();
-    for (const style of styles) STYLE_WRITERS[style](headers, visible, at);
+    const requestsOnly = visible.every(countsRequests);
+    for (const style of styles) {
+      // A policy in a unit the style cannot name is left out of it: nothing false is said.
+      const shown = requestsOnly ? visible : visible.filter((entry) => describesUnit(style, entry.unit));
+      if (shown.length > 0) STYLE_WRITERS[style](headers, shown, at);
+    }
   }
   const retryAfter = retryAfterSeconds(entries);
   if (retryAfter !== undefined) headers['Retry-After'] = String(retryAfter);

@@ -6,14 +6,17 @@ import { type DenialInfo, decisionsOn, denialInfo, evaluate, infoOn } from './ha
 import { rateLimitHeaders } from './headers.js';
 import type { RateLimitInfo } from './info.js';
 import { adapterFunction, type RateLimitOptions, resolveRateLimitOptions } from './options.js';
+import { trackedResponse } from './settle.js';
 import { fetchRequestView, type RequestView } from './view.js';
 
 export { type ClientIpOptions, clientIp, headerKey } from './client-key.js';
 export type { DenialInfo } from './handle.js';
 export type { RateLimitInfo } from './info.js';
+export { bodyBytes } from './settle.js';
 
 /** Options of the Hono middleware. */
-export interface HonoRateLimitOptions<Name extends string = 'rateLimit'> extends RateLimitOptions<Context> {
+export interface HonoRateLimitOptions<Name extends string = 'rateLimit'>
+  extends RateLimitOptions<Context, Response> {
   /**
    * Answers a refused request instead of the default problem+json response. The refusal's
    * headers (Retry-After, RateLimit...) are added to the Response it returns.
@@ -74,7 +77,7 @@ function nodeServerAddress(c: Context): string | undefined {
 export function rateLimit<Name extends string = 'rateLimit'>(
   options: HonoRateLimitOptions<Name>,
 ): HonoRateLimiter<Name> {
-  const config = resolveRateLimitOptions<Context>(
+  const config = resolveRateLimitOptions<Context, Response>(
     'rateLimit (hono)',
     options,
     ['onDenied', 'remoteAddress', 'variable'],
@@ -114,7 +117,13 @@ export function rateLimit<Name extends string = 'rateLimit'>(
     )) {
       c.header(name, value);
     }
-    evaluation.settle?.(c.res.status, true);
+    const { finished } = evaluation;
+    // A count mode needs the status alone; `settle` waits until the body has been read to its end
+    // (a streamed answer settles after its last event).
+    if (finished !== undefined) {
+      if (evaluation.countsBytes) c.res = trackedResponse(c.res, finished);
+      else finished(c.res.status, true, c.res, 0);
+    }
     return undefined;
   };
   const controls = keyControls(config, (c: Context) => ({ request: c, view: viewOf(c) }));

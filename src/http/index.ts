@@ -48,5 +48,6 @@ export {
   type Refusal,
   refusalFor,
 } from './problem.js';
+export { bodyBytes, type Finished } from './settle.js';
 export { fetchRequestView, nodeRequestView, type RequestView } from './view.js';
 export { type SluiceWarning, WARNING_CODES, type WarningCode, type WarningOptions } from './warnings.js';

@@ -3,13 +3,14 @@ import type { Context, Next } from 'koa';
 import { type KeyControls, keyControls } from './controls.js';
 import { type DenialInfo, denialInfo, evaluate, infoOn } from './handle.js';
 import type { RateLimitInfo } from './info.js';
-import { settleOnFinish, withoutContentType } from './node-response.js';
+import { finishOnEnd, withoutContentType } from './node-response.js';
 import { adapterFunction, type RateLimitOptions, resolveRateLimitOptions } from './options.js';
 import { nodeRequestView, type RequestView } from './view.js';
 
 export { type ClientIpOptions, clientIp, headerKey } from './client-key.js';
 export type { DenialInfo } from './handle.js';
 export type { RateLimitInfo } from './info.js';
+export { bodyBytes } from './settle.js';
 
 declare module 'koa' {
   // Koa's own way to type `ctx.state`: importing sluice/koa types `ctx.state.rateLimit`.
@@ -20,7 +21,7 @@ declare module 'koa' {
 }
 
 /** Options of the Koa middleware. */
-export interface KoaRateLimitOptions extends RateLimitOptions<Context> {
+export interface KoaRateLimitOptions extends RateLimitOptions<Context, Context> {
   /**
    * Answers a refused request instead of the default problem+json response: set `ctx.body` (and
    * `ctx.type`). The status and headers (Retry-After, RateLimit...) are already set on `ctx`.
@@ -65,7 +66,7 @@ function viewOf(ctx: Context): RequestView {
  * });
  */
 export function rateLimit(options: KoaRateLimitOptions): KoaRateLimiter {
-  const config = resolveRateLimitOptions<Context>('rateLimit (koa)', options, ['onDenied']);
+  const config = resolveRateLimitOptions<Context, Context>('rateLimit (koa)', options, ['onDenied']);
   const onDenied = adapterFunction('onDenied', options.onDenied);
   const middleware = async (ctx: Context, next: Next): Promise<void> => {
     // Keyed on the Node request: stacked sluice middlewares (and Koa's routers) see one set of decisions.
@@ -77,7 +78,7 @@ export function rateLimit(options: KoaRateLimitOptions): KoaRateLimiter {
     if (evaluation.kind === 'allow') {
       ctx.state.rateLimit = evaluation.info;
       ctx.set(evaluation.headers);
-      settleOnFinish(ctx.res, evaluation.settle);
+      finishOnEnd(ctx.res, evaluation, ctx);
       await next();
       return;
     }

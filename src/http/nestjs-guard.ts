@@ -9,7 +9,7 @@ import {
   SLUICE_ROUTES,
   viewOf,
 } from './nestjs-routes.js';
-import { setNodeHeaders, settleOnFinish } from './node-response.js';
+import { finishOnEnd, setNodeHeaders } from './node-response.js';
 
 /**
  * What the guard throws for a refused request: 429 (quota or block), 403 (ban), 503 (a limiter
@@ -96,7 +96,7 @@ export class SluiceGuard implements CanActivate {
     if (evaluation.kind === 'allow') {
       Reflect.set(request, 'rateLimit', evaluation.info);
       setHeaders(response, evaluation.headers);
-      settleOnFinish(nodeResponseOf(response), evaluation.settle);
+      finishOnEnd(nodeResponseOf(response), evaluation, response);
       return true;
     }
     setHeaders(response, evaluation.refusal.headers);

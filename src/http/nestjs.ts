@@ -22,3 +22,4 @@ export {
   type SluiceThrottlerStorageOptions,
   type ThrottlerStorageRecord,
 } from './nestjs-throttler.js';
+export { bodyBytes } from './settle.js';

@@ -1,7 +1,8 @@
 // How a decision reaches a Node response (node:http, and Express and Fastify, which sit on it): headers, refusal, settling.
 import type { ServerResponse } from 'node:http';
-import { type DenialInfo, denialInfo, type Evaluation } from './handle.js';
+import { type Allowed, type DenialInfo, denialInfo, type Evaluation } from './handle.js';
 import type { Refusal } from './problem.js';
+import { countNodeBody } from './settle.js';
 
 /** Sets each header on a Node response (replacing what an earlier limiter wrote: it re-renders all items). */
 export function setNodeHeaders(response: ServerResponse, headers: Record<string, string>): void {
@@ -27,14 +28,17 @@ export function sendNodeRefusal(response: ServerResponse, refusal: Refusal): voi
   response.end(refusal.body);
 }
 
-/** Calls `settle` once the response finished, or closed before finishing (counted as failed). */
-export function settleOnFinish(
-  response: ServerResponse,
-  settle: ((status: number, finished: boolean) => void) | undefined,
-): void {
-  if (settle === undefined) return;
-  response.once('finish', () => settle(response.statusCode, true));
-  response.once('close', () => settle(response.statusCode, response.writableFinished));
+/**
+ * Calls the evaluation's `finished` once the response finished, or closed before finishing
+ * (counted as failed), with `given` (the response the `settle` option is given: the framework's
+ * own) and the bytes of the body when they are wanted.
+ */
+export function finishOnEnd(response: ServerResponse, evaluation: Allowed, given: unknown = response): void {
+  const finished = evaluation.finished;
+  if (finished === undefined) return;
+  const bytes = evaluation.countsBytes ? countNodeBody(response) : () => 0;
+  response.once('finish', () => finished(response.statusCode, true, given, bytes()));
+  response.once('close', () => finished(response.statusCode, response.writableFinished, given, bytes()));
 }
 
 /** Applies an evaluation to a Node response; `true` when the request may go on. */
@@ -47,7 +51,7 @@ export async function applyToNodeResponse<Req, Res extends ServerResponse>(
   if (evaluation.kind === 'skip') return true;
   if (evaluation.kind === 'allow') {
     setNodeHeaders(response, evaluation.headers);
-    settleOnFinish(response, evaluation.settle);
+    finishOnEnd(response, evaluation);
     return true;
   }
   if (onDenied === undefined) {

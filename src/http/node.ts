@@ -10,9 +10,10 @@ import { nodeRequestView } from './view.js';
 export { type ClientIpOptions, clientIp, headerKey } from './client-key.js';
 export type { DenialInfo } from './handle.js';
 export type { RateLimitInfo } from './info.js';
+export { bodyBytes } from './settle.js';
 
 /** Options of the node:http adapter. */
-export interface NodeRateLimitOptions extends RateLimitOptions<IncomingMessage> {
+export interface NodeRateLimitOptions extends RateLimitOptions<IncomingMessage, ServerResponse> {
   /**
    * Answers a refused request instead of the default problem+json response. The status and
    * headers (Retry-After, RateLimit...) are already set on `response` when it is called.
@@ -67,7 +68,7 @@ function answer500(_error: unknown, _request: IncomingMessage, response: ServerR
  * // or, inside your own listener: if (!(await limit(req, res))) return; then limit.info(req)
  */
 export function rateLimit(options: NodeRateLimitOptions): NodeRateLimiter {
-  const config = resolveRateLimitOptions<IncomingMessage>('rateLimit (node)', options, [
+  const config = resolveRateLimitOptions<IncomingMessage, ServerResponse>('rateLimit (node)', options, [
     'onDenied',
     'onError',
   ]);

@@ -34,8 +34,11 @@ export type KeySource<Req> =
 /** A request's quota: one for every limiter, one per limiter (`undefined`: the policy's own), or none. */
 export type RequestLimit = number | readonly (number | undefined)[] | undefined;
 
-/** Options every adapter accepts. `Req` is the framework's request (or context, for Hono). */
-export interface RateLimitOptions<Req> {
+/**
+ * Options every adapter accepts. `Req` is the framework's request (or context, for Hono and Koa);
+ * `Res` is the response `settle` is given.
+ */
+export interface RateLimitOptions<Req, Res = unknown> {
   /**
    * The limiter(s) for every request, or a function choosing them per request (`undefined`: not
    * limited). Requests matching `routes` use the route's limiters instead.
@@ -81,6 +84,17 @@ export interface RateLimitOptions<Req> {
    * @default 1
    */
   readonly cost?: number | ((request: Req) => number | Promise<number>);
+  /**
+   * The actual cost of a request, known once its response has finished (the tokens an upstream
+   * reported, the bytes served: `bodyBytes()`): `cost` is then the estimate, taken before the
+   * handler runs, and the difference is given back when lower, or charged when higher, into debt
+   * if need be (see `limiter.charge()`), so that the client's next requests are refused until its
+   * debt is paid. Called once per allowed request, also when the response was closed before it
+   * finished. What it throws, or a charge the store fails, goes to `onRefundError`.
+   * @default undefined (the cost taken before the handler is the cost)
+   * @example (req, res) => res.locals.usage?.total_tokens ?? 100
+   */
+  readonly settle?: (request: Req, response: Res) => number | Promise<number>;
   /** Requests for which this returns true are not limited and get no headers. */
   readonly skip?: (request: Req) => boolean | Promise<boolean>;
   /**
@@ -101,7 +115,10 @@ export interface RateLimitOptions<Req> {
   readonly headers?: HeaderStyle | readonly HeaderStyle[] | false;
   /** Overrides for the 429 problem body's `type` and `title`. */
   readonly problem?: ProblemOptions;
-  /** Receives errors of refunds made after the response (count modes, refused combinations). */
+  /**
+   * Receives errors of what is given back or charged after the response (count modes, refused
+   * combinations, `settle`).
+   */
   readonly onRefundError?: (error: unknown) => void;
   /**
    * Bans clients that keep being refused: after `after` refusals within `windowMs`, the next
@@ -146,6 +163,8 @@ export interface ResolvedOptions<Req> {
   readonly missingKey: 'shared' | 'deny';
   readonly limit: RequestLimit | ((request: Req) => RequestLimit | Promise<RequestLimit>);
   readonly cost: number | ((request: Req) => number | Promise<number>);
+  /** The actual cost once the response finished; the adapter's response type is its own. */
+  readonly settle: ((request: Req, response: unknown) => number | Promise<number>) | undefined;
   readonly skip: ((request: Req) => boolean | Promise<boolean>) | undefined;
   readonly count: 'all' | 'failed' | 'successful';
   readonly isFailure: (status: number) => boolean;
@@ -181,6 +200,7 @@ export const CORE_OPTION_KEYS = [
   'missingKey',
   'limit',
   'cost',
+  'settle',
   'skip',
   'count',
   'isFailure',
@@ -247,9 +267,9 @@ function limitOption(value: unknown): ResolvedOptions<unknown>['limit'] {
  * Validates middleware options and applies defaults; throws a SluiceError naming the first bad
  * option. `adapterKeys` are the options the calling adapter adds (and validates itself).
  */
-export function resolveRateLimitOptions<Req>(
+export function resolveRateLimitOptions<Req, Res = unknown>(
   adapter: string,
-  options: RateLimitOptions<Req>,
+  options: RateLimitOptions<Req, Res>,
   adapterKeys: readonly string[] = [],
   traits: AdapterTraits = {},
 ): ResolvedOptions<Req> {
@@ -275,7 +295,8 @@ export function resolveRateLimitOptions<Req>(
   if (count !== 'all' && count !== 'failed' && count !== 'successful') {
     throw invalidOption('count', "'all', 'failed' or 'successful'", count);
   }
-  for (const name of ['skip', 'isFailure', 'onRefundError'] as const) optionalFunction(name, raw[name]);
+  for (const name of ['skip', 'settle', 'isFailure', 'onRefundError'] as const)
+    optionalFunction(name, raw[name]);
   const problem = raw.problem === undefined ? {} : optionsObject('problem', raw.problem, true);
   knownKeys('problem', problem, ['type', 'title']);
   for (const name of ['type', 'title'] as const) {
@@ -292,6 +313,7 @@ export function resolveRateLimitOptions<Req>(
     missingKey,
     limit: limitOption(raw.limit) as ResolvedOptions<Req>['limit'],
     cost: cost as ResolvedOptions<Req>['cost'],
+    settle: raw.settle as ResolvedOptions<Req>['settle'],
     skip: raw.skip as ResolvedOptions<Req>['skip'],
     count,
     isFailure:

@@ -73,6 +73,24 @@ export const INSTRUMENTS = {
     unit: '{decision}',
     help: 'Allowed decisions that left 20% of the limit or less, by limiter.',
   },
+  charges: {
+    prometheus: 'sluice_charges_total',
+    openTelemetry: 'sluice.charges',
+    unit: '{charge}',
+    help: 'Charges (usage known after the fact, taken into debt if need be), by limiter.',
+  },
+  chargedUnits: {
+    prometheus: 'sluice_charged_units_total',
+    openTelemetry: 'sluice.charged.units',
+    unit: '{unit}',
+    help: 'Units charges took, by limiter (what maxDebt cut off is not among them).',
+  },
+  cutOff: {
+    prometheus: 'sluice_debt_cut_off_units_total',
+    openTelemetry: 'sluice.debt.cut_off',
+    unit: '{unit}',
+    help: 'Units charges did not take because the debt would have passed maxDebt, by limiter.',
+  },
   storeSeconds: {
     prometheus: 'sluice_store_decision_seconds',
     openTelemetry: 'sluice.store.decision.duration',

@@ -67,6 +67,9 @@ class OpenTelemetryRecorder extends DecisionMetrics {
     const skipped = counter('skipped');
     const cacheHits = counter('cacheHits');
     const nearLimit = counter('nearLimit');
+    const charges = counter('charges');
+    const chargedUnits = counter('chargedUnits');
+    const cutOff = counter('cutOff');
     const up = meter.createObservableGauge(INSTRUMENTS.storeUp.openTelemetry, options('storeUp'));
     const waiting = meter.createObservableGauge(INSTRUMENTS.waiting.openTelemetry, options('waiting'));
     const pauses = counter('pauses');
@@ -90,12 +93,15 @@ class OpenTelemetryRecorder extends DecisionMetrics {
           result.observe(units, t.units, { limiter });
           result.observe(cacheHits, t.cacheHits, { limiter });
           result.observe(nearLimit, t.nearLimit, { limiter });
+          result.observe(charges, t.charges, { limiter });
+          result.observe(chargedUnits, t.chargedUnits, { limiter });
+          result.observe(cutOff, t.cutOff, { limiter });
           result.observe(up, t.downShards.size === 0 ? 1 : 0, { limiter });
           result.observe(waiting, t.waits.waiting, { limiter });
           result.observe(pauses, t.waits.pauses, { limiter });
         }
       },
-      [decisions, units, skipped, cacheHits, nearLimit, up, waiting, pauses],
+      [decisions, units, skipped, cacheHits, nearLimit, charges, chargedUnits, cutOff, up, waiting, pauses],
     );
   }
 
@@ -120,10 +126,11 @@ class OpenTelemetryRecorder extends DecisionMetrics {
 /**
  * A recorder for `createLimiter({ metrics })` on an OpenTelemetry meter: the counters
  * `sluice.decisions` (attributes `limiter`, `outcome`), `sluice.units`, `sluice.store.skipped`
- * (`reason`), `sluice.deny_cache.hits` and `sluice.near_limit`, observed at collection time; the
+ * (`reason`), `sluice.deny_cache.hits`, `sluice.near_limit`, `sluice.charges`,
+ * `sluice.charged.units` and `sluice.debt.cut_off`, observed at collection time; the
  * histogram `sluice.store.decision.duration` in seconds; the gauge `sluice.store.up`; for calls
- * waiting for a slot, the histogram `sluice.wait.duration`, the gauge `sluice.waiting` and the counter
- * `sluice.upstream.pauses`. Each
+ * waiting for a slot, the histogram `sluice.wait.duration`, the gauge `sluice.waiting` and the
+ * counter `sluice.upstream.pauses`. Each
  * store decision is one histogram recording on the meter; the counters cost nothing per decision.
  *
  * @example

@@ -109,7 +109,7 @@ class PrometheusRecorder extends DecisionMetrics implements PrometheusMetrics {
     // A counter with one series per limiter, read from one field of its tally.
     const simple = (
       instrument: keyof typeof INSTRUMENTS,
-      field: 'units' | 'cacheHits' | 'nearLimit',
+      field: 'units' | 'cacheHits' | 'nearLimit' | 'charges' | 'chargedUnits' | 'cutOff',
     ): RegistryMetric =>
       metric(
         prefix,
@@ -148,6 +148,9 @@ class PrometheusRecorder extends DecisionMetrics implements PrometheusMetrics {
       ),
       simple('cacheHits', 'cacheHits'),
       simple('nearLimit', 'nearLimit'),
+      simple('charges', 'charges'),
+      simple('chargedUnits', 'chargedUnits'),
+      simple('cutOff', 'cutOff'),
       metric(
         prefix,
         'storeSeconds',
@@ -265,9 +268,12 @@ function waitSamples(name: string, tally: LimiterTally): Sample[] {
  * A recorder for `createLimiter({ metrics })` whose counts a prom-client registry serves:
  * `sluice_decisions_total{limiter,outcome}`, `sluice_units_total{limiter}`,
  * `sluice_store_skipped_total{limiter,reason}`, `sluice_deny_cache_hits_total{limiter}`,
- * `sluice_near_limit_total{limiter}`, `sluice_store_decision_seconds{limiter}` (histogram, 0.1 ms
- * to 1 s), `sluice_store_up{limiter}`, and for calls waiting for a slot `sluice_wait_seconds{limiter}`
- * (histogram, 1 ms to 60 s), `sluice_waiting{limiter}` and `sluice_upstream_pauses_total{limiter}`. Labels name limiters, never identifiers: those are in
+ * `sluice_near_limit_total{limiter}`, `sluice_charges_total{limiter}`,
+ * `sluice_charged_units_total{limiter}`, `sluice_debt_cut_off_units_total{limiter}`,
+ * `sluice_store_decision_seconds{limiter}` (histogram, 0.1 ms to 1 s), `sluice_store_up{limiter}`,
+ * and for calls waiting for a slot `sluice_wait_seconds{limiter}` (histogram, 1 ms to 60 s),
+ * `sluice_waiting{limiter}` and `sluice_upstream_pauses_total{limiter}`. Labels name limiters,
+ * never identifiers: those are in
  * `topDenied()`. prom-client is an optional peer dependency, loaded only without `registry`.
  *
  * @example

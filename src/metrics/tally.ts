@@ -30,6 +30,10 @@ export class LimiterTally {
   storeError = 0;
   skipped = 0;
   fallback = 0;
+  /** `charge` calls, the units they took, and the units maxDebt cut off. */
+  charges = 0;
+  chargedUnits = 0;
+  cutOff = 0;
   /** Store decisions per histogram bucket (not cumulative); the last one is above 1 s. See histogram(). */
   readonly #buckets = new Float64Array(STORE_MS_BUCKETS.length + 1);
   #storeMsSum = 0;
@@ -113,6 +117,8 @@ export interface LimiterMetrics {
   readonly nearLimit: number;
   /** Denials the deny cache answered. */
   readonly denyCacheHits: number;
+  /** `charge` calls (settles that charged among them), the units they took, and the units `maxDebt` cut off. */
+  readonly charges: { readonly count: number; readonly units: number; readonly cutOff: number };
   /** Calls the store did not decide, by reason. */
   readonly storeSkipped: Readonly<Record<SkipReason, number>>;
   /** The store's decision time: cumulative counts per upper bound in seconds (the last is `Infinity`). */
@@ -158,7 +164,8 @@ export interface DecisionMetricsOptions {
  * counts with `snapshot()` and the most-denied identifiers with `topDenied()`. The Prometheus and
  * OpenTelemetry recorders are this with an exporter; use this one alone for a dashboard of your own.
  *
- * Only `limit` calls are decisions here; `peek` and `refund` count in the store time histogram only.
+ * Only `limit` calls are decisions here; charges are counted apart (with what `maxDebt` cut off);
+ * `peek` and `refund` count in the store time histogram only.
  *
  * @example
  * const metrics = decisionMetrics();
@@ -225,7 +232,16 @@ export class DecisionMetrics implements MetricsRecorder {
   ): void {
     if (source === 'store') this.observe(tally, storeMs);
     // Decisions are the calls that take units when allowed: `limit`, and the slots of wait().
-    if (call.operation !== 'limit' && call.operation !== 'schedule') return;
+    if (call.operation !== 'limit' && call.operation !== 'schedule') {
+      // Off the path of `limit`: a charge's counts cost the calls that charge.
+      if (call.operation === 'charge') {
+        const cutOff = decision.cutOff ?? 0;
+        tally.charges++;
+        tally.chargedUnits += call.cost - cutOff;
+        tally.cutOff += cutOff;
+      }
+      return;
+    }
     tally.units += call.cost;
     if (decision.allowed) {
       tally.allowed++;
@@ -317,6 +333,7 @@ function describe(tally: LimiterTally): LimiterMetrics {
     units: tally.units,
     nearLimit: tally.nearLimit,
     denyCacheHits: tally.cacheHits,
+    charges: { count: tally.charges, units: tally.chargedUnits, cutOff: tally.cutOff },
     storeSkipped: {
       timeout: tally.timeout,
       store_error: tally.storeError,

@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import {
   createLimiter,
+  type Decision,
   fixedWindow,
   gcra,
   type Limiter,
@@ -19,16 +20,18 @@ import { type RedisServer, startRedis } from '../helpers/redis-server.js';
 import { assertHygiene, openVariant, VARIANTS, type Variant } from '../helpers/suites.js';
 import { compareTick, type TwinCall } from '../helpers/twins.js';
 
+// Each algorithm with its default debt (one allowance) and with a `maxDebt` of its own (0 included:
+// a charge that may never pass the limit).
 const POLICIES: ReadonlyArray<() => Policy> = [
   () => fixedWindow({ limit: 5, windowMs: 1000 }),
-  () => fixedWindow({ limit: 40, windowMs: 60_000 }),
+  () => fixedWindow({ limit: 40, windowMs: 60_000, maxDebt: 7 }),
   () => slidingLog({ limit: 3, windowMs: 60_000 }),
-  () => slidingLog({ limit: 20, windowMs: 1000 }),
-  () => slidingWindow({ limit: 10, windowMs: 1000 }),
+  () => slidingLog({ limit: 20, windowMs: 1000, maxDebt: 0 }),
+  () => slidingWindow({ limit: 10, windowMs: 1000, maxDebt: 25 }),
   () => slidingWindow({ limit: 7, windowMs: 333 }),
   () => tokenBucket({ capacity: 5, refillPerSecond: 2 }),
-  () => tokenBucket({ capacity: 12, refillPerSecond: 0.3 }),
-  () => gcra({ limit: 10, periodMs: 1000, burst: 3 }),
+  () => tokenBucket({ capacity: 12, refillPerSecond: 0.3, maxDebt: 30 }),
+  () => gcra({ limit: 10, periodMs: 1000, burst: 3, maxDebt: 1 }),
   () => gcra({ limit: 7, periodMs: 3000 }),
 ];
 const STEPS = 1500;
@@ -37,19 +40,14 @@ const IDENTIFIERS = ['alice', 'bob', 'c{x}', '%7B', 'd}', 'ünï'];
 type Call = TwinCall;
 
 /**
- * A call's operation, at random: mostly `limit`; for policies that hand out future slots, a quarter
- * are `schedule`s, with a longest wait from "only read" (-1) to a few windows, and one in five of
- * those pausing the identifier as an upstream's 429 would.
+ * A `schedule`, for policies that hand out future slots: a longest wait from "only read" (-1) to a
+ * few windows, and one in five pausing the identifier as an upstream's 429 would.
  */
-function randomOperation(random: Random, policy: Policy): Pick<Call, 'operation' | 'maxWaitMs' | 'pauseMs'> {
-  const o = random.next();
-  if (policy.schedules === true && o < 0.25) {
-    const w = random.next();
-    const maxWaitMs = w < 0.1 ? -1 : w < 0.2 ? 0 : random.int(1, policy.windowMs * 3);
-    const pauseMs = random.next() < 0.2 ? random.int(1, policy.windowMs * 2) : 0;
-    return { operation: 'schedule', maxWaitMs, pauseMs };
-  }
-  return { operation: o < 0.75 ? 'limit' : o < 0.9 ? 'peek' : 'refund' };
+function randomSchedule(random: Random, policy: Policy): Pick<Call, 'operation' | 'maxWaitMs' | 'pauseMs'> {
+  const w = random.next();
+  const maxWaitMs = w < 0.1 ? -1 : w < 0.2 ? 0 : random.int(1, policy.windowMs * 3);
+  const pauseMs = random.next() < 0.2 ? random.int(1, policy.windowMs * 2) : 0;
+  return { operation: 'schedule', maxWaitMs, pauseMs };
 }
 
 let server: RedisServer;
@@ -68,8 +66,45 @@ function compare(
   inMemory: Limiter,
   calls: readonly Call[],
   describeTick: () => string,
-): Promise<boolean> {
+): Promise<readonly Decision[] | undefined> {
   return compareTick(expiries, onRedis, inMemory, calls, describeTick);
+}
+
+/** A random call: mostly `limit`, some looks, refunds and charges (some far past what is left). */
+function randomCall(random: ReturnType<typeof seeded>, policy: Policy): Call {
+  if (policy.schedules === true && random.next() < 0.2) {
+    const cost = random.next() < 0.7 ? 1 : random.int(1, policy.maxCost);
+    return { identifier: random.pick(IDENTIFIERS), cost, ...randomSchedule(random, policy) };
+  }
+  const o = random.next();
+  const operation = o < 0.65 ? 'limit' : o < 0.78 ? 'peek' : o < 0.88 ? 'refund' : 'charge';
+  let cost = random.next() < 0.7 ? 1 : random.int(1, policy.maxCost);
+  // A charge may be anything: past the limit and past what the debt allows (then cut off).
+  if (operation === 'charge' && random.next() < 0.4)
+    cost = random.int(1, 3 * (policy.limit + (policy.maxDebt ?? 0)));
+  return { identifier: random.pick(IDENTIFIERS), operation, cost };
+}
+
+/**
+ * A key in debt lives until its debt is paid: its expiry on Redis is at least the wait until a
+ * request of 1 passes again, less the real time since it was written (the test clock runs at least
+ * as fast as real time, so a key that lives that long in real time outlives the debt on the test's).
+ */
+async function assertOutlivesDebt(
+  variant: Variant,
+  key: string,
+  decision: Decision,
+  sinceMs: number,
+  describeTick: () => string,
+): Promise<void> {
+  if ((decision.debt ?? 0) === 0) return;
+  const ttl = Number(await variant.connected.command('PTTL', key));
+  const elapsed = performance.now() - sinceMs;
+  assert.ok(ttl > 0, `${describeTick()}: a key in debt (${key}) has an expiry, got PTTL ${ttl}`);
+  assert.ok(
+    ttl >= decision.retryAfterMs - elapsed - 1,
+    `${describeTick()}: ${key} owes ${decision.debt} for ${decision.retryAfterMs} ms but expires in ${ttl} ms`,
+  );
 }
 
 for (const { kind, mode } of VARIANTS) {
@@ -100,6 +135,9 @@ for (const { kind, mode } of VARIANTS) {
         const inMemory = createLimiter({ store: new MemoryStore(), policy, name, clock });
         let decisions = 0;
         let skipped = 0;
+        let charged = 0;
+        let inDebt = 0;
+        let cutOff = 0;
         for (let tickIndex = 0; tickIndex < STEPS; tickIndex++) {
           const r = random.next();
           let step = 0;
@@ -116,17 +154,30 @@ for (const { kind, mode } of VARIANTS) {
           // Several calls in one tick exercise the coalesced script call over many keys, in order.
           const tick = random.next() < 0.2 ? random.int(2, 8) : 1;
           const calls: Call[] = [];
-          for (let i = 0; i < tick; i++) {
-            const cost = random.next() < 0.7 ? 1 : random.int(1, policy.maxCost);
-            calls.push({ identifier: random.pick(IDENTIFIERS), cost, ...randomOperation(random, policy) });
+          for (let i = 0; i < tick; i++) calls.push(randomCall(random, policy));
+          const describeTick = () => `seed ${seed}, tick ${tickIndex}, now ${now}`;
+          const sentAt = performance.now();
+          const compared = await compare(onRedis, inMemory, calls, describeTick);
+          if (compared === undefined) {
+            skipped++;
+            continue;
           }
-          if (await compare(onRedis, inMemory, calls, () => `seed ${seed}, tick ${tickIndex}, now ${now}`)) {
-            decisions += calls.length;
-          } else skipped++;
+          decisions += calls.length;
+          const [only] = calls;
+          if (calls.length === 1 && only?.operation === 'charge') {
+            charged++;
+            if ((compared[0]?.debt ?? 0) > 0) inDebt++;
+            if ((compared[0]?.cutOff ?? 0) > 0) cutOff++;
+            const key = variant.store.keyFor(name, only.identifier);
+            await assertOutlivesDebt(variant, key, compared[0] as Decision, sentAt, describeTick);
+          }
         }
         // Early expiries are rare; a run that skipped much would prove little.
         assert.ok(skipped <= STEPS / 20, `${skipped} ticks skipped for keys Redis expired early`);
         assert.ok(decisions >= STEPS * 0.95);
+        // The run went into debt (where the policy allows any), and past maxDebt, often enough to prove something.
+        const owes = policy.maxDebt === 0 ? inDebt === 0 : inDebt >= 10;
+        assert.ok(owes && cutOff >= 5, `${charged} charges: ${inDebt} in debt, ${cutOff} cut off`);
       });
     });
   });
@@ -154,7 +205,12 @@ describe('a clock that runs backwards', () => {
           // Small steps both ways.
           now += Math.round((random.next() - 0.4) * policy.windowMs * 100) / 1000;
           const cost = random.next() < 0.7 ? 1 : random.int(1, policy.maxCost);
-          const c: Call = { identifier: 'back', cost, ...randomOperation(random, policy) };
+          const o = random.next();
+          const operation = o < 0.75 ? 'limit' : o < 0.9 ? 'refund' : 'charge';
+          const c: Call =
+            policy.schedules === true && random.next() < 0.2
+              ? { identifier: 'back', cost, ...randomSchedule(random, policy) }
+              : { identifier: 'back', operation, cost };
           if (!(await compare(onRedis, inMemory, [c], () => `tick ${tickIndex}, now ${now}`))) skipped++;
         }
         assert.ok(skipped <= 15, `${skipped} ticks skipped for keys Redis expired early`);

@@ -3,17 +3,16 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import {
-  createLimiter,
   fixedWindow,
   gcra,
   type Limiter,
-  MemoryStore,
   type Policy,
   slidingLog,
   slidingWindow,
   tokenBucket,
 } from '../../src/index.js';
 import { seeded } from '../helpers/random.js';
+import { timed } from '../helpers/timed.js';
 
 const POLICIES: ReadonlyArray<Policy> = [
   fixedWindow({ limit: 5, windowMs: 1000 }),
@@ -25,20 +24,6 @@ const POLICIES: ReadonlyArray<Policy> = [
   gcra({ limit: 10, periodMs: 1000, burst: 4 }),
   gcra({ limit: 3, periodMs: 1000 }),
 ];
-
-function timed(policy: Policy) {
-  let now = 1_700_000_000_000;
-  const limiter = createLimiter({ store: new MemoryStore(), policy, name: 't', clock: () => now });
-  return {
-    limiter,
-    at: (t: number) => {
-      now = t;
-    },
-    get now() {
-      return now;
-    },
-  };
-}
 
 /** Drives a limiter with a random workload, calling `check` after every limit() decision. */
 async function explore(

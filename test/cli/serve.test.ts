@@ -197,7 +197,7 @@ describe('sluice serve', () => {
         [
           send(base, 'GET', '/nowhere'),
           404,
-          /^No route "\/nowhere"; the routes are \/v1\/limit, \/v1\/policies, \/healthz, \/demo, \/dashboard\/data, \/metrics\.$/,
+          /^No route "\/nowhere"; the routes are \/v1\/limit, \/v1\/charge, \/v1\/reserve, \/v1\/settle, \/v1\/policies, \/healthz, \/demo, \/dashboard\/data, \/metrics\.$/,
         ],
       ];
       for (const [pending, status, detail] of cases) {

@@ -289,6 +289,55 @@ describe('examples against a real Redis', () => {
     assert.match(busiest ?? '', /^busiest second at the upstream: \d+ requests \(it allows 50\)$/);
   });
 
+  test('llm-proxy: streamed answers pass through; their usage is charged after them, into debt, and the user waits until it is paid', async () => {
+    const app = await serve('llm-proxy');
+    const ask = (user: string, maxTokens: number) =>
+      fetch(`${app.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-user': user },
+        body: JSON.stringify({ model: 'any', messages: [], max_tokens: maxTokens }),
+      });
+    const quota = async (user: string) =>
+      (await (await fetch(`${app.url}/v1/quota`, { headers: { 'x-user': user } })).json()) as {
+        remaining: number;
+        retryAfterMs: number;
+      };
+    /** Polls the quota until `check` holds: the charge lands once the stream has ended (a bound, not a measure). */
+    const until = async (
+      user: string,
+      check: (q: { remaining: number; retryAfterMs: number }) => boolean,
+    ) => {
+      for (let i = 0; i < 200; i++) {
+        const seen = await quota(user);
+        if (check(seen)) return seen;
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+      assert.fail(`the quota of ${user} never got there`);
+    };
+    try {
+      const first = await ask('alice', 600);
+      assert.equal(first.status, 200);
+      const text = await first.text();
+      assert.match(text, /"total_tokens":600/);
+      assert.match(text, /data: \[DONE\]/);
+      // Policies counted in tokens name no IETF unit: no rate-limit fields rather than a count of requests.
+      assert.equal(first.headers.get('ratelimit'), null);
+      await until('alice', (q) => q.remaining < 500);
+      // About 400 left: the estimate of 100 fits; the answer uses 900, and alice owes about 500.
+      const second = await ask('alice', 900);
+      assert.equal(second.status, 200);
+      await second.text();
+      const owing = await until('alice', (q) => q.retryAfterMs > 20_000);
+      assert.equal(owing.remaining, 0);
+      const refused = await ask('alice', 10);
+      assert.equal(refused.status, 429);
+      assert.ok(Number(refused.headers.get('retry-after')) >= 20, 'refused until the debt is paid');
+      assert.equal((await ask('bob', 10)).status, 200, 'another user has a quota of its own');
+    } finally {
+      await app.stop();
+    }
+  });
+
   test('service-curl.sh: the service answers 200, then 429 with headers and a problem body, and 400', async () => {
     await redisCommand(redis.port, ['FLUSHALL']);
     const config = join(ROOT, 'sluice.config.json');

@@ -27,6 +27,7 @@ const REFUSALS: readonly { file: string; line: number; reason: string }[] = [
   { file: 'replaces_self.yaml', line: 10, reason: 'replaces should not contain name of same descriptor' },
   { file: 'unlimited_with_unit.yaml', line: 6, reason: 'should not specify rate limit unit when unlimited' },
   { file: 'unit_and_window.yaml', line: 6, reason: "give either 'unit' or 'window', not both" },
+  { file: 'charge_unlimited.yaml', line: 6, reason: "should not specify 'charge_over_limit' when unlimited" },
   { file: 'bad_window.yaml', line: 5, reason: "invalid window 'ninety seconds'" },
   { file: 'bad_algorithm.yaml', line: 5, reason: "invalid algorithm 'leakyBucket'" },
   {

@@ -11,7 +11,7 @@ import type { ExpiryWatch } from './expiries.js';
  */
 export interface TwinCall {
   readonly identifier: string;
-  readonly operation: 'limit' | 'peek' | 'refund' | 'schedule';
+  readonly operation: 'limit' | 'peek' | 'refund' | 'charge' | 'schedule';
   readonly cost: number;
   readonly limit?: number;
   readonly maxWaitMs?: number;
@@ -28,14 +28,15 @@ export function runCall(limiter: Limiter, c: TwinCall): Promise<Decision> {
       (slot) => slot.decision,
     );
   }
+  if (c.operation === 'charge') return limiter.charge(c.identifier, c.cost, limit);
   return limiter[c.operation](c.identifier, { cost: c.cost, ...limit });
 }
 
 /**
  * Compares one tick. Redis expires keys in real time while the test runs on its own clock: when a
  * key the tick touches was expired by the server, the twins may disagree for that reason alone. Such
- * a tick is not compared; both sides forget the identifiers it touched and go on. Returns whether
- * the tick was compared.
+ * a tick is not compared; both sides forget the identifiers it touched and go on. Returns the
+ * decisions (Redis's, equal to the twins') when the tick was compared, `undefined` when it was not.
  */
 export async function compareTick(
   expiries: ExpiryWatch,
@@ -43,10 +44,10 @@ export async function compareTick(
   inMemory: Limiter,
   calls: readonly TwinCall[],
   describeTick: () => string,
-): Promise<boolean> {
+): Promise<readonly Decision[] | undefined> {
   const expected = await Promise.all(calls.map((c) => runCall(inMemory, c)));
   const actual = await Promise.all(calls.map((c) => runCall(onRedis, c)));
-  if (JSON.stringify(actual) === JSON.stringify(expected)) return true;
+  if (JSON.stringify(actual) === JSON.stringify(expected)) return actual;
   await expiries.settle();
   const touched = [...new Set(calls.map((c) => c.identifier))];
   const keys = touched.map((identifier) => onRedis.store.keyFor(onRedis.name, identifier));
@@ -56,12 +57,12 @@ export async function compareTick(
       await inMemory.reset(identifier);
     }
     for (const key of keys) expiries.clear(key);
-    return false;
+    return undefined;
   }
   assert.deepEqual(
     actual,
     expected,
     `${describeTick()}: ${JSON.stringify(calls)}\nredis  ${JSON.stringify(actual)}\nmemory ${JSON.stringify(expected)}`,
   );
-  return true;
+  return actual;
 }

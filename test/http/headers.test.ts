@@ -30,6 +30,46 @@ const entry = (name: string, decision: Decision, windowMs = 60_000): PolicyDecis
   decision,
 });
 
+describe('rateLimitHeaders: units', () => {
+  const bytes = (decision: Decision): PolicyDecision => ({
+    ...entry('bytes', decision),
+    unit: 'content-bytes',
+  });
+  const tokens = (decision: Decision): PolicyDecision => ({ ...entry('tokens', decision), unit: 'tokens' });
+
+  it('a registered unit is named by qu in the item lists; requests, the default, never are', () => {
+    const headers = rateLimitHeaders([
+      entry('api', allowed()),
+      { ...entry('calls', allowed()), unit: 'requests' },
+      bytes(allowed({ limit: 1_000_000, remaining: 400_000 })),
+    ]);
+    assert.deepEqual(parseItems(headers['RateLimit-Policy']), [
+      { name: 'api', params: { q: 100, w: 60 } },
+      { name: 'calls', params: { q: 100, w: 60 } },
+      { name: 'bytes', params: { q: 1_000_000, w: 60 }, qu: 'content-bytes' },
+    ]);
+    const draft8 = rateLimitHeaders([bytes(allowed())], { style: 'draft-8' });
+    assert.match(draft8['RateLimit-Policy'] as string, /; qu="content-bytes"; w=60$/);
+  });
+
+  it('styles without units, and units nobody registered, leave the policy out rather than call it requests', () => {
+    const both = [entry('api', allowed({ remaining: 7 })), bytes(allowed({ limit: 5_000, remaining: 1 }))];
+    const legacy = rateLimitHeaders(both, { style: ['draft-6', 'legacy'] });
+    assert.deepEqual(
+      [legacy['RateLimit-Limit'], legacy['RateLimit-Remaining'], legacy['X-RateLimit-Remaining']],
+      ['100', '7', '7'],
+    );
+    const ietf = rateLimitHeaders([entry('api', allowed()), tokens(allowed({ remaining: 3 }))]);
+    assert.deepEqual(
+      parseItems(ietf.RateLimit).map((item) => item.name),
+      ['api'],
+    );
+    // Alone, a policy of tokens writes no field; a refusal by it still says when to come back.
+    const refused = rateLimitHeaders([tokens(denied({ retryAfterMs: 4_000 }))]);
+    assert.deepEqual(refused, { 'Retry-After': '4' });
+  });
+});
+
 describe('rateLimitHeaders', () => {
   it('ietf: one item per policy in RateLimit-Policy (q, w) and RateLimit (r, t), parsed as RFC 8941 lists', () => {
     const headers = rateLimitHeaders([

@@ -100,3 +100,23 @@ describe('RateLimit-Policy q and w', () => {
     }
   });
 });
+
+describe('RateLimit-Policy names the unit of a policy that counts something else than requests', () => {
+  it('qu="content-bytes" for a policy of bytes; nothing for one of tokens, whose unit no field can name', async () => {
+    const store = new MemoryStore();
+    try {
+      const make = (name: string, unit: string) =>
+        createLimiter({ store, policy: fixedWindow({ limit: 1000, windowMs: 60_000, unit }), name });
+      const config = resolveRateLimitOptions('test', {
+        limiter: [make('bytes', 'content-bytes'), make('tokens', 'tokens')],
+      });
+      const evaluation = await evaluate(config, {}, view, {});
+      assert.equal(evaluation.kind, 'allow');
+      const headers = evaluation.kind === 'allow' ? evaluation.headers : {};
+      assert.equal(headers['RateLimit-Policy'], '"bytes";q=1000;qu="content-bytes";w=60');
+      assert.match(headers.RateLimit ?? '', /^"bytes";r=999;t=\d+$/);
+    } finally {
+      store.close();
+    }
+  });
+});

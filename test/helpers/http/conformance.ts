@@ -7,7 +7,7 @@ import { parseList } from 'structured-headers';
 import { clientIp } from '../../../src/http/client-key.js';
 import { type SluiceWarning, WARNING_CODES } from '../../../src/http/warnings.js';
 import type { Limiter } from '../../../src/index.js';
-import type { SharedOptions } from './harness/common.js';
+import { type SharedOptions, STREAMED } from './harness/common.js';
 import {
   assertProblem,
   type HeaderBag,
@@ -37,8 +37,9 @@ export interface SendOptions {
 export interface Harness {
   /**
    * GET `path`: `/ok` answers 200, `/fail` 401, `/health` 200 (skipped), `/info` the decision the
-   * handler read (see describeInfo), `/admin/key` the middleware's clientKey and `/admin/reset`
-   * its resetKey (both skipped). Errors answer 500 with the SluiceError's code.
+   * handler read (see describeInfo), `/stream` 200 with STREAMED's chunks written apart,
+   * `/admin/key` the middleware's clientKey and `/admin/reset` its resetKey (both skipped). Errors
+   * answer 500 with the SluiceError's code.
    */
   send(path: string, headers?: Record<string, string>, options?: SendOptions): Promise<Reply>;
   /** The identifier the adapter keys this harness's requests by (its peer, a private or loopback address). */
@@ -58,6 +59,8 @@ export interface Scenario {
   readonly customDenial?: boolean;
   readonly keyByHeader?: boolean;
   readonly limitByHeader?: boolean;
+  /** The actual cost once the response finished: the `x-actual` header, or the body's bytes (`bodyBytes()`). */
+  readonly settle?: 'header' | 'bytes';
   readonly shared?: SharedOptions;
 }
 
@@ -195,6 +198,35 @@ export function conformance(
       assert.equal((await app.send('/ok')).status, 200);
       await settle();
       assert.equal((await limiter.peek(app.key)).remaining, 1);
+    });
+
+    it('settle: once the response finished, a lower actual gives back and a higher one charges, into debt', async () => {
+      const { limiter } = limiterOf(100);
+      const app = await start({ limiter, settle: 'header' });
+      const first = await app.send('/ok', { 'x-cost': '10', 'x-actual': '4' });
+      // The headers tell what the estimate left; the difference is settled after the response.
+      assert.equal(rateLimitItem(first.headers, 'api').r, 90);
+      await settle();
+      assert.equal((await limiter.peek(app.key)).remaining, 96);
+      const big = await app.send('/stream', { 'x-cost': '10', 'x-actual': '150' });
+      assert.equal(big.status, 200);
+      await settle();
+      // 4 + 150 of 100: 54 owed, and every request is refused until they are paid.
+      const refused = await app.send('/ok', { 'x-cost': '1', 'x-actual': '1' });
+      assert.equal(refused.status, 429);
+      assert.equal((await limiter.charge(app.key, 1)).debt, 55);
+    });
+
+    it('settle with bodyBytes(): the bytes of the body, a streamed one counted to its end', async () => {
+      const { limiter } = limiterOf(1000);
+      const app = await start({ limiter, settle: 'bytes' });
+      assert.equal((await app.send('/ok', { 'x-cost': '10' })).body, 'ok');
+      await settle();
+      assert.equal((await limiter.peek(app.key)).remaining, 998);
+      const streamed = await app.send('/stream', { 'x-cost': '10' });
+      assert.equal(streamed.body, STREAMED.join(''));
+      await settle();
+      assert.equal((await limiter.peek(app.key)).remaining, 998 - 150);
     });
 
     it('several limiters: one RateLimit item each; a refusal by one gives back what the other took', async () => {

@@ -1,5 +1,6 @@
 // A Nest application for the suites, on Express or Fastify, started on a loopback port and called over HTTP.
 import type { AddressInfo } from 'node:net';
+import { Readable } from 'node:stream';
 import {
   type ArgumentsHost,
   Catch,
@@ -11,6 +12,7 @@ import {
   type INestApplication,
   Module,
   Req,
+  StreamableFile,
   type Type,
 } from '@nestjs/common';
 import { APP_GUARD, BaseExceptionFilter, NestFactory } from '@nestjs/core';
@@ -26,7 +28,7 @@ import {
   SluiceService,
 } from '../../../src/http/nestjs.js';
 import type { Build } from './conformance.js';
-import { commonOptions, errorCode, supertestSend } from './harness/common.js';
+import { commonOptions, errorCode, STREAMED, supertestSend } from './harness/common.js';
 import { describeInfo } from './support.js';
 
 export type Platform = 'express' | 'fastify';
@@ -105,6 +107,13 @@ class ConformanceController {
   @Get('health')
   health(): string {
     return 'up';
+  }
+
+  @Get('stream')
+  stream(): StreamableFile {
+    return new StreamableFile(Readable.from(STREAMED.map((chunk) => Buffer.from(chunk))), {
+      type: 'text/plain',
+    });
   }
 
   @Get('info')

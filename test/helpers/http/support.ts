@@ -99,12 +99,12 @@ function integerParam(item: Item, name: string): number {
 
 /**
  * Parses a RateLimit or RateLimit-Policy value as an RFC 8941 List (the parser throws on bad
- * syntax) and returns each item's name and integer parameters. Each member must be an Item whose
- * value is a String (the policy name), with only integer parameters.
+ * syntax) and returns each item's name and parameters. Each member must be an Item whose value is
+ * a String (the policy name), with integer parameters; `qu`, the quota unit, a String, is `qu`.
  */
 export function parseItems(
   value: string | undefined,
-): Array<{ name: string; params: Record<string, number> }> {
+): Array<{ name: string; params: Record<string, number>; qu?: string }> {
   assert.ok(value !== undefined, 'the field is present');
   const list = parseList(value);
   assert.ok(list.length > 0, 'the list is not empty');
@@ -113,8 +113,11 @@ export function parseItems(
     const item = member as Item;
     assert.equal(typeof item[0], 'string', 'the item is an sf-string naming the policy');
     const params: Record<string, number> = {};
-    for (const key of item[1].keys()) params[key] = integerParam(item, key);
-    return { name: item[0] as string, params };
+    for (const key of item[1].keys()) if (key !== 'qu') params[key] = integerParam(item, key);
+    const qu = item[1].get('qu');
+    if (qu === undefined) return { name: item[0] as string, params };
+    assert.equal(typeof qu, 'string', 'qu is an sf-string');
+    return { name: item[0] as string, params, qu: qu as string };
   });
 }
 

@@ -1,8 +1,9 @@
 -- Body of the one-policy script, after prelude.lua, the algorithm's function, `local decide = <it>`
 -- and `local read_ahead = <whether it starts with a GET>`.
 -- KEYS: one key per identifier, each decided on its own, in order.
--- ARGV: op ('0' limit, '1' peek, '2' refund, '4' schedule), now in ms ('' reads the server clock),
---       the policy's two parameters, one cost per key, then each key's operands (OPERANDS[op] each).
+-- ARGV: op ('0' limit, '1' peek, '2' refund, '3' charge, '4' schedule), now in ms ('' reads the
+--       server clock), the policy's two parameters, one cost per key, then each key's operands
+--       (OPERANDS[op] each: a charge's max_debt; a schedule's max_wait and pause_ms).
 -- Returns integers: first the reset shared by the batch (the first allowed key's resetMs, else 0),
 -- then one record per key, in order:
 --   r >= 0              allowed; remaining r, resetMs the shared one, retryAfterMs 0
@@ -10,12 +11,15 @@
 --   -2 - 2 x reset, r, t  denied; remaining r, resetMs reset, retryAfterMs t
 -- Most records are one integer (every allowed key of a window policy ends its state at the same
 -- moment): Redis builds a quarter of the reply, and the client decodes a quarter of the integers.
--- An operation with fields (FIELDS[op]) follows each record with that many integers.
+-- An operation with fields (FIELDS[op]) follows each record with that many integers. A charge's
+-- record (always allowed) is followed by the retryAfterMs for a cost of 1, the debt, and the units
+-- cut off.
 local op = ARGV[1]
 -- Each operation's `operands` and `fields` (its entry in src/operations.ts); 0 when absent.
-local OPERANDS = { ['4'] = 2 }
-local FIELDS = { ['4'] = 3 }
+local OPERANDS = { ['3'] = 1, ['4'] = 2 }
+local FIELDS = { ['3'] = 3, ['4'] = 3 }
 local operands, fields = OPERANDS[op] or 0, FIELDS[op] or 0
+local charging = op == '3'
 local now = clock(ARGV[2])
 -- Policies that start each decision with a GET (read_ahead: see scripts.ts) read the keys of a batch
 -- with one MGET instead: one command for the batch rather than one per key.
@@ -40,11 +44,17 @@ for i = 1, #KEYS do
   local operand1, operand2 = nil, nil
   if operands > 0 then
     local at = 4 + #KEYS + (i - 1) * operands
-    operand1, operand2 = ARGV[at + 1], ARGV[at + 2]
+    operand1, operand2 = tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2])
   end
   local allowed, remaining, reset, retry, field1, field2, field3 =
     decide(KEYS[i], now, op, cost, first, second, operand1, operand2)
-  if allowed == 1 then
+  if charging then
+    -- Its wait is its first field: an allowed record has no room for one.
+    out[n + 1] = -1 - 2 * reset
+    out[n + 2] = remaining
+    n = n + 2
+    field1, field2, field3 = retry, field1, field2
+  elseif allowed == 1 then
     -- An allowed request waits for nothing: the records have no room for a retry.
     if retry ~= 0 then return redis.error_reply('ERR sluice: allowed with a retryAfterMs') end
     if shared == nil then

@@ -1,6 +1,7 @@
 // What every test app wires the same way, whatever the framework: options from a scenario, the routes' answers.
 import request from 'supertest';
 import type { KeyExtractor } from '../../../../src/http/client-key.js';
+import { bodyBytes } from '../../../../src/http/index.js';
 import type { RateLimitOptions } from '../../../../src/http/options.js';
 import { SluiceError } from '../../../../src/index.js';
 import type { Harness, Scenario } from '../conformance.js';
@@ -11,6 +12,9 @@ export type SharedOptions = Pick<
   'ban' | 'block' | 'headers' | 'partitionKey' | 'warnings' | 'onWarning' | 'missingKey'
 > & { readonly key?: KeyExtractor };
 
+/** What `/stream` sends, in two chunks written apart: 150 bytes. */
+export const STREAMED = ['x'.repeat(100), 'y'.repeat(50)] as const;
+
 /** Requests to these paths are not limited: `/health` and the admin routes that inspect or reset a client. */
 export function isSkipped(path: string): boolean {
   return path === '/health' || path.startsWith('/admin/');
@@ -19,7 +23,7 @@ export function isSkipped(path: string): boolean {
 /**
  * The options of a scenario for a framework whose requests are read with `header` and `path`:
  * cost from `x-cost`, skip for {@link isSkipped}, an async key from `x-client` and an async limit
- * from `x-limit` when the scenario asks for them.
+ * from `x-limit` when the scenario asks for them; `settle` from `x-actual`, or the body's bytes.
  */
 export function commonOptions<Req>(
   scenario: Scenario,
@@ -32,6 +36,10 @@ export function commonOptions<Req>(
     cost: (request) => Number(header(request, 'x-cost') ?? 1),
     skip: (request) => isSkipped(path(request)),
     ...(scenario.count === undefined ? {} : { count: scenario.count }),
+    ...(scenario.settle === 'header'
+      ? { settle: (request: Req) => Number(header(request, 'x-actual')) }
+      : {}),
+    ...(scenario.settle === 'bytes' ? { settle: bodyBytes() } : {}),
     ...(scenario.keyByHeader === true ? { key: (request: Req) => later(header(request, 'x-client')) } : {}),
     ...(scenario.limitByHeader === true
       ? {

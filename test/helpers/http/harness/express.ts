@@ -3,7 +3,7 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import { type ExpressRateLimitOptions, rateLimit } from '../../../../src/http/express.js';
 import type { Build } from '../conformance.js';
 import { describeInfo } from '../support.js';
-import { commonOptions, errorCode, supertestSend } from './common.js';
+import { commonOptions, errorCode, STREAMED, supertestSend } from './common.js';
 
 export const buildExpress: Build = async (scenario) => {
   const app = express();
@@ -22,6 +22,11 @@ export const buildExpress: Build = async (scenario) => {
   app.get('/ok', (_req, res) => void res.send('ok'));
   app.get('/fail', (_req, res) => void res.status(401).send('no'));
   app.get('/health', (_req, res) => void res.send('up'));
+  app.get('/stream', (_req, res) => {
+    res.type('text/plain');
+    res.write(STREAMED[0]);
+    setImmediate(() => res.end(STREAMED[1]));
+  });
   // The decision is typed on req (and res.locals has it too): no cast.
   app.get('/info', (req, res) => void res.type('application/json').send(describeInfo(req.rateLimit)));
   app.get('/admin/key', async (req, res) => void res.send((await limiter.clientKey(req)) ?? '(none)'));

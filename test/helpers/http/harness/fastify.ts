@@ -1,9 +1,10 @@
 // The conformance app on Fastify, driven in-process with inject (from 10.0.0.10), as a global hook.
+import { Readable } from 'node:stream';
 import Fastify, { type FastifyRequest } from 'fastify';
 import { type FastifyRateLimitOptions, rateLimit } from '../../../../src/http/fastify.js';
 import type { Build } from '../conformance.js';
 import { describeInfo } from '../support.js';
-import { commonOptions, errorCode } from './common.js';
+import { commonOptions, errorCode, STREAMED } from './common.js';
 
 const PEER = '10.0.0.10';
 
@@ -26,6 +27,7 @@ export const buildFastify: Build = async (scenario) => {
   app.get('/ok', async () => 'ok');
   app.get('/fail', async (_request, reply) => reply.code(401).send('no'));
   app.get('/health', async () => 'up');
+  app.get('/stream', async (_request, reply) => reply.type('text/plain').send(Readable.from(STREAMED)));
   // The decision is typed on request: no cast.
   app.get('/info', async (request, reply) =>
     reply.type('application/json').send(describeInfo(request.rateLimit)),

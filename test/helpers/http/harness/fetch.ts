@@ -2,11 +2,25 @@
 import { type FetchRateLimitOptions, rateLimit } from '../../../../src/http/fetch.js';
 import type { Build } from '../conformance.js';
 import { describeInfo } from '../support.js';
-import { commonOptions, errorCode } from './common.js';
+import { commonOptions, errorCode, STREAMED } from './common.js';
 
 /** What a runtime passes beside the request (shaped like Deno's `info`). */
 interface ServeInfo {
   readonly remoteAddr: { readonly hostname: string | undefined };
+}
+
+/** STREAMED as a web stream, its chunks a macrotask apart. */
+export function streamed(): ReadableStream<Uint8Array> {
+  const chunks = STREAMED.map((chunk) => new TextEncoder().encode(chunk));
+  let next = 0;
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      await new Promise((resolve) => setImmediate(resolve));
+      const chunk = chunks[next++];
+      if (chunk === undefined) controller.close();
+      else controller.enqueue(chunk);
+    },
+  });
 }
 
 export const buildFetch: Build = async (scenario) => {
@@ -29,6 +43,7 @@ export const buildFetch: Build = async (scenario) => {
   const handler = limiter.wrap(async (request: Request, info: ServeInfo) => {
     const path = new URL(request.url).pathname;
     if (path === '/fail') return new Response('no', { status: 401 });
+    if (path === '/stream') return new Response(streamed(), { headers: { 'Content-Type': 'text/plain' } });
     if (path === '/info') {
       return new Response(describeInfo(limiter.info(request)), {
         headers: { 'Content-Type': 'application/json' },

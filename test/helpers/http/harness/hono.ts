@@ -4,6 +4,7 @@ import { type HonoRateLimitOptions, rateLimit } from '../../../../src/http/hono.
 import type { Build } from '../conformance.js';
 import { describeInfo } from '../support.js';
 import { commonOptions, errorCode } from './common.js';
+import { streamed } from './fetch.js';
 
 /** What @hono/node-server passes as `c.env`: the Node request, whose socket has the peer's address. */
 export const nodeEnv = (address: string) => ({ incoming: { socket: { remoteAddress: address } } });
@@ -25,6 +26,7 @@ export const buildHono: Build = async (scenario) => {
   app.get('/ok', (c) => c.text('ok'));
   app.get('/fail', (c) => c.text('no', 401));
   app.get('/health', (c) => c.text('up'));
+  app.get('/stream', (c) => c.body(streamed(), 200, { 'Content-Type': 'text/plain' }));
   app.get('/info', (c) =>
     c.body(describeInfo(c.get('rateLimit')), 200, { 'Content-Type': 'application/json' }),
   );

@@ -1,9 +1,10 @@
 // The conformance app on Koa, driven in-process with supertest (from 127.0.0.1), routed by a last middleware.
+import { Readable } from 'node:stream';
 import Koa, { type Context } from 'koa';
 import { type KoaRateLimitOptions, rateLimit } from '../../../../src/http/koa.js';
 import type { Build } from '../conformance.js';
 import { describeInfo } from '../support.js';
-import { commonOptions, errorCode, supertestSend } from './common.js';
+import { commonOptions, errorCode, STREAMED, supertestSend } from './common.js';
 
 export const buildKoa: Build = async (scenario) => {
   const app = new Koa();
@@ -41,6 +42,10 @@ export const buildKoa: Build = async (scenario) => {
         return;
       case '/health':
         ctx.body = 'up';
+        return;
+      case '/stream':
+        ctx.type = 'text/plain';
+        ctx.body = Readable.from(STREAMED);
         return;
       case '/info':
         // The decision is typed on ctx.state: no cast.

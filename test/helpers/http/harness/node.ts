@@ -6,7 +6,7 @@ import { type NodeRateLimiter, type NodeRateLimitOptions, rateLimit } from '../.
 import { pathOf } from '../../../../src/http/view.js';
 import type { Build } from '../conformance.js';
 import { describeInfo } from '../support.js';
-import { commonOptions, errorCode, supertestSend } from './common.js';
+import { commonOptions, errorCode, STREAMED, supertestSend } from './common.js';
 
 /** Listens on 127.0.0.1 (a real socket: the peer address is the loopback client's). */
 export async function listen(server: Server): Promise<string> {
@@ -34,6 +34,11 @@ function answerWith(limiter: NodeRateLimiter) {
     } else if (path === '/admin/reset') {
       await limiter.resetKey(req);
       body = 'reset';
+    } else if (path === '/stream') {
+      res.setHeader('Content-Type', 'text/plain');
+      res.write(STREAMED[0]);
+      setImmediate(() => res.end(STREAMED[1]));
+      return;
     }
     res.end(body);
   };

@@ -1,0 +1,88 @@
+// A proxy of a streaming LLM API that limits tokens per user: 100 reserved before each answer, the
+// usage its last event reports settled once the stream has ended (charged past the limit, into debt).
+// It starts a small upstream of its own (streamed answers of `max_tokens` tokens) unless UPSTREAM_URL is set.
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express from 'express';
+import { Redis } from 'ioredis';
+import { createLimiter, RedisStore, tokenBucket } from 'sluice';
+import { headerKey, rateLimit } from 'sluice/express';
+
+const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', {
+  enableOfflineQueue: false,
+  maxRetriesPerRequest: 0,
+});
+
+// 1000 tokens a minute per user. A user may owe up to a minute's worth; its requests wait until paid.
+const tokens = createLimiter({
+  store: new RedisStore({ client: redis }),
+  policy: tokenBucket({ capacity: 1000, refillPerSecond: 1000 / 60, unit: 'tokens' }),
+  name: 'tokens',
+});
+const ESTIMATE = 100;
+
+/** The `total_tokens` of the usage event (OpenAI's last chunk with `stream_options.include_usage`). */
+function usageOf(line: string): number | undefined {
+  if (!line.startsWith('data: {')) return undefined;
+  const event = JSON.parse(line.slice(6)) as { usage?: { total_tokens?: number } | null };
+  return event.usage?.total_tokens;
+}
+
+/** A stand-in for an LLM API: streams `max_tokens` words, then the usage, then [DONE]. */
+async function startUpstream(): Promise<string> {
+  const upstream = express().use(express.json());
+  upstream.post('/v1/chat/completions', async (req, res) => {
+    const total = Number(req.body.max_tokens ?? 300);
+    res.type('text/event-stream');
+    for (let i = 0; i < 3; i++) {
+      res.write(`data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: 'word ' } }] })}\n\n`);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    const usage = { prompt_tokens: 10, completion_tokens: total - 10, total_tokens: total };
+    res.write(`data: ${JSON.stringify({ choices: [], usage })}\n\n`);
+    res.end('data: [DONE]\n\n');
+  });
+  const server = createServer(upstream);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+const upstreamUrl = process.env.UPSTREAM_URL ?? (await startUpstream());
+
+const app = express();
+app.use(express.json());
+app.post(
+  '/v1/chat/completions',
+  rateLimit({
+    limiter: tokens,
+    key: headerKey('x-user'),
+    cost: ESTIMATE,
+    settle: (_req, res) => res.locals.usage ?? ESTIMATE,
+  }),
+  async (req, res) => {
+    const upstream = await fetch(`${upstreamUrl}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ ...req.body, stream: true, stream_options: { include_usage: true } }),
+    });
+    res.status(upstream.status).type('text/event-stream');
+    const decoder = new TextDecoder();
+    let pending = '';
+    for await (const chunk of upstream.body ?? []) {
+      res.write(chunk);
+      pending += decoder.decode(chunk, { stream: true });
+      const lines = pending.split('\n');
+      pending = lines.pop() ?? '';
+      for (const line of lines) res.locals.usage = usageOf(line) ?? res.locals.usage;
+    }
+    res.end();
+  },
+);
+// What a user has left, and how long it waits while it owes.
+app.get('/v1/quota', async (req, res) => {
+  const decision = await tokens.peek(req.get('x-user') ?? '(unknown)');
+  res.json({ remaining: decision.remaining, retryAfterMs: decision.retryAfterMs });
+});
+
+const port = Number(process.env.PORT ?? 3000);
+app.listen(port, '127.0.0.1', () => console.log(`listening on http://127.0.0.1:${port}`));
