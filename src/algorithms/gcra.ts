@@ -79,7 +79,7 @@ export function decideGcra(
     const next = tat + cost * intervalMs;
     if (next - now > toleranceMs + EPSILON_MS) {
       allowed = false;
-      retryAfterMs = Math.ceil(next - toleranceMs - now);
+      retryAfterMs = Math.ceil(next - toleranceMs - now - EPSILON_MS);
     } else if (operation === 'limit') {
       tat = next;
       write = true;
