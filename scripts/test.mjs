@@ -4,6 +4,7 @@ import { spawnSync } from 'node:child_process';
 import { readdirSync, rmSync, statSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { buildState } from './build-state.mjs';
+import { serverReach } from './server-suites.mjs';
 
 function run(command, args) {
   const result = spawnSync(command, args, { stdio: 'inherit' });
@@ -36,13 +37,27 @@ function find(dir) {
 
 // Filter with: npm test -- <substring> ...
 const filters = process.argv.slice(2);
-const files = find('build/test')
+const matched = find('build/test')
   .filter((f) => filters.length === 0 || filters.some((s) => f.includes(s)))
   .sort();
-if (files.length === 0) {
+if (matched.length === 0) {
   console.error('No test files matched.');
   process.exit(1);
 }
+// On Valkey, only the suites that start a server: the others (pure TypeScript, in-process services,
+// packaging) do not depend on the server, and run the same on the Redis pass. SLUICE_TEST_ALL=1 runs them too.
+const startsServer = serverReach(join('build', 'test'));
+const serverOnly = process.env.SLUICE_TEST_SERVER === 'valkey' && process.env.SLUICE_TEST_ALL !== '1';
+const files = serverOnly ? matched.filter(startsServer) : matched;
+if (files.length < matched.length) {
+  const skipped = matched
+    .filter((f) => !files.includes(f))
+    .map((f) => f.slice(join('build', 'test').length + 1));
+  console.log(
+    `Skipped on Valkey, ${skipped.length} suites that start no server (they run the same on Redis; SLUICE_TEST_ALL=1 runs them): ${skipped.join(', ')}`,
+  );
+}
+if (files.length === 0) process.exit(0);
 // The package suites pack dist/ and packages/server/dist/: build them here when older than the sources, once,
 // rather than in two suites running side by side and writing over each other.
 if (files.some((f) => f.includes(join('build', 'test', 'package')))) {

@@ -65,7 +65,16 @@ export interface MetricsRecorder {
   health(name: string, up: boolean, shard: string | undefined): void;
   /** Calls waiting for a slot on a limiter (`wait()`, `throttle()`), as they begin and end. Optional. */
   waited?(name: string, event: WaitEvent): void;
+  /**
+   * A request that a deny list refused before the limiter was asked: `middleware`, the HTTP
+   * middleware's `deny` option. (Denials of `limiter.deny()` are decisions: `record` gets them,
+   * with `reason: 'denied'`.) Optional.
+   */
+  listDenied?(name: string, list: DenyList): void;
 }
+
+/** Which deny list refused a request: `store`, the limiter's stored denials; `middleware`, the middleware's `deny` option. */
+export type DenyList = 'store' | 'middleware';
 
 /**
  * What a recorder hears of calls that wait for a slot: one began waiting (`waiting`); one ended

@@ -22,6 +22,62 @@ export function escapeIdentifier(identifier: string): string {
  * tag ends at the first `}` and tagged keys never equal untagged ones (which end with `}`).
  */
 export function stateKey(prefix: string, name: string, identifier: string, tag?: string): string {
-  if (tag === undefined) return `${prefix}:${name}:{${escapeIdentifier(identifier)}}`;
-  return `${prefix}:${name}:{${escapeIdentifier(tag)}}:${escapeIdentifier(identifier)}`;
+  return `${prefix}:${name}:${identifierPart(identifier, tag)}`;
+}
+
+/**
+ * The part of an identifier's keys after `<prefix>:<name>:`: `{<identifier>}`, or
+ * `{<tag>}:<identifier>`, both escaped. Also an identifier's member in a stored index.
+ */
+export function identifierPart(identifier: string, tag: string | undefined): string {
+  if (tag === undefined) return `{${escapeIdentifier(identifier)}}`;
+  return `{${escapeIdentifier(tag)}}:${escapeIdentifier(identifier)}`;
+}
+
+/** What an operator stores for one identifier of a limiter with `overrides`: its limit, or its denial. */
+export type StoredKind = 'limit' | 'deny';
+
+/**
+ * The key of what is stored for an identifier: its state key with `%limit` or `%deny` appended, so
+ * it shares the state's hash tag (one script reads both on one slot). No state key contains an
+ * unescaped `%` followed by a letter, so these never equal a state key or each other.
+ */
+export function storedKey(
+  prefix: string,
+  name: string,
+  identifier: string,
+  tag: string | undefined,
+  kind: StoredKind,
+): string {
+  return `${stateKey(prefix, name, identifier, tag)}%${kind}`;
+}
+
+/**
+ * The index of what a limiter stores, one sorted set per kind (`<prefix>:<name>:%limit`), each
+ * member an identifier's part of its keys (see {@link identifierPart}), scored by when it ends. It has no
+ * `{`, so it is no state key; listing reads it instead of scanning the keyspace.
+ */
+export function storedIndexKey(prefix: string, name: string, kind: StoredKind): string {
+  return `${prefix}:${name}:%${kind}`;
+}
+
+const UNESCAPES: Readonly<Record<string, string>> = { '%7B': '{', '%7D': '}', '%25': '%' };
+
+function unescapeIdentifier(text: string): string {
+  return text.replace(/%(?:7B|7D|25)/g, (sequence) => UNESCAPES[sequence] as string);
+}
+
+/** The identifier and tag of a stored index's member (see {@link identifierPart}), or undefined for one sluice did not write. */
+export function parseStoredMember(
+  member: string,
+): { readonly identifier: string; readonly tag: string | undefined } | undefined {
+  const tagged = /^\{([^{}]*)\}:([^{}]*)$/.exec(member);
+  if (tagged !== null) {
+    return {
+      identifier: unescapeIdentifier(tagged[2] as string),
+      tag: unescapeIdentifier(tagged[1] as string),
+    };
+  }
+  const plain = /^\{([^{}]*)\}$/.exec(member);
+  return plain === null ? undefined : { identifier: unescapeIdentifier(plain[1] as string), tag: undefined };
 }

@@ -12,6 +12,7 @@ export const LIMITER_DEFAULTS = {
   timeoutMs: 50,
   denyCacheMaxEntries: 10_000,
   enforce: true,
+  overrides: false,
 } as const;
 
 /** The longest `timeoutMs` accepted: what a Node.js timer can wait. */
@@ -77,6 +78,14 @@ export interface LimiterOptions {
    * @default true
    */
   readonly enforce?: boolean;
+  /**
+   * Reads what operators store for identifiers, in the decision's own script (no extra round trip):
+   * a limit (`setLimit`), used instead of the policy's own unless the call gives its `limit`, and a
+   * denial (`deny`), which refuses with `reason: 'denied'`. Every process sees a change at its next
+   * decision. Costs each decision a look at two more keys in the store (see docs/per-call-limits.md).
+   * @default false
+   */
+  readonly overrides?: boolean;
 }
 
 /** The resolved, validated configuration the limiter runs on. */
@@ -93,6 +102,7 @@ export interface ResolvedLimiterOptions {
   /** 0 when the deny cache is off. */
   readonly denyCacheMaxEntries: number;
   readonly enforce: boolean;
+  readonly overrides: boolean;
 }
 
 const KNOWN = [
@@ -107,6 +117,7 @@ const KNOWN = [
   'metrics',
   'denyCache',
   'enforce',
+  'overrides',
 ] as const;
 const FAILURE_MODES: readonly unknown[] = ['allow', 'deny', 'fallback'] satisfies FailureMode[];
 
@@ -146,6 +157,14 @@ export function resolveLimiterOptions(options: LimiterOptions): ResolvedLimiterO
   if (raw.onStoreError !== undefined && !FAILURE_MODES.includes(raw.onStoreError)) {
     throw invalidOption('onStoreError', "'allow', 'deny' or 'fallback'", raw.onStoreError);
   }
+  const overrides = flag('overrides', raw.overrides, LIMITER_DEFAULTS.overrides);
+  if (overrides && raw.store.stored === undefined) {
+    throw invalidOption(
+      'overrides',
+      `false for a ${raw.store.kind} store, which keeps nothing per identifier (use a RedisStore or MemoryStore)`,
+      raw.overrides,
+    );
+  }
   return Object.freeze({
     store: raw.store,
     policy: raw.policy,
@@ -161,6 +180,7 @@ export function resolveLimiterOptions(options: LimiterOptions): ResolvedLimiterO
     metrics: resolveRecorder('metrics', raw.metrics),
     denyCacheMaxEntries: denyCacheEntries(raw.denyCache),
     enforce: flag('enforce', raw.enforce, LIMITER_DEFAULTS.enforce),
+    overrides,
   });
 }
 

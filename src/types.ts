@@ -1,7 +1,20 @@
 // The words every other file speaks: decisions, policies, the pure twins' contract, and stores.
+import type {
+  Denial,
+  DenyOptions,
+  StoredEntries,
+  StoredLimit,
+  StoredLimitOptions,
+  StoredOptions,
+} from './stored-types.js';
 
-/** Why a decision was not made by the store in the ordinary way. Absent when the store decided. */
-export type DecisionReason = 'store-error' | 'timeout' | 'fallback' | 'cached';
+export type * from './stored-types.js';
+
+/**
+ * Why a decision was not made by the store in the ordinary way. Absent when the store decided.
+ * `denied`: the identifier is denied (`limiter.deny()`); its quota was not looked at.
+ */
+export type DecisionReason = 'store-error' | 'timeout' | 'fallback' | 'cached' | 'denied';
 
 /**
  * The store failed to decide: it answered with an error (`store-error`) or not within `timeoutMs`
@@ -141,6 +154,15 @@ export interface Policy<S = unknown> {
    * policy). Validated by the limiter beforehand: a positive safe integer (at most 1000 for the log).
    */
   withLimit?(limit: number): Policy<S>;
+  /**
+   * How a limit stored for an identifier (`LimiterOptions.overrides`) becomes the script's
+   * parameters, as text the scripts read: `[rule, own limit, share, x, y, follows]`. The rule is
+   * `withLimit`'s: `count` scales the windows' and the log's limit (`x`: the largest allowed, 0 for
+   * none), `rate` GCRA's (`x`: periodMs, `y`: burst), `capacity` the bucket's (`x`:
+   * refillPerSecond); `follows` is '1' when the policy has no `maxDebt` of its own, so a charge may
+   * owe one allowance of the stored limit. Absent: the policy takes no stored limit.
+   */
+  readonly limitRule?: readonly string[];
 }
 
 /** The raw result of a store: a decision without `limit`, which the limiter adds. */
@@ -154,7 +176,15 @@ export interface StoreResult {
    * a lease); absent for limit, peek and refund, whose results carry none.
    */
   readonly fields?: readonly number[] | undefined;
+  /**
+   * With {@link StoreRequest.storedReads}: the limit stored for the identifier that the decision
+   * used, or -1 when the identifier is denied (its quota was not looked at); absent when neither.
+   */
+  readonly stored?: number | undefined;
 }
+
+/** Bits of {@link StoreRequest.storedReads}: what the script reads beside the identifier's state. */
+export const STORED_READS = { deny: 1, limit: 2 } as const;
 
 /** One request to a store, already validated. */
 export interface StoreRequest {
@@ -173,6 +203,12 @@ export interface StoreRequest {
    * longest wait), as its script reads them; absent for limit, peek and refund.
    */
   readonly operands?: readonly string[] | undefined;
+  /**
+   * What the script reads that an operator stored for the identifier (`LimiterOptions.overrides`),
+   * as bits of {@link STORED_READS}: its denial, its limit (applied by the policy's `limitRule`), or
+   * both; 0 or absent for neither. A store without stored entries ignores it.
+   */
+  readonly storedReads?: number | undefined;
 }
 
 /**
@@ -243,6 +279,11 @@ export interface Store {
   attached?(limiter: LimiterDeadline): void;
   /** Deletes one identifier's state for a limiter. */
   reset(name: string, identifier: string, tag?: string): Promise<void>;
+  /**
+   * Limits and denials stored per identifier, which decisions read when a request's `storedReads`
+   * asks. Optional: a limiter with `overrides` needs a store that has them.
+   */
+  readonly stored?: StoredEntries;
   /** The key under which an identifier's state is kept, for tools and tests. */
   keyFor(name: string, identifier: string, tag?: string): string;
 }
@@ -376,4 +417,24 @@ export interface Limiter {
   reserve(identifier: string, options?: CallOptions): Promise<Reservation>;
   /** Forgets the identifier: its next request starts with a full allowance. */
   reset(identifier: string, options?: KeyOptions): Promise<void>;
+  /**
+   * Stores a limit for one identifier: its next decision, on every process, uses it instead of the
+   * policy's own, as a call's `limit` would (a call's own `limit` still wins). Needs `overrides: true`.
+   */
+  setLimit(identifier: string, limit: number, options?: StoredLimitOptions): Promise<void>;
+  /** The limit stored for an identifier, if any. */
+  getLimit(identifier: string, options?: StoredOptions): Promise<StoredLimit | undefined>;
+  /** Deletes an identifier's stored limit (the policy's own applies again); whether there was one. */
+  clearLimit(identifier: string, options?: StoredOptions): Promise<boolean>;
+  /** Every limit stored for this limiter's identifiers. */
+  listLimits(): Promise<StoredLimit[]>;
+  /**
+   * Denies an identifier for `forMs`: its decisions, on every process, refuse it without looking at
+   * its quota (`reason: 'denied'`) until the denial ends by itself. Needs `overrides: true`.
+   */
+  deny(identifier: string, options?: DenyOptions): Promise<void>;
+  /** Ends an identifier's denial now; whether it was denied. */
+  undeny(identifier: string, options?: StoredOptions): Promise<boolean>;
+  /** Every denial of this limiter's identifiers that has not ended. */
+  listDenials(): Promise<Denial[]>;
 }

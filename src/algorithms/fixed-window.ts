@@ -3,7 +3,7 @@ import { describeShare, resolveShare, scaleLimit } from '../share.js';
 import type { Operation, Outcome, Policy } from '../types.js';
 import { durationMs, knownKeys, optionsObject, positiveInteger } from '../validate.js';
 import { DEBT_OPTION_KEYS, type DebtOptions, debtOptions } from './debt.js';
-import { callLimit, type PolicyBody, windowBody, withLimits } from './variants.js';
+import { callLimit, limitRule, type PolicyBody, windowBody, withLimits } from './variants.js';
 
 /**
  * The state kept per identifier: which window, and how many units it has used. As on Redis (see
@@ -125,5 +125,10 @@ export function fixedWindow(options: FixedWindowOptions): Policy<FixedWindowStat
   const debt = debtOptions('fixedWindow', raw);
   const body = (units: number): PolicyBody<FixedWindowState> =>
     windowBody('fixedWindow', 'fixed-window', units, windowMs, describeShare(share), debt, decideFixedWindow);
-  return withLimits(requested, body(limit), (perCall) => body(callLimit(perCall, share)));
+  return withLimits(
+    requested,
+    body(limit),
+    (perCall) => body(callLimit(perCall, share)),
+    limitRule('count', requested, share, debt),
+  );
 }

@@ -14,7 +14,7 @@ import {
   tatOf,
   unitsAvailable,
 } from './gcra-state.js';
-import { type PolicyBody, scaledAtLeastOne, withLimits } from './variants.js';
+import { limitRule, type PolicyBody, scaledAtLeastOne, withLimits } from './variants.js';
 
 export type { GcraPause, GcraPaused, GcraState } from './gcra-state.js';
 
@@ -132,7 +132,12 @@ export function gcra(options: GcraOptions): Policy<GcraState> {
       debt,
     );
   // A call's limit is its rate; the burst grows or shrinks with it (a plan twice as large bursts twice as far).
-  return withLimits(limit, body(limit, burst), (rate) => body(rate, scaledAtLeastOne(burst, rate / limit)));
+  return withLimits(
+    limit,
+    body(limit, burst),
+    (rate) => body(rate, scaledAtLeastOne(burst, rate / limit)),
+    limitRule('rate', limit, share, debt, periodMs, burst),
+  );
 }
 
 /** Options of {@link tokenBucket}. */
@@ -177,8 +182,11 @@ export function tokenBucket(options: TokenBucketOptions): Policy<GcraState> {
   };
   // A call's limit is the bucket's capacity; the refill rate scales with it, so the time to refill
   // an empty bucket stays the same.
-  return withLimits(capacity, body(capacity, refillPerSecond), (size) =>
-    body(size, (refillPerSecond * size) / capacity),
+  return withLimits(
+    capacity,
+    body(capacity, refillPerSecond),
+    (size) => body(size, (refillPerSecond * size) / capacity),
+    limitRule('capacity', capacity, share, debt, refillPerSecond),
   );
 }
 

@@ -3,7 +3,7 @@ import { describeShare, resolveShare, scaleLimit } from '../share.js';
 import type { Operation, Outcome, Policy } from '../types.js';
 import { durationMs, knownKeys, optionsObject, positiveInteger } from '../validate.js';
 import { DEBT_OPTION_KEYS, type DebtOptions, debtOptions } from './debt.js';
-import { callLimit, type PolicyBody, windowBody, withLimits } from './variants.js';
+import { callLimit, limitRule, type PolicyBody, windowBody, withLimits } from './variants.js';
 
 /** Slack for float comparisons; the Lua twin uses the same value. */
 const EPSILON = 1e-6;
@@ -159,5 +159,10 @@ export function slidingWindow(options: SlidingWindowOptions): Policy<SlidingWind
       debt,
       decideSlidingWindow,
     );
-  return withLimits(requested, body(limit), (perCall) => body(callLimit(perCall, share)));
+  return withLimits(
+    requested,
+    body(limit),
+    (perCall) => body(callLimit(perCall, share)),
+    limitRule('count', requested, share, debt),
+  );
 }

@@ -35,13 +35,32 @@ export function scaledAtLeastOne(value: number, factor: number): number {
 }
 
 /**
+ * A policy's {@link Policy.limitRule}: what the scripts need to turn a stored limit into the
+ * parameters `withLimit` would give (src/stores/redis/lua/stored.lua applies it).
+ */
+export function limitRule(
+  rule: 'count' | 'rate' | 'capacity',
+  requested: number,
+  share: number,
+  debt: ResolvedDebt,
+  x = 0,
+  y = 0,
+): readonly string[] {
+  // Without a `maxDebt` of its own, a charge may owe one allowance of the limit it runs under.
+  const follows = debt.maxDebt === undefined ? '1' : '0';
+  return Object.freeze([rule, String(requested), String(share), String(x), String(y), follows]);
+}
+
+/**
  * The policy for a requested limit, with `withLimit` attached: the same limit gives the policy
- * itself, another gives `variant(limit)`, made once and kept (see {@link Policy.withLimit}).
+ * itself, another gives `variant(limit)`, made once and kept (see {@link Policy.withLimit}). With
+ * `rule`, the policy also takes limits stored per identifier (see {@link Policy.limitRule}).
  */
 export function withLimits<S>(
   requested: number,
   base: PolicyBody<S>,
   variant: (limit: number) => PolicyBody<S>,
+  rule?: readonly string[],
 ): Policy<S> {
   const variants = new Map<number, Policy<S>>();
   function withLimit(limit: number): Policy<S> {
@@ -54,8 +73,23 @@ export function withLimits<S>(
     }
     return found;
   }
-  const policy: Policy<S> = { ...base, withLimit };
+  const policy: Policy<S> =
+    rule === undefined ? { ...base, withLimit } : { ...base, withLimit, limitRule: rule };
   return policy;
+}
+
+/**
+ * The policy a limit stored for an identifier gives (see {@link Policy.limitRule}): `withLimit`'s
+ * variant, or undefined when the policy cannot take that limit (a share under one unit, the log's
+ * ceiling), which the scripts then do not apply either.
+ */
+export function storedVariant<S>(policy: Policy<S>, limit: number): Policy<S> | undefined {
+  if (policy.withLimit === undefined || policy.limitRule === undefined) return undefined;
+  try {
+    return policy.withLimit(limit);
+  } catch {
+    return undefined;
+  }
 }
 
 /** A window policy's twin: (state, now, operation, cost, limit, windowMs, maxDebt) -> outcome. */

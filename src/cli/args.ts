@@ -19,6 +19,11 @@ export interface CommandSpec {
   readonly flags: Readonly<Record<string, FlagSpec>>;
   /** Names of the positional arguments, all required. */
   readonly positionals?: readonly string[];
+  /**
+   * For a command with actions (`sluice limits set ...`): each action's name and its positional
+   * arguments, all required. The first positional names the action.
+   */
+  readonly actions?: Readonly<Record<string, readonly string[]>>;
 }
 
 export type Values = Readonly<Record<string, string | boolean | undefined>>;
@@ -78,7 +83,8 @@ export function parseCommand(spec: CommandSpec, argv: readonly string[]): Parsed
   }
   const values = parsed.values as Values;
   if (values.help === true) return { values, positionals: parsed.positionals };
-  const wanted = spec.positionals ?? [];
+  const wanted =
+    spec.actions === undefined ? (spec.positionals ?? []) : actionPositionals(spec, parsed.positionals[0]);
   if (parsed.positionals.length !== wanted.length) {
     const expected = wanted.length === 0 ? 'no arguments' : wanted.map((name) => `<${name}>`).join(' ');
     throw new CliError(
@@ -86,6 +92,22 @@ export function parseCommand(spec: CommandSpec, argv: readonly string[]): Parsed
     );
   }
   return { values, positionals: parsed.positionals };
+}
+
+/** The positionals of the action a command's first positional names, that name first. */
+function actionPositionals(spec: CommandSpec, action: string | undefined): readonly string[] {
+  const actions = spec.actions ?? {};
+  const names = Object.keys(actions);
+  const wanted = action === undefined ? undefined : actions[action];
+  if (wanted === undefined) {
+    const guess = action === undefined ? undefined : closest(action, names);
+    const asked = action === undefined ? 'No action' : `Unknown action ${JSON.stringify(action)}`;
+    const hint = guess === undefined ? '' : ` (did you mean ${guess}?)`;
+    throw new CliError(
+      `${asked}${hint}; expected one of ${names.join(', ')} (see \`sluice ${spec.name} --help\`).`,
+    );
+  }
+  return [action as string, ...wanted];
 }
 
 /** `; did you mean --rate?` for an unknown option close to one of the command's, else nothing. */

@@ -1,5 +1,5 @@
 // What is wrong with one key `sluice audit` found, judged by its policy, and what `--fix` sends for it.
-import type { Policy } from '../index.js';
+import type { Policy, StoredKind } from '../index.js';
 import { type Finding, OTHER, type Problem } from './audit-report.js';
 import { maxTtlMs, stateType } from './config.js';
 
@@ -17,6 +17,47 @@ export function limiterOf(key: string, prefix: string): string | undefined {
   if (at < 1) return undefined;
   const name = rest.slice(0, at);
   return /[{}]/.test(name) ? undefined : name;
+}
+
+/**
+ * What an operator stored (`sluice limits`, `sluice deny`): an identifier's entry
+ * (`<prefix>:<name>:{<identifier>}%limit`) or a limiter's index of them (`<prefix>:<name>:%limit`),
+ * with the limiter's name; undefined for any other key.
+ */
+export function storedOf(key: string, prefix: string): { name: string; kind: StoredKind } | undefined {
+  const kind = key.endsWith('%limit') ? 'limit' : key.endsWith('%deny') ? 'deny' : undefined;
+  if (kind === undefined || !key.startsWith(`${prefix}:`)) return undefined;
+  const index = `:%${kind}`;
+  const name = key.endsWith(index)
+    ? key.slice(prefix.length + 1, -index.length)
+    : limiterOf(key.slice(0, -(kind.length + 1)), prefix);
+  return name === undefined || name === '' || /[{}]/.test(name) ? undefined : { name, kind };
+}
+
+/**
+ * What is wrong with a stored entry or index, if anything. A limit is configuration, kept until
+ * cleared: never a finding. A denial always ends: one without an expiry is. Their TTLs are not the
+ * policy's to judge (a denial of an hour under a policy of a second is right).
+ */
+export function judgeStored(
+  key: string,
+  name: string,
+  kind: StoredKind,
+  type: string,
+  ttlMs: number,
+  primary: string,
+): Finding | undefined {
+  if (kind === 'limit' || ttlMs !== -1) return undefined;
+  return {
+    key,
+    limiter: name,
+    primary,
+    problems: ['no-expiry'],
+    type,
+    ttlMs,
+    expectedType: undefined,
+    maxTtlMs: undefined,
+  };
 }
 
 /** What is wrong with one key, if anything; a TTL is judged only against a policy from the user's config. */

@@ -1,7 +1,7 @@
 // The walk behind `sluice audit`: SCAN on every primary, TYPE and PTTL per key, judged by policy, fixed when asked.
 import type { Redis } from 'ioredis';
 import type { Policy } from '../index.js';
-import { fixFor, judge, limiterOf } from './audit-judge.js';
+import { fixFor, judge, judgeStored, limiterOf, storedOf } from './audit-judge.js';
 import { type Finding, type Group, OTHER, PROBLEMS, type Problem, perSecond } from './audit-report.js';
 import { sleep } from './command.js';
 import { CliError } from './errors.js';
@@ -244,10 +244,14 @@ class Walk {
     // Gone between SCAN and the check: expired, as it should.
     if (type === 'none' || ttlMs === -2) return undefined;
     this.#scanned++;
-    const name = limiterOf(key, this.options.prefix);
+    const stored = storedOf(key, this.options.prefix);
+    const name = stored?.name ?? limiterOf(key, this.options.prefix);
     const group = this.#groupOf(name ?? OTHER);
     group.keys++;
-    const finding = judge(key, name, group.policy, type, ttlMs, primary);
+    const finding =
+      stored === undefined
+        ? judge(key, name, group.policy, type, ttlMs, primary)
+        : judgeStored(key, stored.name, stored.kind, type, ttlMs, primary);
     if (finding === undefined || this.#flagged.has(key)) return undefined;
     this.#flagged.add(key);
     this.#findings.push(finding);

@@ -49,6 +49,11 @@ export interface Config {
   readonly policies: ReadonlyMap<string, Policy>;
   /** Limiter name -> its `onStoreError` and `timeoutMs`, where the file gives them. */
   readonly failure: ReadonlyMap<string, FailureSettings>;
+  /**
+   * The policies whose decisions read what operators store for identifiers (`"overrides": true`:
+   * `sluice limits` and `sluice deny`).
+   */
+  readonly overrides: ReadonlySet<string>;
   readonly serve: ServeSettings;
 }
 
@@ -103,6 +108,15 @@ export function failureFromSpec(where: string, spec: unknown): FailureSettings {
   };
 }
 
+/** Whether a policy entry reads stored limits and denials (`"overrides": true`; false when absent). */
+function overridesFromSpec(where: string, spec: unknown): boolean {
+  const value = (spec as Record<string, unknown>).overrides;
+  if (value === undefined) return false;
+  if (typeof value !== 'boolean')
+    fail(where, `expected "overrides" to be true or false, got ${JSON.stringify(value)}.`);
+  return value;
+}
+
 /** Builds a policy from `{ "algorithm": "tokenBucket", ...the factory's options }`. */
 export function policyFromSpec(where: string, spec: unknown): Policy {
   if (typeof spec !== 'object' || spec === null || Array.isArray(spec)) {
@@ -115,6 +129,7 @@ export function policyFromSpec(where: string, spec: unknown): Policy {
     algorithm,
     onStoreError: _onStoreError,
     timeoutMs: _timeoutMs,
+    overrides: _overrides,
     ...options
   } = spec as Record<string, unknown>;
   const factory = typeof algorithm === 'string' ? FACTORIES[algorithm] : undefined;
@@ -164,6 +179,7 @@ export function parseConfig(where: string, document: unknown, path: string | und
   }
   const policies = new Map<string, Policy>();
   const failure = new Map<string, FailureSettings>();
+  const overrides = new Set<string>();
   const specs = objectAt(`${where}: policies`, root.policies ?? {});
   for (const [name, spec] of Object.entries(specs)) {
     if (!/^[\x21-\x7a|~]{1,128}$/.test(name)) {
@@ -174,6 +190,7 @@ export function parseConfig(where: string, document: unknown, path: string | und
     }
     policies.set(name, policyFromSpec(`${where}: policies.${name}`, spec));
     failure.set(name, failureFromSpec(`${where}: policies.${name}`, spec));
+    if (overridesFromSpec(`${where}: policies.${name}`, spec)) overrides.add(name);
   }
   const serveRaw = objectAt(`${where}: serve`, root.serve ?? {});
   onlyKeys(`${where}: serve`, serveRaw, ['host', 'port', 'demoPolicy', 'headers']);
@@ -209,6 +226,7 @@ export function parseConfig(where: string, document: unknown, path: string | und
     prefix,
     policies,
     failure,
+    overrides,
     serve: { host, port, demoPolicy: demo, headers: headers as HeaderStyle[] },
   };
 }

@@ -6,15 +6,17 @@ import { parseCommand } from './args.js';
 import { audit } from './audit.js';
 import { bench } from './bench.js';
 import type { Command, Context } from './command.js';
+import { deny } from './deny.js';
 import { CliError, EXIT, errorText } from './errors.js';
 import { inspect } from './inspect.js';
+import { limits } from './limits.js';
 import { reset } from './reset.js';
 import { serve } from './serve.js';
 import { closest } from './suggest.js';
 import { verify } from './verify.js';
 import { runVerifyWorker, VERIFY_WORKER } from './verify-worker.js';
 
-const COMMANDS: readonly Command[] = [audit, verify, inspect, reset, bench, serve];
+const COMMANDS: readonly Command[] = [audit, verify, inspect, reset, limits, deny, bench, serve];
 
 const USAGE = `Usage: sluice <command> [options]
 

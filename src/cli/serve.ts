@@ -166,6 +166,7 @@ function hearingHealth(
       recorder?.health(name, up, shard);
       if (up && failing.delete(name)) log(`sluice serve: policy ${name}: Redis answers again`);
     },
+    listDenied: (name, list) => recorder?.listDenied?.(name, list),
   };
 }
 
@@ -189,6 +190,7 @@ function buildLimiters(
       policy,
       name,
       ...config.failure.get(name),
+      overrides: config.overrides.has(name),
       metrics,
       onError: (error) => {
         if (failing.has(name)) return;

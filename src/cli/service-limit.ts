@@ -14,6 +14,7 @@ const EXAMPLE = '{"policy": "api", "key": "client-42", "cost": 1}';
 /** Where the library's errors for a bad key and a bad cost are explained: the same rules apply here. */
 const KEY_DOCS = errorDocs(ERROR_CODES.INVALID_IDENTIFIER);
 const COST_DOCS = errorDocs(ERROR_CODES.INVALID_COST);
+const LIMIT_DOCS = errorDocs(ERROR_CODES.INVALID_LIMIT);
 
 /** A request the service will not take: answered with `status` and a problem+json body. */
 export class Rejection extends Error {
@@ -49,8 +50,9 @@ export interface Served {
 }
 
 /**
- * What `POST /v1/limit` answers, as JSON, with HTTP status 200 (allowed), 429 (denied) or 503 (denied
- * because the store failed and the policy fails closed). `reason` says when the store did not decide.
+ * What `POST /v1/limit` answers, as JSON, with HTTP status 200 (allowed), 429 (denied), 403 (the key
+ * is denied: `sluice deny`) or 503 (denied because the store failed and the policy fails closed).
+ * `reason` says when the store did not decide as usual.
  */
 export interface LimitAnswer extends Decision {
   readonly policy: string;
@@ -169,15 +171,22 @@ function parseBody(
   body: Buffer,
   policies: ReadonlyMap<string, Served>,
   known: string,
-): { served: Served; key: string; cost: number } {
+): { served: Served; key: string; cost: number; limit: number | undefined } {
   const fields = bodyObject(body, EXAMPLE);
   for (const name in fields) {
-    if (name !== 'policy' && name !== 'key' && name !== 'cost') {
-      throw badRequest(`Unknown field ${quote(name)}; expected "policy", "key" and optionally "cost".`);
+    if (name !== 'policy' && name !== 'key' && name !== 'cost' && name !== 'limit') {
+      throw badRequest(
+        `Unknown field ${quote(name)}; expected "policy", "key" and optionally "cost" and "limit".`,
+      );
     }
   }
   const served = servedPolicy(fields, policies, known);
-  return { served, key: keyField(fields), cost: countField(fields, 'cost', 1) };
+  // A request's own quota, as a call's `limit`: it wins over the policy's and over a stored one.
+  const { limit } = fields;
+  if (limit !== undefined && (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 1)) {
+    throw badRequest(`Expected "limit" to be a positive integer, got ${describe(limit)}. See ${LIMIT_DOCS}`);
+  }
+  return { served, key: keyField(fields), cost: countField(fields, 'cost', 1), limit };
 }
 
 /**
@@ -201,8 +210,8 @@ export function limitRoute(
   const policies = servedPolicies(limiters, styles);
   const known = [...limiters.keys()].map((name) => JSON.stringify(name)).join(', ');
   return async (request, response) => {
-    const { served, key, cost } = parseBody(await readBody(request), policies, known);
-    const decision = await decide(served, key, cost, failed);
+    const { served, key, cost, limit } = parseBody(await readBody(request), policies, known);
+    const decision = await decide(served, key, cost, failed, limit);
     answer(response, served, key, cost, decision);
   };
 }
@@ -229,9 +238,11 @@ export async function decide(
   key: string,
   cost: number,
   failed: (error: unknown) => void,
+  limit?: number,
 ): Promise<Decision> {
   try {
-    // The default cost needs no options object.
+    // The default cost and limit need no options object.
+    if (limit !== undefined) return await served.limiter.limit(key, { cost, limit });
     return await (cost === 1 ? served.limiter.limit(key) : served.limiter.limit(key, { cost }));
   } catch (error) {
     throw rejectionOf(error, failed, 'The rate limiter could not decide: its store failed. Retry shortly.');
@@ -251,7 +262,7 @@ export function rejectionOf(
   const stored = ['ERR_SLUICE_STORE', 'ERR_SLUICE_BAD_REPLY', 'ERR_SLUICE_TIMEOUT'];
   if (error instanceof SluiceError && !stored.includes(error.code)) {
     const message = error.message.replace('`identifier`', '"key"').replace('`cost`', '"cost"');
-    return badRequest(message.replace('`amount`', '"amount"'));
+    return badRequest(message.replace('`amount`', '"amount"').replace('`limit`', '"limit"'));
   }
   failed(error);
   return new Rejection(503, 'Service Unavailable', unavailable, { 'Retry-After': '1' });
@@ -283,7 +294,13 @@ export function answer(
   const text = `{"policy":${served.nameJson},"key":${JSON.stringify(key)},"cost":${cost},${members},"headers":${headers.json}${problem}${extra}}\n`;
   // A refusal the store did not make (a policy that fails closed while Redis is down) is the
   // service's trouble, not the client's overuse: 503, as the HTTP middleware answers.
-  const status = decision.allowed ? 200 : isStoreFailure(decision.reason) ? 503 : 429;
+  const status = decision.allowed
+    ? 200
+    : isStoreFailure(decision.reason)
+      ? 503
+      : decision.reason === 'denied'
+        ? 403
+        : 429;
   headers.flat.push('Content-Type', 'application/json', 'Content-Length', String(Buffer.byteLength(text)));
   response.writeHead(status, headers.flat);
   response.end(text);

@@ -1,5 +1,6 @@
 // What a limiter answers a call: from the deny cache, the store's result, or the failure policy; reported, then enforced.
 import { performance } from 'node:perf_hooks';
+import { storedVariant } from '../algorithms/variants.js';
 import { ERROR_CODES, SluiceError } from '../errors.js';
 import type { DecisionSource, HookContext, MetricsRecorder, WaitEvent } from '../hooks.js';
 import { OPERATIONS } from '../operations.js';
@@ -20,7 +21,7 @@ export function storeError(kind: string, error: unknown): SluiceError {
 
 /**
  * The decision a store's result makes under a policy's `limit`; a result with fields of its own
- * (a charge's debt) makes its operation's answer (OperationEntry.answer).
+ * (a charge's debt) makes its operation's answer (OperationEntry.answer); a stored denial says so.
  */
 export function decisionOf(result: StoreResult, limit: number, operation: Operation): Decision {
   const decision: Decision = {
@@ -30,10 +31,21 @@ export function decisionOf(result: StoreResult, limit: number, operation: Operat
     resetMs: result.resetMs,
     retryAfterMs: result.retryAfterMs,
   };
+  if (result.stored === -1) return { ...decision, reason: 'denied' };
   const fields = result.fields;
   if (fields === undefined) return decision;
   const answer = OPERATIONS[operation].answer;
   return answer === undefined ? decision : answer(decision, fields);
+}
+
+/**
+ * A call the store decided under a limit stored for its identifier runs under that limit's variant
+ * of the policy from here on: its decision reports that `limit`, its headers that window, and what
+ * it took is given back at the same rate.
+ */
+export function underStoredLimit(call: Call, result: StoreResult): void {
+  const stored = result.stored;
+  if (stored !== undefined && stored > 0) call.policy = storedVariant(call.policy, stored) ?? call.policy;
 }
 
 /**
@@ -146,13 +158,16 @@ export class Answers {
   /** The decision the store's result makes, reported and enforced. */
   decision(call: Call, result: StoreResult): Decision {
     if (this.#down) this.#health.answered(call.shard ?? this.#store.shardOf?.(call));
+    if (result.stored !== undefined) underStoredLimit(call, result);
     const decision = decisionOf(result, call.policy.limit, call.operation);
     const observed = this.#observed;
     // Most limiters remember no denials, report to no one and enforce: the decision is the answer.
     if (this.#denyCache === undefined && !observed && this.#enforce) return decision;
+    // A stored denial is not remembered: undeny() must reach every process at its next decision.
     if (
       this.#denyCache !== undefined &&
       !result.allowed &&
+      result.stored !== -1 &&
       OPERATIONS[call.operation].denyCache === 'lookup'
     ) {
       const { identifier, tag, cost, startedAt, epoch } = call;
@@ -167,6 +182,11 @@ export class Answers {
   failure(call: Call, failure: StoreFailure, error: unknown): Decision {
     this.noted(call, failure, error);
     return this.#deliver(call, this.#health.decide(call, failure), failure, 0);
+  }
+
+  /** A request the middleware's `deny` list refused before this limiter was asked, for the recorders. */
+  listDenied(): void {
+    this.#reporting.listDenied();
   }
 
   /** A store failure noted (the shard's health, `onError`, the call's `error`); the error, wrapped. */
@@ -196,6 +216,11 @@ export class Answers {
   /** A wait for a slot began or ended, or an upstream paused an identifier (see Reporting.waited). */
   waited(event: WaitEvent): void {
     if (this.#observed) this.#reporting.waited(event);
+  }
+
+  /** Forgets what the deny cache remembers of an identifier (its stored limit or denial changed). */
+  forgetDenial(identifier: string, tag: string | undefined): void {
+    this.#denyCache?.forget(identifier, tag);
   }
 
   /** Forgets an identifier in the deny cache and the fallback store (`reset`). */

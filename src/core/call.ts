@@ -29,6 +29,8 @@ export class Call implements StoreRequest, Expiring {
   now: number | undefined;
   /** An operation's own arguments (see OperationEntry.operands); undefined for limit, peek and refund. */
   operands: readonly string[] | undefined;
+  /** What the store reads that operators stored for the identifier (StoreRequest.storedReads). */
+  storedReads = 0;
   /** When the call started, in the deny cache's time: the limiter's clock, or `performance.now()`. */
   startedAt = 0;
   /** The deny cache's epoch when the call started (see DenyCache.epoch). */
@@ -87,6 +89,7 @@ export class Call implements StoreRequest, Expiring {
     this.shard = undefined;
     this.probe = false;
     this.error = undefined;
+    this.storedReads = 0;
     return this;
   }
 }

@@ -2,6 +2,7 @@
 import type { ChargeDecision, Limiter, Policy, Store } from '../types.js';
 import type { Pipeline } from './pipeline.js';
 import { reserve } from './reservation.js';
+import { StoredOverrides } from './stored.js';
 import { waitFor } from './waiting.js';
 
 let pipelineOf: (limiter: unknown) => Pipeline | undefined;
@@ -24,6 +25,13 @@ export class RateLimiter implements Limiter {
   readonly charge: Limiter['charge'];
   readonly reserve: Limiter['reserve'];
   readonly reset: Limiter['reset'];
+  readonly setLimit: Limiter['setLimit'];
+  readonly getLimit: Limiter['getLimit'];
+  readonly clearLimit: Limiter['clearLimit'];
+  readonly listLimits: Limiter['listLimits'];
+  readonly deny: Limiter['deny'];
+  readonly undeny: Limiter['undeny'];
+  readonly listDenials: Limiter['listDenials'];
 
   static {
     pipelineOf = (limiter) =>
@@ -44,6 +52,14 @@ export class RateLimiter implements Limiter {
       pipeline.run('charge', identifier, amount, options) as Promise<ChargeDecision>;
     this.reserve = (identifier, options) => reserve(pipeline, identifier, options?.cost ?? 1, options);
     this.reset = (identifier, options) => pipeline.reset(identifier, options?.tag);
+    const stored = new StoredOverrides(pipeline);
+    this.setLimit = (identifier, limit, options) => stored.setLimit(identifier, limit, options);
+    this.getLimit = (identifier, options) => stored.getLimit(identifier, options);
+    this.clearLimit = (identifier, options) => stored.clearLimit(identifier, options);
+    this.listLimits = () => stored.listLimits();
+    this.deny = (identifier, options) => stored.deny(identifier, options);
+    this.undeny = (identifier, options) => stored.undeny(identifier, options);
+    this.listDenials = () => stored.listDenials();
   }
 }
 

@@ -3,10 +3,11 @@ import type { MetricsRecorder, WaitEvent } from '../hooks.js';
 import { OPERATIONS } from '../operations.js';
 import type { ResolvedLimiterOptions } from '../options.js';
 import type { Decision, Operation, Policy, Store, StoreFailure, StoreReply, StoreResult } from '../types.js';
-import { Answers, decisionOf, storeError } from './answers.js';
+import { Answers, decisionOf, storeError, underStoredLimit } from './answers.js';
 import { Call } from './call.js';
 import { checkIdentifier, checkTag, policyFor, readClock } from './checks.js';
 import { Deadlines } from './deadlines.js';
+import { storedReads } from './stored.js';
 import { type Submitter, submitter } from './submit.js';
 import { type TogetherAnswer, type Unanswered, Waits } from './waits.js';
 
@@ -31,6 +32,8 @@ export class Pipeline implements StoreReply<Call> {
   readonly clock: (() => number) | undefined;
   readonly enforce: boolean;
   readonly timeoutMs: number;
+  /** Whether decisions read what operators stored for identifiers (LimiterOptions.overrides). */
+  readonly overrides: boolean;
   readonly #answers: Answers;
   readonly #calls: Deadlines<Call>;
   /** Resets and calls decided together, within the deadline. */
@@ -53,6 +56,7 @@ export class Pipeline implements StoreReply<Call> {
     this.clock = options.clock;
     this.enforce = options.enforce;
     this.timeoutMs = options.timeoutMs;
+    this.overrides = options.overrides;
     this.#answers = new Answers(options);
     this.#caching = this.#answers.caching;
     this.#calls = new Deadlines<Call>(options.timeoutMs, this.#expired);
@@ -90,7 +94,19 @@ export class Pipeline implements StoreReply<Call> {
   prepare(operation: Operation, identifier: unknown, amount: unknown, parts?: CallParts): Call | SluiceError {
     const policy = this.check(operation, identifier, amount, parts);
     if (policy instanceof SluiceError) return policy;
-    return new Call(this.name, policy, operation, identifier as string, amount as number, parts?.tag);
+    const call = new Call(this.name, policy, operation, identifier as string, amount as number, parts?.tag);
+    if (this.overrides) call.storedReads = storedReads(this.policy, operation, parts?.limit);
+    return call;
+  }
+
+  /** Tells the limiter's recorders of a request the middleware's `deny` list refused before asking it. */
+  listDenied(): void {
+    this.#answers.listDenied();
+  }
+
+  /** Forgets this process's remembered denials of an identifier (its stored limit or denial changed). */
+  forgetDenial(identifier: string, tag: string | undefined): void {
+    this.#answers.forgetDenial(identifier, tag);
   }
 
   /**
@@ -110,6 +126,7 @@ export class Pipeline implements StoreReply<Call> {
     const spare = this.#spare;
     if (memory !== undefined && spare !== undefined && this.clock === undefined) {
       const call = spare.renew(policy, operation, identifier, amount, parts?.tag);
+      if (this.overrides) call.storedReads = storedReads(this.policy, operation, parts?.limit);
       // In process with nothing but the store's result to answer (see Answers.plain): a path short
       // enough for the compiler to take in whole, and no hook that could call the limiter meanwhile.
       if (this.#answers.plain) return this.#plain(memory, call);
@@ -119,6 +136,7 @@ export class Pipeline implements StoreReply<Call> {
       return answer;
     }
     const call = new Call(this.name, policy, operation, identifier, amount, parts?.tag);
+    if (this.overrides) call.storedReads = storedReads(this.policy, operation, parts?.limit);
     const now = this.time();
     if (now instanceof SluiceError) return Promise.reject(now);
     call.now = now;
@@ -159,6 +177,7 @@ export class Pipeline implements StoreReply<Call> {
     } catch (error) {
       return this.#failedNow(call, error);
     }
+    if (result.stored !== undefined) underStoredLimit(call, result);
     return Promise.resolve(decisionOf(result, call.policy.limit, call.operation));
   }
 

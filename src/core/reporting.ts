@@ -119,6 +119,17 @@ export class Reporting {
     }
   }
 
+  /** A request the middleware's `deny` list refused before this limiter was asked: every recorder hears of it. */
+  listDenied(): void {
+    for (const { recorder } of this.#recorders) {
+      try {
+        recorder.listDenied?.(this.#limiter.name, 'middleware');
+      } catch (error) {
+        reportHookFailure('metrics', recorder, error);
+      }
+    }
+  }
+
   /** A shard went down or came back: every recorder hears of it. */
   health(up: boolean, shard: string | undefined): void {
     for (const { recorder } of this.#recorders) recorder.health(this.#limiter.name, up, shard);

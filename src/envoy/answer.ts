@@ -85,7 +85,8 @@ export function statusesOf(
     }
     const reason = outcome.decision.reason;
     if (isStoreFailure(reason)) failed ||= slot.applied.onStoreError === 'unavailable';
-    else if (reason === undefined && slot.applied.limiter !== undefined) answered = true;
+    else if ((reason === undefined || reason === 'denied') && slot.applied.limiter !== undefined)
+      answered = true;
     metrics?.descriptor(outcomeOf(slot, outcome));
     return statusOf(slot, outcome, slot.applied);
   });

@@ -22,6 +22,11 @@ export interface RuleLimit {
   readonly burst: number | undefined;
   readonly onStoreError: StoreErrorAnswer;
   readonly timeoutMs: number | undefined;
+  /**
+   * sluice's `overrides: true`: the rule's decisions read limits and denials stored for its
+   * descriptors (`sluice limits`, `sluice deny`); a descriptor's own `limit` still wins.
+   */
+  readonly overrides: boolean;
   /** `rate_limit.name` ('' when absent), which other rules' `replaces` name. */
   readonly name: string;
   readonly replaces: readonly string[];
@@ -34,7 +39,15 @@ export interface RuleLimit {
 }
 
 const LIMIT_KEYS = ['unit', 'requests_per_unit', 'unlimited', 'name', 'replaces'];
-const SLUICE_LIMIT_KEYS = ['algorithm', 'window', 'burst', 'on_store_error', 'timeout', 'charge_over_limit'];
+const SLUICE_LIMIT_KEYS = [
+  'algorithm',
+  'window',
+  'burst',
+  'on_store_error',
+  'timeout',
+  'overrides',
+  'charge_over_limit',
+];
 const MAX_UINT32 = 2 ** 32 - 1;
 /** The longest timer Node keeps (a longer one fires at once). */
 const MAX_TIMEOUT_MS = 2_147_483_647;
@@ -152,6 +165,7 @@ export function readLimit(reader: FileReader, value: YamlValue): RuleLimit {
     algorithm,
     burst,
     ...readStoreSettings(reader, spec),
+    overrides: reader.flag(spec, 'overrides'),
     name,
     replaces: readReplaces(reader, spec, name),
     chargeOverLimit: reader.flag(spec, 'charge_over_limit'),

@@ -121,6 +121,7 @@ export class RuleLimiters {
         burst: undefined,
         onStoreError: base?.onStoreError ?? 'unavailable',
         timeoutMs: base?.timeoutMs,
+        overrides: base?.overrides ?? false,
         name: '',
         replaces: [],
         chargeOverLimit: base?.chargeOverLimit ?? false,
@@ -175,6 +176,7 @@ export class RuleLimiters {
       // UNAVAILABLE is answered by the service from the decision's reason; the limiter only flags it.
       onStoreError: limit.onStoreError === 'unavailable' ? 'allow' : limit.onStoreError,
       ...(limit.timeoutMs === undefined ? {} : { timeoutMs: limit.timeoutMs }),
+      overrides: limit.overrides,
       onError: this.#settings.onError,
     });
   }

@@ -6,6 +6,7 @@ import { type RateLimitInfo, rateLimitInfo } from './info.js';
 import type { ResolvedOptions } from './options.js';
 import type { Held, Penalties } from './penalties.js';
 import {
+  listRefusal,
   PROBLEM_CONTENT_TYPE,
   type ProblemDetails,
   penaltyRefusal,
@@ -179,14 +180,18 @@ function entered(
   return taken;
 }
 
-/** The penalty a refused client earns: only for going over a quota, never for a limiter failing closed. */
+/**
+ * The penalty a refused client earns: only for going over a quota, never for a limiter failing
+ * closed or for a denial, which refuses it already.
+ */
 async function penalty(
   outcome: GroupOutcome,
   penalties: Penalties | undefined,
   key: string,
 ): Promise<Held | undefined> {
   const overQuota = outcome.decisions.some(
-    (decision) => isEnforcedDenial(decision) && !isStoreFailure(decision.reason),
+    (decision) =>
+      isEnforcedDenial(decision) && !isStoreFailure(decision.reason) && decision.reason !== 'denied',
   );
   return overQuota ? await penalties?.refused(key) : undefined;
 }
@@ -263,6 +268,12 @@ export async function evaluate<Req>(
     return { kind: 'deny', refusal: missingKeyRefusal(keyed.missing), key: undefined, entries: [] };
   }
   const { key, tag } = keyed;
+  const listed = config.lists?.match(keyed.identifiers);
+  if (listed === 'allow') return { kind: 'skip' };
+  if (listed === 'deny') {
+    for (const pipeline of group.pipelines) pipeline.listDenied();
+    return { kind: 'deny', refusal: listRefusal(), key, entries: [] };
+  }
   const limit = typeof config.limit === 'function' ? await config.limit(request) : config.limit;
   const requestState = stateOf(state);
   const partitionKey = config.partitionKey?.(key);

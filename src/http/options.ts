@@ -7,6 +7,7 @@ import { knownKeys, optionsObject } from '../validate.js';
 import { clientIp, isKeyExtractor, type KeyExtractor } from './client-key.js';
 import { HEADER_STYLES, type HeaderStyle, RATELIMIT_FIELD_STYLES } from './header-styles.js';
 import { chosenStyles } from './headers.js';
+import { type AccessLists, resolveLists } from './lists.js';
 import { type PartitionKeyOption, partitionKeyHasher } from './partition-key.js';
 import {
   type BanOptions,
@@ -98,6 +99,21 @@ export interface RateLimitOptions<Req, Res = unknown> {
   /** Requests for which this returns true are not limited and get no headers. */
   readonly skip?: (request: Req) => boolean | Promise<boolean>;
   /**
+   * Clients never limited, by their key: identifiers as the key gives them, and for address keys
+   * (`clientIp()`) addresses and CIDR ranges, IPv4 and IPv6. Such a request is not counted and gets
+   * no headers. Wins over `deny`. To change lists at run time, see `limiter.deny()`.
+   * @default undefined (none)
+   * @example ['10.0.0.0/8', '2001:db8:1::/48', 'monitoring-key']
+   */
+  readonly allow?: readonly string[];
+  /**
+   * Clients always refused, by their key (as for `allow`): 403 with a problem body, no limiter
+   * asked. Counted by the limiters' recorders (`sluice_list_denials_total{list="middleware"}`).
+   * @default undefined (none)
+   * @example ['203.0.113.0/24', '2001:db8:bad::/48']
+   */
+  readonly deny?: readonly string[];
+  /**
    * Which responses keep their units: every one, only failed ones (successes are refunded once
    * the response is finished; e.g. failed logins), or only successful ones.
    * @default 'all'
@@ -166,6 +182,8 @@ export interface ResolvedOptions<Req> {
   /** The actual cost once the response finished; the adapter's response type is its own. */
   readonly settle: ((request: Req, response: unknown) => number | Promise<number>) | undefined;
   readonly skip: ((request: Req) => boolean | Promise<boolean>) | undefined;
+  /** The `allow` and `deny` lists; `undefined` without either. */
+  readonly lists: AccessLists | undefined;
   readonly count: 'all' | 'failed' | 'successful';
   readonly isFailure: (status: number) => boolean;
   /** The header styles to write, chosen once (duplicates dropped; see `chosenStyles`). */
@@ -202,6 +220,8 @@ export const CORE_OPTION_KEYS = [
   'cost',
   'settle',
   'skip',
+  'allow',
+  'deny',
   'count',
   'isFailure',
   'headers',
@@ -315,6 +335,7 @@ export function resolveRateLimitOptions<Req, Res = unknown>(
     cost: cost as ResolvedOptions<Req>['cost'],
     settle: raw.settle as ResolvedOptions<Req>['settle'],
     skip: raw.skip as ResolvedOptions<Req>['skip'],
+    lists: resolveLists(raw.allow, raw.deny),
     count,
     isFailure:
       (raw.isFailure as ((status: number) => boolean) | undefined) ?? ((status: number) => status >= 400),

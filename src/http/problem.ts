@@ -61,10 +61,23 @@ function describe(entry: PolicyDecision): string {
   return `"${entry.name}" (${wholeUnits(entry.decision.limit)} per ${seconds} s)`;
 }
 
+/** A 403 for a denied client: by a limiter's stored denials (`names`, for `retry` seconds), or by the `deny` option. */
+function forbidden(names: readonly string[], retry: number | undefined): ProblemDetails {
+  const by = names.map((name) => `"${name}"`).join(', ');
+  return {
+    type: 'about:blank',
+    title: 'Forbidden',
+    status: 403,
+    detail: retry === undefined ? 'This client is denied.' : `This client is denied by ${by} for ${retry} s.`,
+    'violated-policies': names,
+  };
+}
+
 /**
  * The problem details for a refused request, or `undefined` when no decision refused it. A quota
  * refusal is a 429 of type quota-exceeded; when every refusal came from a failing store (a limiter
  * that fails closed), it is a 503 of type temporary-reduced-capacity: the client did nothing wrong.
+ * A client a limiter denies (`limiter.deny()`) gets a 403.
  *
  * @example
  * problemDetails([{ name: 'api', windowMs: 60_000, decision }]);
@@ -78,6 +91,10 @@ export function problemDetails(
 ): ProblemDetails | undefined {
   const refusing = entries.filter((entry) => isEnforcedDenial(entry.decision));
   if (refusing.length === 0) return undefined;
+  const denied = refusing.filter((entry) => entry.decision.reason === 'denied');
+  if (denied.length > 0) {
+    return forbidden([...new Set(denied.map((entry) => entry.name))], retryAfterSeconds(denied) ?? 1);
+  }
   const quota = refusing.filter((entry) => !failedStore(entry));
   const retry = retryAfterSeconds(refusing) ?? 1;
   const names = [...new Set((quota.length > 0 ? quota : refusing).map((entry) => entry.name))];
@@ -117,6 +134,24 @@ export function refusalFor(
   const headers = rateLimitHeaders(entries, options);
   headers['Content-Type'] = PROBLEM_CONTENT_TYPE;
   return { status: problem.status, headers, problem, body: JSON.stringify(problem) };
+}
+
+/**
+ * The refusal of a client on the middleware's `deny` list: 403, no rate-limit fields (no limiter
+ * was asked) and no `Retry-After` (the list does not end).
+ *
+ * @example
+ * const refusal = listRefusal();
+ * // { status: 403, headers: { 'Content-Type': 'application/problem+json' }, problem: { title: 'Forbidden', ... }, body }
+ */
+export function listRefusal(): Refusal {
+  const problem = forbidden([], undefined);
+  return {
+    status: 403,
+    headers: { 'Content-Type': PROBLEM_CONTENT_TYPE },
+    problem,
+    body: JSON.stringify(problem),
+  };
 }
 
 /**

@@ -32,6 +32,9 @@ export const OUTCOMES: readonly Outcome[] = ['allowed', 'denied', 'shadow_denied
 export type SkipReason = 'timeout' | 'store_error' | 'skipped' | 'fallback';
 export const SKIP_REASONS: readonly SkipReason[] = ['timeout', 'store_error', 'skipped', 'fallback'];
 
+/** The deny lists whose refusals are counted (see `MetricsRecorder.listDenied`). */
+export const DENY_LISTS = ['store', 'middleware'] as const;
+
 interface Instrument {
   /** Prometheus name, without a prefix. */
   readonly prometheus: string;
@@ -72,6 +75,12 @@ export const INSTRUMENTS = {
     openTelemetry: 'sluice.near_limit',
     unit: '{decision}',
     help: 'Allowed decisions that left 20% of the limit or less, by limiter.',
+  },
+  listDenials: {
+    prometheus: 'sluice_list_denials_total',
+    openTelemetry: 'sluice.list_denials',
+    unit: '{request}',
+    help: 'Requests refused by a deny list, by limiter and list (store: limiter.deny(); middleware: the deny option).',
   },
   charges: {
     prometheus: 'sluice_charges_total',

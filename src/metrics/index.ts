@@ -1,6 +1,7 @@
 // `sluice/metrics`: recorders for createLimiter({ metrics }) — Prometheus, OpenTelemetry, or in process.
-export type { MetricsRecorder } from '../hooks.js';
+export type { DenyList, MetricsRecorder } from '../hooks.js';
 export {
+  DENY_LISTS,
   INSTRUMENTS,
   type Outcome,
   type SkipReason,

@@ -2,6 +2,7 @@
 import { invalidOption } from '../errors.js';
 import type { WaitEvent } from '../hooks.js';
 import {
+  DENY_LISTS,
   INSTRUMENTS,
   OUTCOMES,
   SKIP_REASONS,
@@ -67,6 +68,7 @@ class OpenTelemetryRecorder extends DecisionMetrics {
     const skipped = counter('skipped');
     const cacheHits = counter('cacheHits');
     const nearLimit = counter('nearLimit');
+    const listDenials = counter('listDenials');
     const charges = counter('charges');
     const chargedUnits = counter('chargedUnits');
     const cutOff = counter('cutOff');
@@ -96,12 +98,29 @@ class OpenTelemetryRecorder extends DecisionMetrics {
           result.observe(charges, t.charges, { limiter });
           result.observe(chargedUnits, t.chargedUnits, { limiter });
           result.observe(cutOff, t.cutOff, { limiter });
+          for (const list of DENY_LISTS) {
+            const value = list === 'store' ? t.storeListDenials : t.middlewareListDenials;
+            result.observe(listDenials, value, { limiter, list });
+          }
           result.observe(up, t.downShards.size === 0 ? 1 : 0, { limiter });
           result.observe(waiting, t.waits.waiting, { limiter });
           result.observe(pauses, t.waits.pauses, { limiter });
         }
       },
-      [decisions, units, skipped, cacheHits, nearLimit, charges, chargedUnits, cutOff, up, waiting, pauses],
+      [
+        decisions,
+        units,
+        skipped,
+        cacheHits,
+        nearLimit,
+        listDenials,
+        charges,
+        chargedUnits,
+        cutOff,
+        up,
+        waiting,
+        pauses,
+      ],
     );
   }
 

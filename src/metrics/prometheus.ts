@@ -1,6 +1,6 @@
 // prometheusMetrics(): decision counts exposed through a prom-client registry, read at scrape time.
 import { invalidOption } from '../errors.js';
-import { INSTRUMENTS, OUTCOMES, SKIP_REASONS, type SkipReason } from './definitions.js';
+import { DENY_LISTS, INSTRUMENTS, OUTCOMES, SKIP_REASONS, type SkipReason } from './definitions.js';
 import { type HotOptions, resolveMetricsOptions } from './options.js';
 import {
   cumulativeBuckets,
@@ -151,6 +151,18 @@ class PrometheusRecorder extends DecisionMetrics implements PrometheusMetrics {
       simple('charges', 'charges'),
       simple('chargedUnits', 'chargedUnits'),
       simple('cutOff', 'cutOff'),
+      metric(
+        prefix,
+        'listDenials',
+        'counter',
+        each((t) =>
+          DENY_LISTS.map((list) => ({
+            value: list === 'store' ? t.storeListDenials : t.middlewareListDenials,
+            labels: { limiter: t.name, list },
+          })),
+        ),
+        () => this.#zero((t) => Object.assign(t, { storeListDenials: 0, middlewareListDenials: 0 })),
+      ),
       metric(
         prefix,
         'storeSeconds',

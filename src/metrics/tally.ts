@@ -3,6 +3,7 @@ import type {
   CountedCall,
   DecisionCounter,
   DecisionSource,
+  DenyList,
   HookContext,
   MetricsRecorder,
   WaitEvent,
@@ -30,6 +31,9 @@ export class LimiterTally {
   storeError = 0;
   skipped = 0;
   fallback = 0;
+  /** Requests refused by the limiter's stored denials, and by the middleware's `deny` option. */
+  storeListDenials = 0;
+  middlewareListDenials = 0;
   /** `charge` calls, the units they took, and the units maxDebt cut off. */
   charges = 0;
   chargedUnits = 0;
@@ -117,6 +121,8 @@ export interface LimiterMetrics {
   readonly nearLimit: number;
   /** Denials the deny cache answered. */
   readonly denyCacheHits: number;
+  /** Requests refused by a deny list: the limiter's stored denials, the middleware's `deny` option. */
+  readonly listDenials: Readonly<Record<DenyList, number>>;
   /** `charge` calls (settles that charged among them), the units they took, and the units `maxDebt` cut off. */
   readonly charges: { readonly count: number; readonly units: number; readonly cutOff: number };
   /** Calls the store did not decide, by reason. */
@@ -250,6 +256,7 @@ export class DecisionMetrics implements MetricsRecorder {
     } else {
       if (enforced) tally.denied++;
       else tally.shadowDenied++;
+      if (decision.reason === 'denied') tally.storeListDenials++;
       // A failure policy that denies everyone says nothing about who is hot.
       if (tally.hot !== undefined && !isStoreFailure(decision.reason)) tally.hot.add(call.identifier);
     }
@@ -259,6 +266,13 @@ export class DecisionMetrics implements MetricsRecorder {
     else if (source === 'timeout') tally.timeout++;
     else if (source === 'store-error') tally.storeError++;
     else tally.skipped++;
+  }
+
+  /** Counts a request the middleware's `deny` option refused before the limiter was asked. */
+  listDenied(name: string, list: DenyList): void {
+    const tally = this.tally(name);
+    if (list === 'middleware') tally.middlewareListDenials++;
+    else tally.storeListDenials++;
   }
 
   /** The store went down (`up` false) or came back for a limiter, on one shard or all. */
@@ -333,6 +347,7 @@ function describe(tally: LimiterTally): LimiterMetrics {
     units: tally.units,
     nearLimit: tally.nearLimit,
     denyCacheHits: tally.cacheHits,
+    listDenials: { store: tally.storeListDenials, middleware: tally.middlewareListDenials },
     charges: { count: tally.charges, units: tally.chargedUnits, cutOff: tally.cutOff },
     storeSkipped: {
       timeout: tally.timeout,

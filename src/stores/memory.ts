@@ -1,8 +1,19 @@
 // The in-process store: runs each policy's pure twin over a bounded LRU map. No timer per key.
+import { storedVariant } from '../algorithms/variants.js';
 import { stateKey } from '../keys.js';
-import type { AtomicBatch, Operation, Store, StoreReply, StoreRequest, StoreResult } from '../types.js';
+import {
+  type AtomicBatch,
+  type Operation,
+  type Policy,
+  STORED_READS,
+  type Store,
+  type StoreReply,
+  type StoreRequest,
+  type StoreResult,
+} from '../types.js';
 import { keyPart, knownKeys, optionsObject, positiveInteger } from '../validate.js';
 import { NIL, Slots } from './memory-slots.js';
+import { MemoryStoredEntries } from './memory-stored.js';
 
 /** Options of {@link MemoryStore}. */
 export interface MemoryStoreOptions {
@@ -58,6 +69,10 @@ export class MemoryStore implements Store {
   // The sweep judges expiry in the requests' time, which a limiter's own clock may set apart from ours.
   #lastNow = 0;
   #lastClock = 0;
+  /** Limits and denials stored per identifier (see `LimiterOptions.overrides`), in the requests' time. */
+  readonly stored = new MemoryStoredEntries((given) =>
+    given === undefined ? this.#lastNow + (this.#clock() - this.#lastClock) : given,
+  );
 
   constructor(options?: MemoryStoreOptions) {
     const raw = optionsObject('MemoryStore options', options, false);
@@ -163,8 +178,43 @@ export class MemoryStore implements Store {
     this.#tableName = tag === undefined ? name : undefined;
   }
 
-  /** Decides a request as `operation` (an atomic group looks at every key before it takes). */
+  /**
+   * Decides a request as `operation` (an atomic group looks at every key before it takes), after
+   * what is stored for its identifier when the request reads it, as lua/stored.lua does: a denial
+   * refuses without looking at the quota; a stored limit decides by its variant of the policy.
+   */
   #decideAt(request: StoreRequest, operation: Operation, now: number): StoreResult {
+    const reads = request.storedReads ?? 0;
+    if (reads === 0) return this.#decideUnder(request.policy, request, operation, request.cost, now);
+    const held = this.stored.find(request.name, request.identifier, request.tag);
+    // Operations that ask for units read the denial; one asking more than a stored limit ever grants is refused.
+    const asks = (reads & STORED_READS.deny) !== 0;
+    if (held !== undefined && asks && held.deniedUntil > now) {
+      const left = Math.ceil(held.deniedUntil - now);
+      return { allowed: false, remaining: 0, resetMs: left, retryAfterMs: left, stored: -1 };
+    }
+    if (held !== undefined && (reads & STORED_READS.limit) !== 0 && held.limitEndsAt > now) {
+      const variant = storedVariant(request.policy, held.limit);
+      if (variant !== undefined) {
+        const stored = held.limit;
+        if (!asks || request.cost <= variant.maxCost) {
+          return { ...this.#decideUnder(variant, request, operation, request.cost, now), stored };
+        }
+        const { remaining, resetMs } = this.#decideUnder(variant, request, 'peek', 1, now);
+        return { allowed: false, remaining, resetMs, retryAfterMs: variant.windowMs, stored };
+      }
+    }
+    return this.#decideUnder(request.policy, request, operation, request.cost, now);
+  }
+
+  /** Decides a request under `policy` (its own, or the variant a stored limit gives). */
+  #decideUnder(
+    policy: Policy,
+    request: StoreRequest,
+    operation: Operation,
+    cost: number,
+    now: number,
+  ): StoreResult {
     const identifier = request.identifier;
     this.#select(request.name, request.tag);
     const table = this.#table;
@@ -179,7 +229,7 @@ export class MemoryStore implements Store {
         state = slots.state(slot);
       }
     }
-    const outcome = request.policy.decide(state, now, operation, request.cost, request.operands);
+    const outcome = policy.decide(state, now, operation, cost, request.operands);
     const ttlMs = outcome.ttlMs;
     if (ttlMs > 0 && outcome.state !== undefined) {
       if (slot === undefined) {
@@ -219,13 +269,15 @@ export class MemoryStore implements Store {
       }
       slot = newer;
     }
+    this.stored.sweep(now);
     return dropped;
   }
 
-  /** Forgets every identifier. */
+  /** Forgets every identifier, and what is stored for them. */
   clear(): void {
     for (const table of this.#tables) table.clear();
     this.#slots.clear();
+    this.stored.clear();
   }
 
   /** Stops the sweep timer. The store still works; expired state is then dropped only when touched. */

@@ -5,6 +5,7 @@ import { Redis } from 'ioredis';
 import { createLimiter, fixedWindow, RedisStore } from '../../src/index.js';
 import { parseJson, runCli, startCli, writeConfig } from '../helpers/cli.js';
 import { type RedisServer, startRedis } from '../helpers/redis-server.js';
+import { EXACT } from '../helpers/suites.js';
 
 interface AuditReport {
   complete: boolean;
@@ -78,6 +79,7 @@ describe('sluice audit', () => {
     await plantHealthy(HEALTHY);
     // State written by the library itself is healthy by construction.
     const limiter = createLimiter({
+      ...EXACT,
       store: new RedisStore({ client: redis, prefix: 'rl' }),
       policy: fixedWindow({ limit: 100, windowMs: 600_000 }),
       name: 'api',
@@ -204,6 +206,36 @@ describe('sluice audit', () => {
       matched.findings.map((f) => f.key),
       ['rl:login:{a-string}'],
     );
+  });
+
+  test('stored limits kept until cleared and denials are no findings, and --fix leaves them; a denial without an expiry is one', async () => {
+    const store = new RedisStore({ client: redis });
+    const api = createLimiter({
+      store,
+      policy: fixedWindow({ limit: 100, windowMs: 600_000 }),
+      name: 'api',
+      overrides: true,
+    });
+    await api.setLimit('acme', 1000);
+    await api.setLimit('beta', 10, { tag: 'tenant-9', ttlMs: 86_400_000 });
+    await api.deny('mallory', { forMs: 86_400_000 });
+    await api.limit('acme');
+    await redis.set('rl:api:{forgot}%deny', '1'); // a denial written by hand, without an expiry
+    const result = await audit('--fix', '--ttl', '1h', '--json');
+    const report = parseJson<AuditReport>(result);
+    assert.deepEqual(
+      report.findings.map((f) => [f.key, f.problems]),
+      [['rl:api:{forgot}%deny', ['no-expiry']]],
+    );
+    assert.equal(
+      report.limiters.find((group) => group.name === 'api')?.keys,
+      7,
+      'entries, indexes and state',
+    );
+    assert.equal(await redis.pttl('rl:api:{acme}%limit'), -1, 'a limit kept until cleared stays so');
+    assert.equal(await redis.pttl('rl:api:%limit'), -1);
+    assert.ok((await redis.pttl('rl:api:{mallory}%deny')) > 3_600_000, 'a denial is not cut to the policy');
+    assert.equal((await api.limit('acme')).limit, 1000);
   });
 
   test('Ctrl-C stops a slow scan at once and exits 130', async () => {

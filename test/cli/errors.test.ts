@@ -164,11 +164,11 @@ describe('sluice bad input', () => {
   test('usage errors: unknown command, unknown flag, missing value, bad numbers', async () => {
     assertOneLine(
       await runCli(['audti']),
-      /^sluice: Unknown command "audti": did you mean audit\? The commands are audit, verify, inspect, reset, bench, serve \(see `sluice --help`\)\.\n$/,
+      /^sluice: Unknown command "audti": did you mean audit\? The commands are audit, verify, inspect, reset, limits, deny, bench, serve \(see `sluice --help`\)\.\n$/,
     );
     assertOneLine(
       await runCli(['upload']),
-      /^sluice: Unknown command "upload"; expected one of audit, verify, inspect, reset, bench, serve \(see `sluice --help`\)\.\n$/,
+      /^sluice: Unknown command "upload"; expected one of audit, verify, inspect, reset, limits, deny, bench, serve \(see `sluice --help`\)\.\n$/,
     );
     assertOneLine(
       await runCli(['audit', '--colour']),
@@ -239,7 +239,7 @@ describe('sluice bad input', () => {
   });
 
   test('--help on every command prints its usage and exits 0', async () => {
-    for (const name of ['audit', 'verify', 'inspect', 'reset', 'bench', 'serve']) {
+    for (const name of ['audit', 'verify', 'inspect', 'reset', 'limits', 'deny', 'bench', 'serve']) {
       const result = await runCli([name, '--help']);
       assert.equal(result.code, 0);
       assert.match(result.stdout, new RegExp(`^Usage: sluice ${name}`));

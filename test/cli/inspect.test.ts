@@ -6,6 +6,7 @@ import { maxTtlMs, policyFromSpec } from '../../src/cli/config.js';
 import { createLimiter, type Limiter, type Policy, RedisStore } from '../../src/index.js';
 import { parseJson, runCli, writeConfig } from '../helpers/cli.js';
 import { type RedisServer, startRedis } from '../helpers/redis-server.js';
+import { EXACT } from '../helpers/suites.js';
 
 interface InspectReport {
   limiter: string;
@@ -51,7 +52,10 @@ describe('sluice inspect and reset', () => {
     await redis.connect();
     const store = new RedisStore({ client: redis, prefix: 'app' });
     for (const [name, spec] of Object.entries(POLICIES)) {
-      limiters.set(name, createLimiter({ store, policy: policyFromSpec(name, spec) as Policy, name }));
+      limiters.set(
+        name,
+        createLimiter({ ...EXACT, store, policy: policyFromSpec(name, spec) as Policy, name }),
+      );
     }
   });
   after(async () => {

@@ -188,9 +188,14 @@ describe('sluice serve', () => {
           /^Expected "cost" to be at most 100, the most tokenBucket\(capacity=100,refillPerSecond=10\) can ever grant, got 101 \(number\)\. See sluice\/docs\/errors\.md#err_sluice_cost_exceeds_limit$/,
         ],
         [
+          limit(base, { policy: 'api', key: 'k', limit: 0 }),
+          400,
+          /^Expected "limit" to be a positive integer, got 0 \(number\)\. See sluice\/docs\/errors\.md#err_sluice_invalid_limit$/,
+        ],
+        [
           limit(base, { policy: 'api', key: 'k', costs: 1 }),
           400,
-          /^Unknown field "costs"; expected "policy", "key" and optionally "cost"\.$/,
+          /^Unknown field "costs"; expected "policy", "key" and optionally "cost" and "limit"\.$/,
         ],
         [limit(base, 'x'.repeat(20_000)), 413, /^The body is 20000 bytes; at most 16384 are read\.$/],
         [send(base, 'GET', '/v1/limit'), 405, /^\/v1\/limit answers POST only\.$/],
@@ -226,6 +231,11 @@ describe('sluice serve', () => {
         running.output().stdout,
         new RegExp(`with ${SERVER_FAMILY.label} [\\d.]+ at redis://127\\.0\\.0\\.1:\\d+\\n`),
       );
+      // The first decision loads the scripts, which a loaded machine may not do within the policies'
+      // timeoutMs (50 ms by default): until Redis answers, on a key of its own.
+      for (let i = 0; i < 100; i++) {
+        if (JSON.parse((await limit(base, { policy: 'api', key: 'warm' })).body).reason === undefined) break;
+      }
       const reply = await limit(base, { policy: 'login', key: 'alice', cost: 2 });
       assert.equal(reply.status, 200, reply.body);
       assert.equal(JSON.parse(reply.body).remaining, 3);

@@ -21,7 +21,7 @@ import { keySlot } from '../../src/stores/redis/slot.js';
 import { BACKENDS, type Backend, openBackend } from '../helpers/backends.js';
 import { isCode } from '../helpers/errors.js';
 import { type RedisServer, startRedis } from '../helpers/redis-server.js';
-import { unique } from '../helpers/suites.js';
+import { EXACT, unique } from '../helpers/suites.js';
 
 const T0 = 1_700_000_000_000;
 let server: RedisServer;
@@ -331,7 +331,7 @@ describe('all() on Redis matches the memory store, every algorithm in one script
         const label = unique('mix');
         const onRedis = all(
           policies().map((policy, i) =>
-            createLimiter({ store: redis.store, policy, name: `${label}-${i}`, clock }),
+            createLimiter({ ...EXACT, store: redis.store, policy, name: `${label}-${i}`, clock }),
           ),
         );
         const inMemory = all(

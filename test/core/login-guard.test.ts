@@ -78,6 +78,8 @@ for (const kind of BACKENDS) {
         perIp: { limit: 100, windowMs: MINUTES_15 },
         name: `login-${kind}-${round}`,
         clock: () => now,
+        // A loaded machine must not turn a slow reply into the failure policy's answer.
+        timeoutMs: 60_000,
       });
       return guard;
     }

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createLimiter, fixedWindow, RedisStore, type SluiceError } from '../../src/index.js';
-import { connect } from '../helpers/clients.js';
+import { type ClientKind, type Connected, connect } from '../helpers/clients.js';
 import { startLoad, watchUnhandledRejections } from '../helpers/load.js';
 import { startRedis } from '../helpers/redis-server.js';
 import { fixedWindowCount } from '../helpers/stored.js';
@@ -19,6 +19,97 @@ function commandCalls(info: string, command: string): number {
   const match = new RegExp(`^cmdstat_${command}:calls=(\\d+)`, 'm').exec(info);
   return match === null ? 0 : Number(match[1]);
 }
+
+/** Whether a command (as the client library is handed it) loads scripts or the function library. */
+function isLoad(args: readonly unknown[]): boolean {
+  return /^(SCRIPT|FUNCTION)$/i.test(String(args[0])) && /^LOAD$/i.test(String(args[1]));
+}
+
+/**
+ * Makes `connected`'s client flush the server (through `admin`, another connection) after each
+ * load has run and before the store sees its reply: every resend that follows a load meets a
+ * server that has lost it again, the flush timed where a flush from elsewhere can land by chance.
+ */
+function flushAfterEachLoad(
+  connected: Connected,
+  admin: Connected,
+  flush: readonly string[],
+): { loads: number } {
+  const seen = { loads: 0 };
+  const after = async (args: readonly unknown[], reply: unknown): Promise<unknown> => {
+    if (isLoad(args)) {
+      seen.loads++;
+      await admin.command(...flush);
+    }
+    return reply;
+  };
+  const client = connected.client as Record<string, (...args: never[]) => Promise<unknown>>;
+  const method: Record<ClientKind, string> = {
+    ioredis: 'call',
+    iovalkey: 'call',
+    'node-redis': 'sendCommand',
+    'valkey-glide': 'customCommand',
+  };
+  const name = method[connected.kind];
+  const original = (client[name] as (...args: unknown[]) => Promise<unknown>).bind(client);
+  // ioredis is handed (command, ...args); node-redis and GLIDE an array (and GLIDE its options).
+  const commandOf = (args: unknown[]): unknown[] => (Array.isArray(args[0]) ? (args[0] as unknown[]) : args);
+  client[name] = ((...args: unknown[]) =>
+    original(...args).then((reply) => after(commandOf(args), reply))) as (
+    ...args: never[]
+  ) => Promise<unknown>;
+  return seen;
+}
+
+describe('a flush between each load and the resend', () => {
+  for (const { kind, mode } of VARIANTS) {
+    const flush = mode === 'scripts' ? ['SCRIPT', 'FLUSH'] : ['FUNCTION', 'FLUSH'];
+    test(`${kind}, ${mode}: every call is answered by Redis, once and in order, within three sends`, async () => {
+      const server = await startRedis();
+      const connected = await connect(kind, server.port);
+      const admin = await connect(kind, server.port);
+      const loads = flushAfterEachLoad(connected, admin, flush);
+      const store = new RedisStore({ client: connected.client, mode });
+      const errors: SluiceError[] = [];
+      const limiter = createLimiter({
+        store,
+        policy: fixedWindow({ limit: 10, windowMs: 600_000 }),
+        name: 'timed',
+        timeoutMs: 60_000,
+        onStoreError: 'deny',
+        onError: (error) => errors.push(error),
+      });
+      try {
+        // Five calls for one key, each made in a tick of its own (so a batch of its own), while the
+        // earlier ones are still being repaired.
+        const pending = [];
+        for (let i = 0; i < 5; i++) {
+          pending.push(limiter.limit('k'));
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+        const decisions = await Promise.all(pending);
+
+        assert.deepEqual(errors, []);
+        assert.deepEqual(
+          decisions.map((d) => [d.allowed, d.remaining, d.reason]),
+          [9, 8, 7, 6, 5].map((remaining) => [true, remaining, undefined]),
+          'each call answered by Redis, in the order made',
+        );
+        assert.equal(fixedWindowCount(await admin.command('GET', store.keyFor('timed', 'k'))), 5);
+        // Every load was followed by a flush, and no send was made beyond the third of its call.
+        assert.ok(loads.loads >= 2, `${loads.loads} loads`);
+        assert.ok(store.calls <= 5 * 3, `${store.calls} sends for 5 calls`);
+        // What answered them: the third send, carrying the body, which no flush can take away.
+        const info = String(await admin.command('INFO', 'commandstats'));
+        assert.ok(commandCalls(info, 'eval') >= 1, 'a third send with EVAL');
+      } finally {
+        await admin.close();
+        await connected.close();
+        await server.stop();
+      }
+    });
+  }
+});
 
 describe('SCRIPT FLUSH and FUNCTION FLUSH under load', () => {
   for (const { kind, mode } of VARIANTS) {

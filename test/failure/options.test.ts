@@ -42,12 +42,13 @@ function manualStore(): Store & {
 }
 
 describe('failure options', () => {
-  test('defaults: fail open after 50 ms, no deny cache, enforcing', () => {
+  test('defaults: fail open after 50 ms, no deny cache, enforcing, no stored limits read', () => {
     assert.deepEqual(LIMITER_DEFAULTS, {
       onStoreError: 'allow',
       timeoutMs: 50,
       denyCacheMaxEntries: 10_000,
       enforce: true,
+      overrides: false,
     });
   });
 

@@ -12,7 +12,7 @@ import { startRedis } from '../helpers/redis-server.js';
 
 const TIMEOUT_MS = 50;
 // The machine is shared and noisy: the bound asserted is generous, the figures measured are reported.
-const MARGIN_MS = 1000;
+const MARGIN_MS = 5000;
 const LIMIT = 40;
 const WORKERS = 100;
 const IDENTIFIERS = Array.from({ length: 50 }, (_, i) => `user-${i}`);

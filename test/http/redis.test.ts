@@ -39,18 +39,25 @@ function clientOf(kind: ClientKind): Connected {
 }
 
 /** A limiter on its own prefix; `prefix` shares one with another limiter, as two processes would. */
-function redisLimiter(kind: ClientKind, limit: number, name = 'api', clock = () => NOW, prefix?: string) {
+function redisLimiter(
+  kind: ClientKind,
+  limit: number,
+  name = 'api',
+  clock = () => NOW,
+  prefix?: string,
+  overrides = false,
+) {
   const store = new RedisStore({ client: clientOf(kind).client, prefix: prefix ?? `http${++prefixes}` });
   const policy = fixedWindow({ limit, windowMs: WINDOW_MS });
   // A busy machine must not turn a slow reply into a timeout decision: the tests assert exact headers.
-  const limiter = createLimiter({ store, policy, name, clock, timeoutMs: 60_000 });
+  const limiter = createLimiter({ store, policy, name, clock, timeoutMs: 60_000, overrides });
   return { limiter, store, close: () => {} };
 }
 
 const redisLimiters =
   (kind: ClientKind): MakeLimiter =>
-  (limit, name, clock) =>
-    redisLimiter(kind, limit, name, clock);
+  (limit, name, clock, overrides) =>
+    redisLimiter(kind, limit, name, clock, undefined, overrides);
 
 const ADAPTERS: ReadonlyArray<[string, Build, Capabilities]> = [
   ['express', buildExpress, {}],

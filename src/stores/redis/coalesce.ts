@@ -21,6 +21,8 @@ export interface Batch extends Items {
   readonly policy: Policy;
   readonly operation: Operation;
   readonly now: number | undefined;
+  /** What the script reads that operators stored (StoreRequest.storedReads): one value per call. */
+  readonly storedReads: number;
   /** Work in the batch, for the log: one sorted-set insert per unit of cost plus four commands per key. */
   work: number;
   /** Sent (a batch may be sent before the flush ends, to keep a key's calls in order). */
@@ -43,15 +45,17 @@ function mixedPolicies(requests: readonly StoreRequest[]): boolean {
 
 function newBatch(request: StoreRequest): Batch {
   const { policy, operation, now } = request;
-  return { policy, operation, now, requests: [], keys: [], replies: [], work: 0, sent: false };
+  const storedReads = request.storedReads ?? 0;
+  return { policy, operation, now, storedReads, requests: [], keys: [], replies: [], work: 0, sent: false };
 }
 
-/** Whether a request may join a batch: not sent, the same operation and time, room left. */
+/** Whether a request may join a batch: not sent, the same operation, time and stored reads, room left. */
 function joins(batch: Batch, request: StoreRequest, maxBatch: number): boolean {
   return (
     !batch.sent &&
     batch.operation === request.operation &&
     batch.now === request.now &&
+    batch.storedReads === (request.storedReads ?? 0) &&
     batch.requests.length < maxBatch &&
     (request.policy.script !== 'sliding-log' || batch.work + request.cost + 4 <= MAX_LOG_BATCH_WORK)
   );
@@ -82,6 +86,7 @@ function whole(queue: Items, cluster: boolean, maxBatch: number): Batch | undefi
   const first = requests[0];
   if (first === undefined || requests.length > maxBatch) return undefined;
   const { policy, operation, now } = first;
+  const storedReads = first.storedReads ?? 0;
   const log = policy.script === 'sliding-log';
   const slots = cluster && requests.length > 1;
   const slot = slots ? keySlot(keys[0] as string) : 0;
@@ -89,14 +94,20 @@ function whole(queue: Items, cluster: boolean, maxBatch: number): Batch | undefi
   for (let i = 0; i < requests.length; i++) {
     const request = requests[i] as StoreRequest;
     work += request.cost + 4;
-    if (request.policy !== policy || request.operation !== operation || request.now !== now) return undefined;
+    if (
+      request.policy !== policy ||
+      request.operation !== operation ||
+      request.now !== now ||
+      (request.storedReads ?? 0) !== storedReads
+    )
+      return undefined;
     if (i > 0 && ((log && work > MAX_LOG_BATCH_WORK) || (slots && keySlot(keys[i] as string) !== slot))) {
       return undefined;
     }
   }
   // The shape newBatch() makes (a spread of the queue made another, and cost a Redis decision
   // some 20 µs of CPU in the client, measured one call after another).
-  return { policy, operation, now, requests, keys, replies: queue.replies, work, sent: false };
+  return { policy, operation, now, storedReads, requests, keys, replies: queue.replies, work, sent: false };
 }
 
 /** Hands `send` the batches of a tick's queue: the queue whole when it can, else regrouped. */

@@ -24,19 +24,21 @@ function wellFormed(values: readonly unknown[], count: number, fields: number): 
  * Answers each request of a batch with its record of the script's reply (lua/single.lua), through
  * its reply, in order: one integer for an allowed key whose reset is the batch's shared one, two
  * for another allowed key, three for a denied one; then, for an operation whose entry has `fields`,
- * that many integers (the result's `fields`). Checks the whole reply first: false, answering
- * nothing, when it does not hold one record per request.
+ * that many integers (the result's `fields`); then, for a batch that reads what operators stored,
+ * one (the result's `stored` when not 0). Checks the whole reply first: false, answering nothing,
+ * when it does not hold one record per request.
  */
 export function answerRecords(
   reply: unknown,
   requests: readonly StoreRequest[],
   replies: readonly StoreReply[],
   fields: number,
+  stored = false,
 ): boolean {
   if (!Array.isArray(reply)) return false;
   const values = reply as unknown[];
   const count = requests.length;
-  if (!wellFormed(values, count, fields)) return false;
+  if (!wellFormed(values, count, stored ? fields + 1 : fields)) return false;
   const shared = values[0] as number;
   let at = 1;
   for (let i = 0; i < count; i++) {
@@ -65,6 +67,11 @@ export function answerRecords(
     if (fields > 0) {
       result = { ...result, fields: values.slice(at, at + fields) as number[] };
       at += fields;
+    }
+    if (stored) {
+      const applied = values[at] as number;
+      if (applied !== 0) result = { ...result, stored: applied };
+      at += 1;
     }
     (replies[i] as StoreReply).answered(requests[i] as StoreRequest, result);
   }

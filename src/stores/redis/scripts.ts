@@ -4,9 +4,16 @@ import { createHash } from 'node:crypto';
 import type { ScriptName } from '../../types.js';
 import { LUA_SOURCES } from './lua.generated.js';
 
+/**
+ * The scripts: each algorithm's and the combined one (`all`); the same reading what operators stored
+ * for identifiers (`<name>:stored`, for limiters with `overrides`); and the two that write a denial
+ * and keep the index of stored entries.
+ */
+export type ScriptKey = ScriptName | 'all' | `${ScriptName | 'all'}:stored` | 'stored-deny' | 'stored-index';
+
 /** A script as sent to Redis: its body, the SHA1 EVALSHA names it by, and its function name. */
 export interface Script {
-  readonly name: ScriptName | 'all';
+  readonly name: ScriptKey;
   readonly body: string;
   readonly sha: string;
   readonly functionName: string;
@@ -37,23 +44,38 @@ const READS_AHEAD: Readonly<Record<ScriptName, boolean>> = {
   gcra: true,
 };
 
-const bodies: Record<ScriptName | 'all', string> = {
-  ...(Object.fromEntries(
-    NAMES.map((name) => [
-      name,
-      [
-        LUA_SOURCES.prelude,
-        LUA_SOURCES[`algorithms/${name}`],
-        `local decide = ${FUNCTIONS[name]}`,
-        `local read_ahead = ${READS_AHEAD[name]}`,
-        LUA_SOURCES.single,
-      ].join('\n'),
-    ]),
-  ) as Record<ScriptName, string>),
-  all: [LUA_SOURCES.prelude, ...NAMES.map((name) => LUA_SOURCES[`algorithms/${name}`]), LUA_SOURCES.all].join(
-    '\n',
-  ),
-};
+/** One algorithm's batch script; `stored` reads what operators stored for each key (lua/stored.lua). */
+function single(name: ScriptName, stored: boolean): string {
+  return [
+    LUA_SOURCES.prelude,
+    LUA_SOURCES[`algorithms/${name}`],
+    ...(stored ? [LUA_SOURCES.stored] : []),
+    `local decide = ${FUNCTIONS[name]}`,
+    `local read_ahead = ${READS_AHEAD[name]}`,
+    `local stored = ${stored}`,
+    LUA_SOURCES.single,
+  ].join('\n');
+}
+
+/** The combined script (lua/all.lua); `stored` as for {@link single}. */
+function combined(stored: boolean): string {
+  return [
+    LUA_SOURCES.prelude,
+    ...NAMES.map((name) => LUA_SOURCES[`algorithms/${name}`]),
+    ...(stored ? [LUA_SOURCES.stored] : []),
+    `local stored = ${stored}`,
+    LUA_SOURCES.all,
+  ].join('\n');
+}
+
+const bodies = {
+  ...Object.fromEntries(NAMES.map((name) => [name, single(name, false)])),
+  all: combined(false),
+  ...Object.fromEntries(NAMES.map((name) => [`${name}:stored`, single(name, true)])),
+  'all:stored': combined(true),
+  'stored-deny': [LUA_SOURCES.prelude, LUA_SOURCES['stored-deny']].join('\n'),
+  'stored-index': [LUA_SOURCES.prelude, LUA_SOURCES['stored-index']].join('\n'),
+} as Record<ScriptKey, string>;
 
 /** The library's version: a digest of every body, so two sluice versions never replace each other's. */
 export const LIBRARY_VERSION = sha1(Object.values(bodies).join('\n')).slice(0, 12);
@@ -61,12 +83,12 @@ export const LIBRARY_VERSION = sha1(Object.values(bodies).join('\n')).slice(0, 1
 /** The library name used with FUNCTION LOAD. */
 export const LIBRARY_NAME = `sluice_${LIBRARY_VERSION}`;
 
-export const SCRIPTS: Readonly<Record<ScriptName | 'all', Script>> = Object.fromEntries(
+export const SCRIPTS: Readonly<Record<ScriptKey, Script>> = Object.fromEntries(
   Object.entries(bodies).map(([name, body]) => [
     name,
-    { name, body, sha: sha1(body), functionName: `${LIBRARY_NAME}_${name.replace(/-/g, '_')}` },
+    { name, body, sha: sha1(body), functionName: `${LIBRARY_NAME}_${name.replace(/[^a-z0-9]/g, '_')}` },
   ]),
-) as Record<ScriptName | 'all', Script>;
+) as Record<ScriptKey, Script>;
 
 /**
  * The function library: every script body wrapped as a function of (KEYS, ARGV), so the same text

@@ -6,6 +6,7 @@ import type {
   AtomicBatch,
   LimiterDeadline,
   Store,
+  StoredEntries,
   StoreReply,
   StoreRequest,
   StoreResult,
@@ -14,6 +15,7 @@ import { durationMs, keyPart, knownKeys, optionsObject, positiveInteger } from '
 import { toCommander } from './adapters.js';
 import { warnAboutClientSettings, warnAboutRequestTimeout } from './client-settings.js';
 import { type Batch, byKey, coalesce, type Items, noItems } from './coalesce.js';
+import { combinedCall, combinedResults } from './combined-call.js';
 import type { ClientLibrary, Commander } from './commander.js';
 import { Readiness } from './readiness.js';
 import { Recovery } from './recovery.js';
@@ -21,6 +23,7 @@ import { answerRecords } from './reply.js';
 import { LIBRARY_CODE, SCRIPTS, type Script } from './scripts.js';
 import { isTryAgain, storeError, type Unrun, unrunReason } from './server-errors.js';
 import { keySlot } from './slot.js';
+import { NO_ARGUMENTS, RedisStoredEntries, storedArguments } from './stored-entries.js';
 
 /** Options of {@link RedisStore}. */
 export interface RedisStoreOptions {
@@ -62,7 +65,8 @@ export interface RedisStoreOptions {
 const DEFAULTS = { prefix: 'rl', mode: 'scripts', maxBatch: 64, connectTimeoutMs: 5000 } as const;
 /**
  * Sends per batch when the server keeps answering that the script did not run (each after a
- * repair): another flush can land between a reload and the resend (seen under load).
+ * repair): another flush can land between a reload and the resend (seen under load), so the last
+ * send carries the body (EVAL), which no flush can take away.
  */
 const SEND_TRIES = 3;
 /**
@@ -95,6 +99,8 @@ export class RedisStore implements Store {
   #scheduled = false;
   /** Script or function calls sent, for tests and the benchmark's accounting. */
   calls = 0;
+  /** Limits and denials stored per identifier, beside their state (see `LimiterOptions.overrides`). */
+  readonly stored: StoredEntries;
 
   constructor(options: RedisStoreOptions) {
     const raw = optionsObject('RedisStore options', options, true);
@@ -116,6 +122,22 @@ export class RedisStore implements Store {
         ? DEFAULTS.connectTimeoutMs
         : durationMs('RedisStore.connectTimeoutMs', raw.connectTimeoutMs);
     this.#readiness = new Readiness(this.#commander, this.connectTimeoutMs);
+    this.stored = new RedisStoredEntries(this.prefix, {
+      run: (name, args, key) =>
+        this.#run(SCRIPTS[name], args, key).catch((error: unknown) => {
+          throw storeError(error, this.#shardOfKey(key));
+        }),
+      command: (args, key) => this.#command(args, key),
+    });
+  }
+
+  /** One command routed by `key`, its failure named as the store's. */
+  async #command(args: readonly string[], key: string): Promise<unknown> {
+    try {
+      return await this.#commander.send(args, key);
+    } catch (error) {
+      throw storeError(error, this.#shardOfKey(key));
+    }
   }
 
   /** Which client library and topology this store talks to. */
@@ -193,39 +215,22 @@ export class RedisStore implements Store {
    * takes from all only when all allow. The caller checked the keys (one slot, all distinct).
    */
   #sendTogether(requests: readonly StoreRequest[], reply: StoreReply, keys: readonly string[]): void {
-    const first = requests[0];
     const firstKey = keys[0];
-    if (first === undefined || firstKey === undefined) return;
-    const count = requests.length;
-    // Slots 0 and 1 are the command and the script's name; #run fills them.
-    const args = ['', '', String(count), ...keys, OPERATIONS[first.operation].code as string];
-    args.push(first.now === undefined ? '' : String(first.now));
-    for (const request of requests) {
-      const [firstParameter, secondParameter] = request.policy.args;
-      args.push(request.policy.script, String(request.cost), firstParameter ?? '', secondParameter ?? '');
-    }
+    if (requests.length === 0 || firstKey === undefined) return;
+    const call = combinedCall(requests, keys);
     const fail = (error: unknown): void => {
       for (const request of requests) reply.failed(request, error);
     };
-    this.#run(SCRIPTS.all, args, firstKey).then(
+    this.#run(call.script, call.args, firstKey).then(
       (answer) => {
-        if (!Array.isArray(answer) || answer.length !== count * 4) {
-          fail(
-            new SluiceError(
-              ERROR_CODES.BAD_REPLY,
-              `Expected ${count * 4} integers from the ${SCRIPTS.all.name} script, got ${Array.isArray(answer) ? `${answer.length} values` : typeof answer}.`,
-            ),
-          );
+        const results = combinedResults(call, answer, requests.length);
+        if (results instanceof SluiceError) {
+          fail(results);
           return;
         }
-        requests.forEach((request, i) => {
-          reply.answered(request, {
-            allowed: answer[i * 4] === 1,
-            remaining: Number(answer[i * 4 + 1]),
-            resetMs: Number(answer[i * 4 + 2]),
-            retryAfterMs: Number(answer[i * 4 + 3]),
-          });
-        });
+        for (let i = 0; i < requests.length; i++) {
+          reply.answered(requests[i] as StoreRequest, results[i] as StoreResult);
+        }
       },
       (error: unknown) => fail(storeError(error, this.#shardOfKey(firstKey))),
     );
@@ -233,11 +238,7 @@ export class RedisStore implements Store {
 
   async reset(name: string, identifier: string, tag?: string): Promise<void> {
     const key = stateKey(this.prefix, name, identifier, tag);
-    try {
-      await this.#commander.send(['DEL', key], key);
-    } catch (error) {
-      throw storeError(error, this.#shardOfKey(key));
-    }
+    await this.#command(['DEL', key], key);
   }
 
   #shardOfKey(key: string): string | undefined {
@@ -255,10 +256,12 @@ export class RedisStore implements Store {
   readonly #send = (batch: Batch): void => {
     batch.sent = true;
     const { requests, keys, replies, policy } = batch;
-    const script = SCRIPTS[policy.script];
+    const stored = batch.storedReads !== 0;
+    const script = stored ? SCRIPTS[`${policy.script}:stored`] : SCRIPTS[policy.script];
     const entry = OPERATIONS[batch.operation];
     const count = requests.length;
-    const args: string[] = new Array(5 + count * (2 + entry.operands) + policy.args.length);
+    const tail = stored ? storedArguments(batch.storedReads, policy) : NO_ARGUMENTS;
+    const args: string[] = new Array(5 + count * (2 + entry.operands) + policy.args.length + tail.length);
     // Slots 0 and 1 are the command and the script's name; run() fills them. Then the keys, the
     // operation, the time, the policy's parameters, one cost per key, and each key's operands.
     args[2] = String(count);
@@ -273,9 +276,10 @@ export class RedisStore implements Store {
     }
     if (entry.operands > 0)
       for (const request of requests) for (const operand of request.operands ?? []) args[at++] = operand;
+    for (const arg of tail) args[at++] = arg;
     this.#run(script, args, keys[0] as string).then(
       (reply) => {
-        if (answerRecords(reply, requests, replies, entry.fields)) return;
+        if (answerRecords(reply, requests, replies, entry.fields, stored)) return;
         const error = new SluiceError(
           ERROR_CODES.BAD_REPLY,
           `Expected one record per key (${count}) from the ${script.name} script, got ${Array.isArray(reply) ? `${reply.length} values that do not make them` : typeof reply}.`,
@@ -307,8 +311,9 @@ export class RedisStore implements Store {
     args[0] = functions ? 'FCALL' : 'EVALSHA';
     args[1] = functions ? script.functionName : script.sha;
     for (let attempt = 1; ; attempt++) {
-      if (attempt === SEND_TRIES && !functions) {
-        // Flushes keep landing between the loads and the resends: the body itself, which needs no load.
+      if (attempt === SEND_TRIES) {
+        // Flushes keep landing between the loads and the resends: the body itself, which needs no
+        // load. In functions mode too: each function is this same body, so EVAL decides the same way.
         args[0] = 'EVAL';
         args[1] = script.body;
       }

@@ -7,6 +7,7 @@ import { parseList } from 'structured-headers';
 import { clientIp } from '../../../src/http/client-key.js';
 import { type SluiceWarning, WARNING_CODES } from '../../../src/http/warnings.js';
 import type { Limiter } from '../../../src/index.js';
+import { decisionMetrics } from '../../../src/metrics/index.js';
 import { type SharedOptions, STREAMED } from './harness/common.js';
 import {
   assertProblem,
@@ -66,8 +67,16 @@ export interface Scenario {
 
 export type Build = (scenario: Scenario) => Promise<Harness>;
 
-/** Makes a fixed-window limiter of `limit` per minute at the test clock (or `clock`); memory by default. */
-export type MakeLimiter = (limit: number, name?: string, clock?: () => number) => TestLimiter;
+/**
+ * Makes a fixed-window limiter of `limit` per minute at the test clock (or `clock`); memory by
+ * default; with `overrides`, reading what is stored for identifiers.
+ */
+export type MakeLimiter = (
+  limit: number,
+  name?: string,
+  clock?: () => number,
+  overrides?: boolean,
+) => TestLimiter;
 
 /** What an adapter can be asked that others cannot. */
 export interface Capabilities {
@@ -102,8 +111,13 @@ export function conformance(
 ): void {
   describe(`${adapter}: common behaviour`, () => {
     const opened: Array<{ close(): unknown }> = [];
-    const limiterOf = (limit: number, name?: string, clock?: () => number): TestLimiter => {
-      const made = makeLimiter(limit, name, clock);
+    const limiterOf = (
+      limit: number,
+      name?: string,
+      clock?: () => number,
+      overrides?: boolean,
+    ): TestLimiter => {
+      const made = makeLimiter(limit, name, clock, overrides);
       opened.push(made);
       return made;
     };
@@ -473,6 +487,83 @@ export function conformance(
       });
       await off.send('/ok', { 'X-Forwarded-For': '198.51.100.7' });
       assert.deepEqual(quiet, []);
+    });
+
+    it('allow: a listed client is not counted and gets no headers; a client off the list is', async () => {
+      const { limiter } = limiterOf(1);
+      const app = await start({
+        limiter,
+        keyByHeader: true,
+        shared: { allow: ['10.0.0.0/8', 'trusted-key'] },
+      });
+      for (const client of ['10.9.8.7', '10.9.8.7', 'trusted-key', 'trusted-key']) {
+        const reply = await app.send('/ok', { 'x-client': client });
+        assert.equal(reply.status, 200);
+        assert.equal(header(reply.headers, 'ratelimit'), undefined, 'no headers: not limited');
+      }
+      assert.equal((await limiter.peek('10.9.8.7')).remaining, 1, 'nothing was counted');
+      assert.equal((await app.send('/ok', { 'x-client': '11.0.0.1' })).status, 200);
+      assert.equal((await app.send('/ok', { 'x-client': '11.0.0.1' })).status, 429);
+    });
+
+    it('deny: a listed identifier or range gets 403 with a problem body, no limiter asked; a neighbour /48 is served', async () => {
+      const { limiter } = limiterOf(5);
+      const metrics = decisionMetrics();
+      const app = await start({
+        limiter,
+        keyByHeader: true,
+        shared: { deny: ['2001:db8:1::/48', 'stolen-key'], allow: ['2001:db8:1:7::/64'], metrics },
+      });
+      for (const client of ['2001:db8:1:ffff::1', 'stolen-key']) {
+        const refused = await app.send('/ok', { 'x-client': client });
+        assert.equal(refused.status, 403);
+        assert.match(header(refused.headers, 'content-type') ?? '', /^application\/problem\+json/);
+        const problem = JSON.parse(refused.body) as Record<string, unknown>;
+        assert.deepEqual([problem.status, problem.title], [403, 'Forbidden']);
+        assert.equal(header(refused.headers, 'retry-after'), undefined, 'the list does not end');
+        assert.equal((await limiter.peek(client)).remaining, 5, 'the limiter was not asked');
+      }
+      const neighbour = await app.send('/ok', { 'x-client': '2001:db8:2::1' });
+      assert.equal(neighbour.status, 200);
+      assert.equal(rateLimitItem(neighbour.headers, 'api').r, 4);
+      assert.equal((await app.send('/ok', { 'x-client': '2001:db8:1:7::9' })).status, 200, 'allow wins');
+      assert.equal(metrics.snapshot()[0]?.listDenials.middleware, 2);
+    });
+
+    it('deny by range on address keys: every /56 key inside a /48 is refused, the next /48 is not', async () => {
+      const { limiter } = limiterOf(5);
+      const app = await start({
+        limiter,
+        shared: { key: clientIp({ trustProxy: ['loopback', 'uniquelocal'] }), deny: ['2001:db8:1::/48'] },
+      });
+      const from = (address: string) => app.send('/ok', { 'X-Forwarded-For': address });
+      assert.equal((await from('2001:db8:1:ab00::1')).status, 403);
+      assert.equal((await from('2001:db8:1:ffff:ffff::1')).status, 403);
+      assert.equal((await from('2001:db8:0:ffff::1')).status, 200);
+      assert.equal((await from('2001:db8:2::1')).status, 200);
+    });
+
+    it("a limiter's stored denial answers 403 with Retry-After, naming the limiter, until it ends", async () => {
+      const clock = testClock();
+      const { limiter } = limiterOf(5, 'api', clock.now, true);
+      const metrics = decisionMetrics();
+      const app = await start({ limiter, shared: { metrics } });
+      assert.equal((await app.send('/ok')).status, 200);
+      await limiter.deny(app.key, { forMs: 10_000 });
+      const refused = await app.send('/ok');
+      assert.equal(refused.status, 403);
+      assert.equal(header(refused.headers, 'retry-after'), '10');
+      const problem = JSON.parse(refused.body) as Record<string, unknown>;
+      assert.deepEqual([problem.title, problem['violated-policies']], ['Forbidden', ['api']]);
+      assert.equal(metrics.snapshot()[0]?.listDenials.store, 1);
+      clock.advance(10_000);
+      const back = await app.send('/ok');
+      assert.equal(back.status, 200);
+      assert.equal(
+        rateLimitItem(back.headers, 'api').r,
+        3,
+        'only the first request and this one were counted',
+      );
     });
 
     if (capabilities.noPeer === true) {

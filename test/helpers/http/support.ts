@@ -16,14 +16,23 @@ export interface TestLimiter {
   close(): void;
 }
 
-/** A fixed-window limiter of `limit` per minute on a memory store, at {@link NOW} (or `clock`). */
-export function memoryLimiter(limit: number, name = 'api', clock: () => number = () => NOW): TestLimiter {
+/**
+ * A fixed-window limiter of `limit` per minute on a memory store, at {@link NOW} (or `clock`); with
+ * `overrides`, reading what is stored for identifiers.
+ */
+export function memoryLimiter(
+  limit: number,
+  name = 'api',
+  clock: () => number = () => NOW,
+  overrides = false,
+): TestLimiter {
   const store = new MemoryStore();
   const limiter = createLimiter({
     store,
     policy: fixedWindow({ limit, windowMs: WINDOW_MS }),
     name,
     clock,
+    overrides,
   });
   return { limiter, store, close: () => store.close() };
 }

@@ -40,11 +40,11 @@ for (const platform of PLATFORMS) {
   conformance(
     `nestjs (${platform}) on redis`,
     buildNest(platform),
-    (limit, name = 'api', clock = () => NOW) => {
+    (limit, name = 'api', clock = () => NOW, overrides = false) => {
       const store = storeOf();
       const policy = fixedWindow({ limit, windowMs: WINDOW_MS });
       return {
-        limiter: createLimiter({ store, policy, name, clock, timeoutMs: 60_000 }),
+        limiter: createLimiter({ store, policy, name, clock, timeoutMs: 60_000, overrides }),
         store,
         close: () => {},
       };

@@ -1,9 +1,11 @@
--- Body of the one-policy script, after prelude.lua, the algorithm's function, `local decide = <it>`
--- and `local read_ahead = <whether it starts with a GET>`.
+-- Body of the one-policy script, after prelude.lua, the algorithm's function, `local decide = <it>`,
+-- `local read_ahead = <whether it starts with a GET>` and `local stored = <whether it reads what
+-- operators stored>` (with stored.lua before it when true).
 -- KEYS: one key per identifier, each decided on its own, in order.
 -- ARGV: op ('0' limit, '1' peek, '2' refund, '3' charge, '4' schedule), now in ms ('' reads the
 --       server clock), the policy's two parameters, one cost per key, then each key's operands
---       (OPERANDS[op] each: a charge's max_debt; a schedule's max_wait and pause_ms).
+--       (OPERANDS[op] each: a charge's max_debt; a schedule's max_wait and pause_ms); when `stored`, last: what to read (stored.lua) and the policy's limit rule (rule,
+--       own limit, share, x, y, follows).
 -- Returns integers: first the reset shared by the batch (the first allowed key's resetMs, else 0),
 -- then one record per key, in order:
 --   r >= 0              allowed; remaining r, resetMs the shared one, retryAfterMs 0
@@ -14,12 +16,13 @@
 -- An operation with fields (FIELDS[op]) follows each record with that many integers. A charge's
 -- record (always allowed) is followed by the retryAfterMs for a cost of 1, the debt, and the units
 -- cut off.
+-- Last, when `stored`, one more integer per record (after the operation's fields): the stored limit
+-- applied, 0, or -1 for a denial (stored.lua).
 local op = ARGV[1]
 -- Each operation's `operands` and `fields` (its entry in src/operations.ts); 0 when absent.
 local OPERANDS = { ['3'] = 1, ['4'] = 2 }
 local FIELDS = { ['3'] = 3, ['4'] = 3 }
 local operands, fields = OPERANDS[op] or 0, FIELDS[op] or 0
-local charging = op == '3'
 local now = clock(ARGV[2])
 -- Policies that start each decision with a GET (read_ahead: see scripts.ts) read the keys of a batch
 -- with one MGET instead: one command for the batch rather than one per key.
@@ -29,12 +32,21 @@ if read_ahead and #KEYS > 1 then
   for i = 1, #KEYS do ahead[KEYS[i]] = values[i] end
 end
 local first, second = tonumber(ARGV[3]), tonumber(ARGV[4])
+local reads, rule, own, share, x, y, follows, entries
+if stored then
+  local at = #ARGV - 6
+  reads, rule, own = tonumber(ARGV[at]), ARGV[at + 1], tonumber(ARGV[at + 2])
+  share, x, y = tonumber(ARGV[at + 3]), tonumber(ARGV[at + 4]), tonumber(ARGV[at + 5])
+  follows = ARGV[at + 6] == '1'
+  entries = stored_entries(KEYS, reads)
+end
 local out = { 0 }
 local shared = nil
 local n = 1
 -- Costs are mostly all alike: the text of the last one is compared (interned strings: one pointer)
 -- before it is parsed again.
 local costText, cost = nil, nil
+local charging = op == '3'
 for i = 1, #KEYS do
   local text = ARGV[4 + i]
   if text ~= costText then
@@ -46,8 +58,15 @@ for i = 1, #KEYS do
     local at = 4 + #KEYS + (i - 1) * operands
     operand1, operand2 = tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2])
   end
-  local allowed, remaining, reset, retry, field1, field2, field3 =
-    decide(KEYS[i], now, op, cost, first, second, operand1, operand2)
+  local allowed, remaining, reset, retry, field1, field2, field3, applied
+  if stored then
+    local denial, limit = stored_at(entries, i, reads)
+    allowed, remaining, reset, retry, field1, field2, field3, applied = decide_stored(decide, KEYS[i], now,
+      op, cost, first, second, operand1, reads, denial, limit, rule, own, share, x, y, follows, operand2)
+  else
+    allowed, remaining, reset, retry, field1, field2, field3 =
+      decide(KEYS[i], now, op, cost, first, second, operand1, operand2)
+  end
   if charging then
     -- Its wait is its first field: an allowed record has no room for one.
     out[n + 1] = -1 - 2 * reset
@@ -76,10 +95,15 @@ for i = 1, #KEYS do
     n = n + 3
   end
   if fields > 0 then
-    out[n + 1] = field1
-    if fields > 1 then out[n + 2] = field2 end
-    if fields > 2 then out[n + 3] = field3 end
+    -- A key a stored denial refused has none: zeros keep the records' shape.
+    out[n + 1] = field1 or 0
+    if fields > 1 then out[n + 2] = field2 or 0 end
+    if fields > 2 then out[n + 3] = field3 or 0 end
     n = n + fields
+  end
+  if stored then
+    n = n + 1
+    out[n] = applied
   end
 end
 return out

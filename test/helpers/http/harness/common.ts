@@ -9,7 +9,16 @@ import type { Harness, Scenario } from '../conformance.js';
 /** Options that do not depend on the framework's request, passed as they are. */
 export type SharedOptions = Pick<
   RateLimitOptions<never>,
-  'ban' | 'block' | 'headers' | 'partitionKey' | 'warnings' | 'onWarning' | 'missingKey'
+  | 'ban'
+  | 'block'
+  | 'headers'
+  | 'partitionKey'
+  | 'warnings'
+  | 'onWarning'
+  | 'missingKey'
+  | 'allow'
+  | 'deny'
+  | 'metrics'
 > & { readonly key?: KeyExtractor };
 
 /** What `/stream` sends, in two chunks written apart: 150 bytes. */
