@@ -1,4 +1,4 @@
-// Embeds the Lua sources (src/algorithms/*.lua, src/stores/redis/lua/*.lua) into
+// Embeds the Lua sources (src/algorithms/*.lua, src/budget/*.lua, src/stores/redis/lua/*.lua) into
 // src/stores/redis/lua.generated.ts, so both builds (ESM, CJS) and bundlers carry the scripts
 // without reading files at run time. The .lua files stay the source.
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -9,6 +9,7 @@ const src = join(dirname(fileURLToPath(import.meta.url)), '..', 'src');
 const sources = {};
 for (const [folder, prefix] of [
   ['algorithms', 'algorithms/'],
+  ['budget', 'budget/'],
   ['stores/redis/lua', ''],
 ]) {
   for (const file of readdirSync(join(src, folder))

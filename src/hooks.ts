@@ -1,4 +1,5 @@
 // Hooks for metrics and logs: their types, and the one caller that keeps a failing hook away from the decision.
+import type { BudgetView } from './budget/view.js';
 import type { SluiceError } from './errors.js';
 import type { Decision, Operation, Policy, Store } from './types.js';
 
@@ -66,6 +67,11 @@ export interface MetricsRecorder {
   /** Calls waiting for a slot on a limiter (`wait()`, `throttle()`), as they begin and end. Optional. */
   waited?(name: string, event: WaitEvent): void;
   /**
+   * A limiter with a global `budget` was made: `view` reads what its region holds and asks, at any
+   * time (see docs/regions.md). Optional.
+   */
+  budget?(name: string, view: () => BudgetView): void;
+  /**
    * A request that a deny list refused before the limiter was asked: `middleware`, the HTTP
    * middleware's `deny` option. (Denials of `limiter.deny()` are decisions: `record` gets them,
    * with `reason: 'denied'`.) Optional.
@@ -87,7 +93,10 @@ export type WaitEvent =
   | { readonly kind: 'paused'; readonly pauseMs: number };
 
 /** What a {@link DecisionCounter} is told of the call behind a decision (read it, do not keep it). */
-export type CountedCall = Pick<HookContext, 'identifier' | 'operation' | 'cost'>;
+export type CountedCall = Pick<HookContext, 'identifier' | 'operation' | 'cost'> & {
+  /** The call's hash tag, when it named one (see `CallOptions.tag`). */
+  readonly tag?: string | undefined;
+};
 
 /**
  * Counts one limiter's decisions for a recorder: what `register` may return, so that a decision

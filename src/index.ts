@@ -22,6 +22,8 @@ export {
   type SlidingWindowState,
   slidingWindow,
 } from './algorithms/sliding-window.js';
+export type { BudgetOptions } from './budget/options.js';
+export type { BudgetView } from './budget/view.js';
 export {
   type AllOptions,
   all,
@@ -44,6 +46,7 @@ export type {
   WaitEvent,
 } from './hooks.js';
 export {
+  type BudgetLimiter,
   type CallOptions,
   createLimiter,
   type KeyOptions,

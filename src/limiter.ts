@@ -1,9 +1,12 @@
 // createLimiter(): a limiter is one pipeline of the core (src/core/), deciding one call at a time.
 // Knows no Redis, no HTTP.
+import { type BudgetLimiter, budgetedLimiter } from './budget/limiter.js';
+import type { BudgetOptions } from './budget/options.js';
 import { Pipeline, RateLimiter } from './core/index.js';
 import { type LimiterOptions, resolveLimiterOptions } from './options.js';
 import type { Limiter } from './types.js';
 
+export type { BudgetLimiter } from './budget/limiter.js';
 export type { CallOptions, KeyOptions, Limiter, WaitDecision, WaitOptions } from './types.js';
 
 /**
@@ -21,6 +24,10 @@ export type { CallOptions, KeyOptions, Limiter, WaitDecision, WaitOptions } from
  * const decision = await limiter.limit('client-42');
  * if (!decision.allowed) reply(429, { 'Retry-After': Math.ceil(decision.retryAfterMs / 1000) });
  */
+export function createLimiter(options: LimiterOptions & { readonly budget: BudgetOptions }): BudgetLimiter;
+export function createLimiter(options: LimiterOptions): Limiter;
 export function createLimiter(options: LimiterOptions): Limiter {
-  return new RateLimiter(new Pipeline(resolveLimiterOptions(options)));
+  const resolved = resolveLimiterOptions(options);
+  if (resolved.budget !== undefined) return budgetedLimiter(resolved, resolved.budget);
+  return new RateLimiter(new Pipeline(resolved));
 }

@@ -1,5 +1,6 @@
 // Limiter options: their types, their defaults, and the one path that validates and resolves them.
 
+import { type BudgetConfig, type BudgetOptions, resolveBudget } from './budget/options.js';
 import type { FailureMode } from './core/health.js';
 import { invalidOption } from './errors.js';
 import type { DecisionHook, ErrorHook, MetricsRecorder } from './hooks.js';
@@ -79,6 +80,14 @@ export interface LimiterOptions {
    */
   readonly enforce?: boolean;
   /**
+   * One limit shared by several regions, each with its own store (`store`): the policy states the
+   * global limit, and every decision is made against this region's store alone, on what the ledger
+   * in `budget.global` granted it, asked for in the background (see docs/regions.md). The limiter
+   * then has `budget()` and `close()`.
+   * @default undefined (the policy's limit is this store's alone)
+   */
+  readonly budget?: BudgetOptions;
+  /**
    * Reads what operators store for identifiers, in the decision's own script (no extra round trip):
    * a limit (`setLimit`), used instead of the policy's own unless the call gives its `limit`, and a
    * denial (`deny`), which refuses with `reason: 'denied'`. Every process sees a change at its next
@@ -102,6 +111,8 @@ export interface ResolvedLimiterOptions {
   /** 0 when the deny cache is off. */
   readonly denyCacheMaxEntries: number;
   readonly enforce: boolean;
+  /** A budget shared with other regions; undefined for a limiter of its own. */
+  readonly budget: BudgetConfig | undefined;
   readonly overrides: boolean;
 }
 
@@ -117,6 +128,7 @@ const KNOWN = [
   'metrics',
   'denyCache',
   'enforce',
+  'budget',
   'overrides',
 ] as const;
 const FAILURE_MODES: readonly unknown[] = ['allow', 'deny', 'fallback'] satisfies FailureMode[];
@@ -165,6 +177,11 @@ export function resolveLimiterOptions(options: LimiterOptions): ResolvedLimiterO
       raw.overrides,
     );
   }
+  if (overrides && raw.budget !== undefined) {
+    // A region holds what the ledger granted for the policy's limit: a stored limit would change it
+    // in one region and not in the ledger.
+    throw invalidOption('overrides', 'false for a limiter with a `budget`', raw.overrides);
+  }
   return Object.freeze({
     store: raw.store,
     policy: raw.policy,
@@ -180,6 +197,7 @@ export function resolveLimiterOptions(options: LimiterOptions): ResolvedLimiterO
     metrics: resolveRecorder('metrics', raw.metrics),
     denyCacheMaxEntries: denyCacheEntries(raw.denyCache),
     enforce: flag('enforce', raw.enforce, LIMITER_DEFAULTS.enforce),
+    budget: raw.budget === undefined ? undefined : resolveBudget(raw.budget, raw.policy),
     overrides,
   });
 }

@@ -74,8 +74,21 @@ export interface ChargeDecision extends Decision {
  */
 export type Operation = 'limit' | 'peek' | 'refund' | 'charge' | 'schedule';
 
-/** The algorithm names, also the names of the Lua scripts (`src/algorithms/<name>.lua`). */
-export type ScriptName = 'fixed-window' | 'sliding-log' | 'sliding-window' | 'gcra';
+/**
+ * The algorithm names, also the names of the Lua scripts (`src/algorithms/<name>.lua`). The
+ * `budget-*` ones are a region's part of a global budget (see `budget` in createLimiter's options).
+ */
+export type ScriptName =
+  | 'fixed-window'
+  | 'sliding-log'
+  | 'sliding-window'
+  | 'gcra'
+  | 'budget-window'
+  | 'budget-window-grant'
+  | 'budget-window-release'
+  | 'budget-window-sync'
+  | 'budget-bucket'
+  | 'budget-bucket-lease';
 
 /**
  * What a pure twin returns: the decision fields the store does not know (`limit` is the policy's)

@@ -41,6 +41,19 @@ export interface FailureSettings {
   readonly timeoutMs?: number;
 }
 
+/**
+ * The `budget` section: how policies share one limit across regions when `serve --region` runs
+ * (the region and the global store come from the flags). Checked by createLimiter when used.
+ */
+export interface BudgetSettings {
+  readonly regions: readonly string[] | undefined;
+  /** The policies that share a budget; undefined: every policy whose algorithm can. */
+  readonly policies: readonly string[] | undefined;
+  readonly leaseMs?: number;
+  readonly floor?: number;
+  readonly reserve?: number;
+}
+
 export interface Config {
   /** The file read, or undefined for the built-in defaults. */
   readonly path: string | undefined;
@@ -55,6 +68,7 @@ export interface Config {
    */
   readonly overrides: ReadonlySet<string>;
   readonly serve: ServeSettings;
+  readonly budget: BudgetSettings;
 }
 
 /**
@@ -169,7 +183,7 @@ function onlyKeys(where: string, value: Record<string, unknown>, known: readonly
 /** Validates a parsed config document; `where` names the file in messages. */
 export function parseConfig(where: string, document: unknown, path: string | undefined): Config {
   const root = objectAt(where, document);
-  onlyKeys(where, root, ['prefix', 'policies', 'serve']);
+  onlyKeys(where, root, ['prefix', 'policies', 'serve', 'budget']);
   const prefix = root.prefix ?? 'rl';
   if (typeof prefix !== 'string' || !/^[\x21-\x7a|~]{1,128}$/.test(prefix)) {
     fail(
@@ -228,7 +242,44 @@ export function parseConfig(where: string, document: unknown, path: string | und
     failure,
     overrides,
     serve: { host, port, demoPolicy: demo, headers: headers as HeaderStyle[] },
+    budget: budgetSettings(`${where}: budget`, root.budget, policies),
   };
+}
+
+function stringList(where: string, value: unknown): readonly string[] | undefined {
+  if (value === undefined) return undefined;
+  if (!Array.isArray(value) || !value.every((item) => typeof item === 'string' && item !== '')) {
+    fail(where, `expected a list of names, got ${JSON.stringify(value)}.`);
+  }
+  return value as string[];
+}
+
+/** The `budget` section, its numbers left to createLimiter (which names the option it refuses). */
+function budgetSettings(
+  where: string,
+  value: unknown,
+  policies: ReadonlyMap<string, Policy>,
+): BudgetSettings {
+  const raw = objectAt(where, value ?? {});
+  onlyKeys(where, raw, ['regions', 'policies', 'leaseMs', 'floor', 'reserve']);
+  const named = stringList(`${where}.policies`, raw.policies);
+  for (const name of named ?? []) {
+    if (!policies.has(name)) {
+      fail(
+        `${where}.policies`,
+        `${JSON.stringify(name)} is not one of the policies (${[...policies.keys()].join(', ')}).`,
+      );
+    }
+  }
+  const numbers: Record<string, number> = {};
+  for (const key of ['leaseMs', 'floor', 'reserve'] as const) {
+    const number = raw[key];
+    if (number === undefined) continue;
+    if (typeof number !== 'number')
+      fail(`${where}.${key}`, `expected a number, got ${JSON.stringify(number)}.`);
+    numbers[key] = number;
+  }
+  return { regions: stringList(`${where}.regions`, raw.regions), policies: named, ...numbers };
 }
 
 /**

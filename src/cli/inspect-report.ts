@@ -1,6 +1,7 @@
 // The text of `sluice inspect`: the stored state in words, its TTL, and the next request's decision.
 import type { Decision, Policy } from '../index.js';
 import { type StateView, when } from './decode.js';
+import { type RegionWindowView, regionWindowText } from './inspect-ledger.js';
 import { formatDuration, formatNumber } from './output.js';
 
 /** What `sluice inspect` found; `--json` prints it as it is. */
@@ -10,14 +11,16 @@ export interface InspectReport {
   readonly key: string;
   readonly type: string;
   readonly raw: unknown;
-  readonly state: StateView | null;
+  /** Decoded by the policy, or a region's state of a window budget (`--global-redis`). */
+  readonly state: StateView | RegionWindowView | null;
   readonly ttlMs: number | null;
   readonly serverTimeMs: number;
   /** peek()'s decision (`remaining`: what is left now) and what would remain after the request. */
   readonly next: Decision & { readonly cost: number; readonly remainingAfter: number };
 }
 
-function describe(state: StateView, policy: Policy): string {
+function describe(state: StateView | RegionWindowView, policy: Policy): string {
+  if ('regionWindow' in state) return regionWindowText(state);
   if ('error' in state) return `unreadable: ${state.error}`;
   if ('windowIndex' in state && 'count' in state) {
     const window = `window ${state.windowIndex} (${when(state.windowStartMs)} to ${when(state.windowEndMs)})`;

@@ -1,5 +1,13 @@
 // `sluice inspect <limiter> <identifier>`: the stored state decoded, its TTL, and what the next request would get.
-import { createLimiter, type Decision, type Policy, RedisStore, SluiceError } from '../index.js';
+import {
+  createLimiter,
+  type Decision,
+  type Limiter,
+  MemoryStore,
+  type Policy,
+  RedisStore,
+  SluiceError,
+} from '../index.js';
 import {
   COMMON_FLAGS,
   COMMON_FLAGS_HELP,
@@ -18,6 +26,7 @@ import type { Command, Context } from './command.js';
 import { ALGORITHMS, type Config, findConfig, NO_CONFIG, policyFromSpec } from './config.js';
 import { decodeState, type RawState } from './decode.js';
 import { CliError, EXIT } from './errors.js';
+import { ledgerText, readLedger, regionWindowState } from './inspect-ledger.js';
 import { type InspectReport, textReport } from './inspect-report.js';
 import { type Connection, connect, redisUrl } from './redis.js';
 
@@ -76,7 +85,15 @@ const spec = {
   name: 'inspect',
   summary: "show an identifier's stored state, decoded, its TTL, and what its next request would get",
   positionals: ['limiter', 'identifier'],
-  flags: { ...COMMON_FLAGS, ...CONNECTION_FLAGS, ...CONFIG_FLAGS, ...POLICY_FLAGS, cost: { type: 'string' } },
+  flags: {
+    ...COMMON_FLAGS,
+    ...CONNECTION_FLAGS,
+    ...CONFIG_FLAGS,
+    ...POLICY_FLAGS,
+    cost: { type: 'string' },
+    'global-redis': { type: 'string' },
+    regions: { type: 'string' },
+  },
   help: `Usage: sluice inspect <limiter> <identifier> [--redis URL] [--config file | --algorithm ...] [--cost n]
 
 Reads the key <prefix>:<limiter>:{<identifier>} and shows its state decoded (window counts, the
@@ -90,6 +107,10 @@ ${POLICY_FLAGS_HELP}
 
 Options:
   --cost <n>          units the next request would ask (default 1)
+  --global-redis <url>
+                      for a policy whose limit regions share (see docs/regions.md): also show the
+                      identifier's ledger in the global store, what each region was granted and asked
+  --regions <a,b,c>   the regions' names in the budget's order (default: the config's budget.regions)
 ${CONNECTION_FLAGS_HELP}
 ${CONFIG_FLAGS_HELP}
 ${COMMON_FLAGS_HELP}
@@ -135,6 +156,8 @@ interface InspectOptions {
   readonly cost: number;
   readonly redis: string;
   readonly timeoutMs: number;
+  readonly globalRedis: string | undefined;
+  readonly regions: readonly string[] | undefined;
 }
 
 /** Reads the arguments and finds the policy; every refusal happens here, before connecting. */
@@ -149,14 +172,34 @@ function parse(values: Values, positionals: readonly string[]): InspectOptions {
     cost: optional(values, 'cost', parsePositiveInteger, 1),
     redis: redisUrl(stringFlag(values, 'redis')),
     timeoutMs: optional(values, 'timeout', parseDuration, 5000),
+    globalRedis: stringFlag(values, 'global-redis'),
+    regions: stringFlag(values, 'regions')?.split(',') ?? config?.budget.regions,
   };
+}
+
+/**
+ * The limiter to peek with: with `--global-redis`, the region's part of the budget (its ledger is
+ * never asked: a peek is not counted), so that the next request is judged on what the region holds.
+ */
+function regionLimiter(options: InspectOptions, store: RedisStore): Limiter {
+  const { name, policy, timeoutMs, regions, globalRedis } = options;
+  if (globalRedis === undefined) return createLimiter({ store, policy, name, timeoutMs });
+  if (regions === undefined) {
+    throw new CliError(
+      '`--global-redis` reads a budget shared by regions: give `--regions eu,us,ap` (or "regions" in the config\'s "budget" section).',
+    );
+  }
+  const budget = { global: new MemoryStore(), region: regions[0] as string, regions };
+  const limiter = createLimiter({ store, policy, name, timeoutMs, budget });
+  limiter.close();
+  return limiter;
 }
 
 /** The state read and decoded, and what the next request would get, from limiter.peek(). */
 async function execute(connection: Connection, options: InspectOptions): Promise<InspectReport> {
   const { name, identifier, policy, cost } = options;
   const store = new RedisStore({ client: connection.client, prefix: options.prefix });
-  const limiter = createLimiter({ store, policy, name, timeoutMs: options.timeoutMs });
+  const limiter = regionLimiter(options, store);
   const key = store.keyFor(name, identifier);
   const { raw, ttlMs, nowMs } = await readState(connection, key);
   let next: Decision;
@@ -178,7 +221,9 @@ async function execute(connection: Connection, options: InspectOptions): Promise
     key,
     type: raw.type,
     raw: 'value' in raw ? raw.value : 'entries' in raw ? raw.entries : null,
-    state: decodeState(policy, raw, nowMs, ttlMs),
+    state:
+      (options.regions !== undefined ? regionWindowState(raw) : undefined) ??
+      decodeState(policy, raw, nowMs, ttlMs),
     ttlMs: ttlMs >= 0 ? ttlMs : null,
     serverTimeMs: nowMs,
     // peek() tells what is left now; the request, when allowed, takes its cost from that.
@@ -198,6 +243,16 @@ async function run(context: Context): Promise<number> {
     report = await execute(connection, options);
   } finally {
     await connection.close();
+  }
+  if (options.globalRedis !== undefined) {
+    const key = `${options.prefix}:budget:${options.name}:{${options.identifier}}`;
+    const global = await readLedger(options.globalRedis, options.timeoutMs, key, options.regions);
+    context.out(
+      context.json
+        ? JSON.stringify({ ...report, global }, null, 2)
+        : [textReport(report, options.policy), ...ledgerText(global, report.serverTimeMs)].join('\n'),
+    );
+    return EXIT.OK;
   }
   context.out(context.json ? JSON.stringify(report, null, 2) : textReport(report, options.policy));
   return EXIT.OK;

@@ -4,6 +4,7 @@ import type { Store } from '../index.js';
 import { optional, parsePositiveInteger, stringFlag, type Values } from './args.js';
 import { CliError } from './errors.js';
 import type { Connection } from './redis.js';
+import type { BudgetPart } from './serve-budget.js';
 import type { Route } from './service.js';
 
 /** Flags `serve` takes for the Envoy service. */
@@ -88,11 +89,13 @@ function envoyOptions(
   connection: Connection | undefined,
   log: (line: string) => void,
   registry: Registry | undefined,
+  budget: BudgetPart | undefined,
 ): EnvoyOptions {
   const client = connection?.client;
   return {
     path,
     store,
+    budget: budget?.options,
     oneShard: connection?.cluster !== true,
     host: stringFlag(values, 'grpc-host') ?? envoy.GRPC_DEFAULTS.host,
     port: optional(
@@ -146,6 +149,7 @@ export async function startEnvoyPart(
   connection: Connection | undefined,
   log: (line: string) => void,
   registry: Registry | undefined,
+  budget?: BudgetPart,
 ): Promise<EnvoyPart | undefined> {
   const path = stringFlag(values, 'envoy');
   if (path === undefined) {
@@ -157,7 +161,7 @@ export async function startEnvoyPart(
   }
   // Loaded only here: `sluice serve` without --envoy, and `import 'sluice'`, never load gRPC or YAML.
   const envoy = await import('../envoy/index.js');
-  const options = envoyOptions(envoy, values, path, store, connection, log, registry);
+  const options = envoyOptions(envoy, values, path, store, connection, log, registry, budget);
   const running = await startOrExplain(envoy, options);
   const where = `${options.host.includes(':') ? `[${options.host}]` : options.host}:${running.port}`;
   // running.http answers its own two paths: each route hands the request to it.

@@ -7,6 +7,7 @@ import {
   MemoryStore,
   type MetricsRecorder,
   RedisStore,
+  SluiceError,
   type Store,
 } from '../index.js';
 import {
@@ -28,6 +29,7 @@ import { adminRouteList } from './dashboard/routes.js';
 import { CliError, EXIT, errorText } from './errors.js';
 import { type Connection, connect, DEFAULT_URL } from './redis.js';
 import { RequestLog } from './request-log.js';
+import { BUDGET_FLAGS, BUDGET_FLAGS_HELP, type BudgetPart, startBudgetPart } from './serve-budget.js';
 import { ENVOY_FLAGS, ENVOY_FLAGS_HELP, type EnvoyPart, startEnvoyPart } from './serve-envoy.js';
 import { createService, type Route } from './service.js';
 
@@ -52,6 +54,7 @@ const spec = {
     host: { type: 'string' },
     port: { type: 'string' },
     'admin-token': { type: 'string' },
+    ...BUDGET_FLAGS,
     ...ENVOY_FLAGS,
   },
   help: `Usage: sluice serve [--config sluice.config.json] [--port 8080] [--host 127.0.0.1] [--redis URL]
@@ -89,6 +92,7 @@ Options:
                       "Authorization: Bearer <t>" or as a Basic password. On loopback they are open
                       without one; beyond loopback (e.g. --host 0.0.0.0) they are off without one.
                       The environment variable keeps the token out of the process list.
+${BUDGET_FLAGS_HELP}
 ${ENVOY_FLAGS_HELP}
 ${CONFIG_FLAGS_HELP}
 ${COMMON_FLAGS_HELP}`,
@@ -162,6 +166,7 @@ function hearingHealth(
   return {
     register: (limiter) => recorder?.register(limiter),
     record: (decision, context) => recorder?.record(decision, context),
+    budget: (name, view) => recorder?.budget?.(name, view),
     health: (name, up, shard) => {
       recorder?.health(name, up, shard);
       if (up && failing.delete(name)) log(`sluice serve: policy ${name}: Redis answers again`);
@@ -179,36 +184,51 @@ function buildLimiters(
   store: Store,
   extra: Partial<LimiterOptions>,
   log: (line: string) => void,
+  budget: BudgetPart | undefined,
 ): Map<string, Limiter> {
   const limiters = new Map<string, Limiter>();
   const failing = new Set<string>();
   const metrics = hearingHealth(extra.metrics, failing, log);
   for (const [name, policy] of config.policies) {
-    const limiter = createLimiter({
-      ...extra,
-      store,
-      policy,
-      name,
-      ...config.failure.get(name),
-      overrides: config.overrides.has(name),
-      metrics,
-      onError: (error) => {
-        if (failing.has(name)) return;
-        failing.add(name);
-        log(
-          `sluice serve: policy ${name}: ${errorText(error)}; deciding by onStoreError until Redis answers`,
-        );
-      },
-    });
-    limiters.set(name, limiter);
+    const shared = budget?.budgetFor(name, policy);
+    try {
+      const limiter = createLimiter({
+        ...extra,
+        store,
+        policy,
+        name,
+        ...config.failure.get(name),
+        overrides: config.overrides.has(name),
+        ...(shared === undefined ? {} : { budget: shared }),
+        metrics,
+        onError: (error) => {
+          if (failing.has(name)) return;
+          failing.add(name);
+          log(
+            `sluice serve: policy ${name}: ${errorText(error)}; deciding by onStoreError until Redis answers`,
+          );
+        },
+      });
+      limiters.set(name, limiter);
+    } catch (error) {
+      if (error instanceof SluiceError)
+        throw new CliError(`policy ${name}: ${error.message}`, { cause: error });
+      throw error;
+    }
   }
   return limiters;
+}
+
+/** Stops the background work of limiters that share a budget (their ledger calls). */
+function closeLimiters(limiters: ReadonlyMap<string, Limiter>): void {
+  for (const limiter of limiters.values()) (limiter as { close?: () => void }).close?.();
 }
 
 /** What runs beside the HTTP service, started before it listens and stopped after it drained. */
 interface Parts {
   readonly monitor: Monitor;
   readonly envoy: EnvoyPart | undefined;
+  readonly budget: BudgetPart | undefined;
   /** The routes they add to the service. */
   readonly routes: readonly Route[];
   close(): Promise<void>;
@@ -225,23 +245,31 @@ async function startParts(
   connection: Connection | undefined,
   storeText: string,
 ): Promise<Parts & { readonly limiters: Map<string, Limiter> }> {
+  const budget = await startBudgetPart(context.values, options.config, options.prefix);
   const monitor = await startMonitor({ config: options.config, store: storeText, token: options.adminToken });
-  const limiters = buildLimiters(options.config, store, { metrics: monitor.metrics }, context.err);
+  let limiters: Map<string, Limiter> | undefined;
   let envoy: EnvoyPart | undefined;
   try {
-    envoy = await startEnvoyPart(context.values, store, connection, context.err, monitor.registry);
+    limiters = buildLimiters(options.config, store, { metrics: monitor.metrics }, context.err, budget);
+    envoy = await startEnvoyPart(context.values, store, connection, context.err, monitor.registry, budget);
   } catch (error) {
+    if (limiters !== undefined) closeLimiters(limiters);
     monitor.close();
+    await budget?.close();
     throw error;
   }
+  const built = limiters;
   return {
-    limiters,
+    limiters: built,
     monitor,
     envoy,
+    budget,
     routes: [...adminRouteList(monitor.routes), ...(envoy?.routes ?? [])],
     async close() {
       await envoy?.close(DRAIN_MS);
+      closeLimiters(built);
       monitor.close();
+      await budget?.close();
     },
   };
 }
@@ -265,6 +293,7 @@ function banner(
       policies: names,
       config: options.config.path ?? null,
       dashboard: admin.dashboard,
+      ...(parts.budget === undefined ? {} : { budget: parts.budget.json }),
       ...(parts.envoy === undefined ? {} : { envoy: parts.envoy.json }),
     });
   }
@@ -273,6 +302,7 @@ function banner(
     `sluice serve: listening on ${where} with ${storeText}`,
     `  policies ${names.join(', ')} from ${options.config.path ?? 'the built-in config'}`,
     ...admin.lines,
+    ...(parts.budget === undefined ? [] : [parts.budget.banner]),
     `  try: curl -i ${where}/demo   or   curl -i -d '{"policy":"${names[0]}","key":"client-42"}' ${where}/v1/limit`,
     ...(parts.envoy === undefined ? [] : [parts.envoy.banner]),
   ].join('\n');

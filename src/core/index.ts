@@ -1,6 +1,7 @@
 // The core's one entry for the rest of sluice: the limiter, groups of limiters, the checks they share.
 // Adapters, the Envoy service, the login guard and the penalties import from here; the public
 // modules (limiter.ts, combine.ts, index.ts) re-export what users see.
+export { storeError } from './answers.js';
 export { checkIdentifier, checkTag, policyFor } from './checks.js';
 export {
   Combined,

@@ -1,6 +1,7 @@
 // Starts the Envoy rate limit service beside `sluice serve`: config, gRPC server, HTTP twins, hot reload.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Registry } from 'prom-client';
+import type { BudgetOptions } from '../budget/options.js';
 import type { Store } from '../types.js';
 import type { EnvoyBounds } from './bounds.js';
 import { buildConfig } from './config.js';
@@ -24,6 +25,11 @@ export interface EnvoyOptions {
   /** A config file, or a directory of them (every .yaml and .yml in it). */
   readonly path: string;
   readonly store: Store;
+  /**
+   * A budget the rules share with other regions (`serve --region`): every rule's limit but sliding
+   * logs' and descriptors' overrides, which stay this region's own.
+   */
+  readonly budget?: BudgetOptions | undefined;
   /** Whether the store is one shard (memory, one Redis, Sentinel) rather than a Redis Cluster. */
   readonly oneShard: boolean;
   readonly host: string;
@@ -136,6 +142,7 @@ export async function startEnvoy(options: EnvoyOptions): Promise<RunningEnvoy> {
     options.registry === undefined ? undefined : await envoyMetrics(options.registry);
   const service = new EnvoyService({
     store: options.store,
+    budget: options.budget,
     oneShard: options.oneShard,
     shadow: options.shadow,
     quotaMode: options.quotaMode,
@@ -164,6 +171,7 @@ export async function startEnvoy(options: EnvoyOptions): Promise<RunningEnvoy> {
       stopping = true;
       stopWatching();
       await grpc.close(graceMs);
+      service.close();
     },
   };
 }

@@ -4,8 +4,9 @@ import { fixedWindow } from '../algorithms/fixed-window.js';
 import { gcra, tokenBucket } from '../algorithms/gcra.js';
 import { SLIDING_LOG_MAX_LIMIT, slidingLog } from '../algorithms/sliding-log.js';
 import { slidingWindow } from '../algorithms/sliding-window.js';
+import type { BudgetOptions } from '../budget/options.js';
 import type { ErrorHook } from '../hooks.js';
-import { createLimiter, type Limiter } from '../limiter.js';
+import { type BudgetLimiter, createLimiter, type Limiter } from '../limiter.js';
 import type { Policy, Store } from '../types.js';
 import type { EnvoyAlgorithm, Rule, RuleLimit, StoreErrorAnswer } from './config.js';
 import { UNIT_MS, type UnitName } from './units.js';
@@ -34,6 +35,11 @@ const MAX_OVERRIDES = 1000;
 /** What limiters are built with. */
 export interface LimiterSettings {
   readonly store: Store;
+  /**
+   * A budget shared with other regions: each rule's limit is shared (sliding logs' aside, whose
+   * algorithm cannot be), overrides stay this region's own (they ask a limit per call).
+   */
+  readonly budget?: BudgetOptions | undefined;
   /** Reports a store failure (once per outage is the caller's business). */
   readonly onError: ErrorHook;
 }
@@ -74,6 +80,8 @@ export class RuleLimiters {
   readonly #settings: LimiterSettings;
   readonly #byRule = new Map<Rule, AppliedLimit>();
   readonly #overrides = new Map<string, Limiter>();
+  /** The limiters that share a budget, whose workers `close` stops. */
+  readonly #budgeted: BudgetLimiter[] = [];
 
   constructor(rules: readonly Rule[], settings: LimiterSettings) {
     this.#settings = settings;
@@ -85,6 +93,11 @@ export class RuleLimiters {
         this.#build(rule.path, limit, limit.requestsPerUnit, limit.unit, limit.windowMs, limit.name),
       );
     }
+  }
+
+  /** Stops the background work of the limiters that share a budget. */
+  close(): void {
+    for (const limiter of this.#budgeted) limiter.close();
   }
 
   /** The limit of a rule with one (every rule of the config that is not unlimited). */
@@ -106,8 +119,12 @@ export class RuleLimiters {
     const path = rule?.path ?? `${domain}|override`;
     const cacheKey = `${path}\n${algorithm}\n${windowMs}`;
     const own = rule === undefined ? undefined : this.#byRule.get(rule);
+    // A rule's limiter that shares a budget takes no limit per call: overrides get one of their own.
     let limiter =
-      own?.limiter !== undefined && own.windowMs === windowMs && base?.algorithm === algorithm
+      own?.limiter !== undefined &&
+      own.windowMs === windowMs &&
+      base?.algorithm === algorithm &&
+      !this.#budgeted.includes(own.limiter as BudgetLimiter)
         ? own.limiter
         : this.#overrides.get(cacheKey);
     if (limiter === undefined && requestsPerUnit > 0) {
@@ -126,7 +143,7 @@ export class RuleLimiters {
         replaces: [],
         chargeOverLimit: base?.chargeOverLimit ?? false,
       };
-      limiter = this.#limiter(path, settings, requestsPerUnit, windowMs);
+      limiter = this.#limiter(path, settings, requestsPerUnit, windowMs, false);
       // Bounded whatever clients send: past the bound, the cache starts again.
       if (this.#overrides.size >= MAX_OVERRIDES) this.#overrides.clear();
       this.#overrides.set(cacheKey, limiter);
@@ -164,12 +181,18 @@ export class RuleLimiters {
       chargeOverLimit: limit.chargeOverLimit,
     };
     if (requestsPerUnit === 0) return { ...applied, limiter: undefined, maxCost: 0 };
-    const limiter = this.#limiter(path, limit, requestsPerUnit, windowMs);
+    const limiter = this.#limiter(path, limit, requestsPerUnit, windowMs, true);
     return { ...applied, limiter, maxCost: limiter.policy.maxCost };
   }
 
-  #limiter(path: string, limit: RuleLimit, requestsPerUnit: number, windowMs: number): Limiter {
-    return createLimiter({
+  #limiter(
+    path: string,
+    limit: RuleLimit,
+    requestsPerUnit: number,
+    windowMs: number,
+    rule: boolean,
+  ): Limiter {
+    const options = {
       store: this.#settings.store,
       policy: policyOf(limit.algorithm, requestsPerUnit, windowMs, limit.burst),
       name: limiterName(path, limit.algorithm, windowMs),
@@ -178,6 +201,11 @@ export class RuleLimiters {
       ...(limit.timeoutMs === undefined ? {} : { timeoutMs: limit.timeoutMs }),
       overrides: limit.overrides,
       onError: this.#settings.onError,
-    });
+    } as const;
+    const budget = this.#settings.budget;
+    if (budget === undefined || !rule || limit.algorithm === 'slidingLog') return createLimiter(options);
+    const limiter = createLimiter({ ...options, budget });
+    this.#budgeted.push(limiter);
+    return limiter;
   }
 }

@@ -1,4 +1,5 @@
 // ShouldRateLimit, transport aside: resolve each descriptor, decide them together, answer as the reference does.
+import type { BudgetOptions } from '../budget/options.js';
 import type { Store } from '../types.js';
 import { refuses, statusesOf } from './answer.js';
 import { checkBounds, type EnvoyBounds } from './bounds.js';
@@ -21,6 +22,8 @@ import { mapInTurns, nextTurn } from './turns.js';
 /** Options of {@link EnvoyService}. */
 export interface EnvoyServiceOptions {
   readonly store: Store;
+  /** A budget the rules share with other regions (see RuleLimiters); undefined: the store's alone. */
+  readonly budget?: BudgetOptions | undefined;
   /**
    * Whether the store is one shard (memory, one Redis, Sentinel): then every key of a domain shares
    * one hash tag and a request's descriptors are decided by one atomic script. On a Redis Cluster,
@@ -68,10 +71,15 @@ export class EnvoyService {
     return this.#snapshot?.config;
   }
 
-  /** Puts a config in force; its limiters are made here, once. */
+  /**
+   * Puts a config in force; its limiters are made here, once. The previous config's stop their
+   * background work (a budget's ledger calls); calls in flight still decide with them.
+   */
   load(config: EnvoyConfig): void {
+    this.#snapshot?.limiters.close();
     const limiters = new RuleLimiters(config.rules, {
       store: this.#options.store,
+      budget: this.#options.budget,
       onError: (error) => {
         if (this.#storeDown) return;
         this.#storeDown = true;
@@ -81,6 +89,11 @@ export class EnvoyService {
       },
     });
     this.#snapshot = { config, limiters, together: new Together(this.#options.oneShard) };
+  }
+
+  /** Stops the limiters' background work (a budget's ledger calls). */
+  close(): void {
+    this.#snapshot?.limiters.close();
   }
 
   /** Answers one request, or throws RequestRefused (answered as a gRPC status). */

@@ -124,6 +124,48 @@ export const INSTRUMENTS = {
     unit: '{pause}',
     help: 'Pauses throttle() took from upstream answers (429 or 503 with Retry-After, RateLimit with nothing left) and wrote to the store, by limiter.',
   },
+  budgetGranted: {
+    prometheus: 'sluice_budget_granted_units',
+    openTelemetry: 'sluice.budget.granted',
+    unit: '{unit}',
+    help: 'Units a region holds of a global budget beyond its floors, summed over the identifiers this process tracks: granted for the current window, or leased capacity (a bucket), by limiter and region.',
+  },
+  budgetDemand: {
+    prometheus: 'sluice_budget_demand_units',
+    openTelemetry: 'sluice.budget.demand',
+    unit: '{unit}',
+    help: 'Units asked of a global budget: of this process in the current window, or of the whole region per second (a bucket), by limiter and region.',
+  },
+  budgetIdentifiers: {
+    prometheus: 'sluice_budget_identifiers',
+    openTelemetry: 'sluice.budget.identifiers',
+    unit: '{identifier}',
+    help: 'Identifiers of a global budget this process keeps track of (those with recent calls), by limiter and region.',
+  },
+  budgetLedgerCalls: {
+    prometheus: 'sluice_budget_ledger_calls_total',
+    openTelemetry: 'sluice.budget.ledger.calls',
+    unit: '{call}',
+    help: 'Calls of a global budget ledger from this process, by limiter, region and outcome (ok, failed).',
+  },
+  budgetLedgerEntries: {
+    prometheus: 'sluice_budget_ledger_entries_total',
+    openTelemetry: 'sluice.budget.ledger.entries',
+    unit: '{identifier}',
+    help: 'Identifiers those ledger calls carried, summed, by limiter and region.',
+  },
+  budgetLedgerSeconds: {
+    prometheus: 'sluice_budget_ledger_seconds',
+    openTelemetry: 'sluice.budget.ledger.duration',
+    unit: 's',
+    help: 'How long ledger calls take (a moving average), by limiter and region.',
+  },
+  budgetLedgerUp: {
+    prometheus: 'sluice_budget_ledger_up',
+    openTelemetry: 'sluice.budget.ledger.up',
+    unit: '1',
+    help: '1 while the last ledger call of a global budget succeeded, 0 while the region decides on what it holds, by limiter and region.',
+  },
   storeUp: {
     prometheus: 'sluice_store_up',
     openTelemetry: 'sluice.store.up',

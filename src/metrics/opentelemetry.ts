@@ -79,6 +79,17 @@ class OpenTelemetryRecorder extends DecisionMetrics {
       ...options('waitSeconds'),
       advice: { explicitBucketBoundaries: [...WAIT_SECONDS_BUCKETS] },
     });
+    const gauge = (instrument: keyof typeof INSTRUMENTS): object =>
+      meter.createObservableGauge(INSTRUMENTS[instrument].openTelemetry, options(instrument));
+    const budget = {
+      granted: gauge('budgetGranted'),
+      demand: gauge('budgetDemand'),
+      identifiers: gauge('budgetIdentifiers'),
+      calls: counter('budgetLedgerCalls'),
+      entries: counter('budgetLedgerEntries'),
+      seconds: gauge('budgetLedgerSeconds'),
+      up: gauge('budgetLedgerUp'),
+    };
     // Counts are cumulative in the tallies: observing them at collection time costs nothing per decision.
     meter.addBatchObservableCallback(
       (result) => {
@@ -105,6 +116,17 @@ class OpenTelemetryRecorder extends DecisionMetrics {
           result.observe(up, t.downShards.size === 0 ? 1 : 0, { limiter });
           result.observe(waiting, t.waits.waiting, { limiter });
           result.observe(pauses, t.waits.pauses, { limiter });
+          const view = t.readBudget();
+          if (view === undefined) continue;
+          const at = { limiter, region: view.region };
+          result.observe(budget.granted, view.granted, at);
+          result.observe(budget.demand, view.demand, at);
+          result.observe(budget.identifiers, view.identifiers, at);
+          result.observe(budget.calls, view.ledgerCalls - view.ledgerErrors, { ...at, outcome: 'ok' });
+          result.observe(budget.calls, view.ledgerErrors, { ...at, outcome: 'failed' });
+          result.observe(budget.entries, view.ledgerEntries, at);
+          result.observe(budget.seconds, view.ledgerMs / 1000, at);
+          result.observe(budget.up, view.ledgerUp ? 1 : 0, at);
         }
       },
       [
@@ -120,6 +142,7 @@ class OpenTelemetryRecorder extends DecisionMetrics {
         up,
         waiting,
         pauses,
+        ...Object.values(budget),
       ],
     );
   }

@@ -1,4 +1,5 @@
 // prometheusMetrics(): decision counts exposed through a prom-client registry, read at scrape time.
+import type { BudgetView } from '../budget/view.js';
 import { invalidOption } from '../errors.js';
 import { DENY_LISTS, INSTRUMENTS, OUTCOMES, SKIP_REASONS, type SkipReason } from './definitions.js';
 import { type HotOptions, resolveMetricsOptions } from './options.js';
@@ -181,6 +182,53 @@ class PrometheusRecorder extends DecisionMetrics implements PrometheusMetrics {
         each((t) => [{ value: t.downShards.size === 0 ? 1 : 0, labels: { limiter: t.name } }]),
         () => {},
       ),
+      ...this.#budgetMetrics(prefix),
+    ];
+  }
+
+  /** A global budget's instruments, one series per limiter that has one. */
+  #budgetMetrics(prefix: string): RegistryMetric[] {
+    const budget = (read: (view: BudgetView, labels: Labels) => Sample[]): (() => Sample[]) => {
+      return () =>
+        [...this.tallies].flatMap((t) => {
+          const view = t.readBudget();
+          return view === undefined ? [] : read(view, { limiter: t.name, region: view.region });
+        });
+    };
+    const gauge = (
+      instrument: keyof typeof INSTRUMENTS,
+      value: (view: BudgetView) => number,
+    ): RegistryMetric =>
+      metric(
+        prefix,
+        instrument,
+        'gauge',
+        budget((view, labels) => [{ value: value(view), labels }]),
+        () => {},
+      );
+    return [
+      gauge('budgetGranted', (view) => view.granted),
+      gauge('budgetDemand', (view) => view.demand),
+      gauge('budgetIdentifiers', (view) => view.identifiers),
+      metric(
+        prefix,
+        'budgetLedgerCalls',
+        'counter',
+        budget((view, labels) => [
+          { value: view.ledgerCalls - view.ledgerErrors, labels: { ...labels, outcome: 'ok' } },
+          { value: view.ledgerErrors, labels: { ...labels, outcome: 'failed' } },
+        ]),
+        () => {},
+      ),
+      metric(
+        prefix,
+        'budgetLedgerEntries',
+        'counter',
+        budget((view, labels) => [{ value: view.ledgerEntries, labels }]),
+        () => {},
+      ),
+      gauge('budgetLedgerSeconds', (view) => view.ledgerMs / 1000),
+      gauge('budgetLedgerUp', (view) => (view.ledgerUp ? 1 : 0)),
     ];
   }
 

@@ -1,4 +1,5 @@
 // Counts decisions per limiter in plain numbers, which every exporter and the dashboard read.
+import type { BudgetView } from '../budget/view.js';
 import type {
   CountedCall,
   DecisionCounter,
@@ -50,6 +51,10 @@ export class LimiterTally {
   readonly hot: RecentHeavyHitters | undefined;
   /** Calls waiting for a slot: waiting now, how long they waited, pauses from upstreams. */
   readonly waits = new WaitTally();
+  /** What the limiter's region holds and asks, when it shares a global budget (read when exported). */
+  budget: (() => BudgetView) | undefined;
+  #budgetView: BudgetView | undefined;
+  #budgetReadAt = 0;
 
   constructor(name: string, hotCapacity: number) {
     this.name = name;
@@ -94,6 +99,20 @@ export class LimiterTally {
   histogram(): { readonly buckets: Float64Array; readonly sumMs: number } {
     this.#settle();
     return { buckets: this.#buckets, sumMs: this.#storeMsSum };
+  }
+
+  /**
+   * The budget's view, read at most every quarter second: a view sums over every identifier the
+   * process tracks, and one scrape reads it for each instrument.
+   */
+  readBudget(): BudgetView | undefined {
+    if (this.budget === undefined) return undefined;
+    const now = Date.now();
+    if (this.#budgetView === undefined || now - this.#budgetReadAt >= 250) {
+      this.#budgetView = this.budget();
+      this.#budgetReadAt = now;
+    }
+    return this.#budgetView;
   }
 
   /** Empties the store time histogram. */
@@ -147,6 +166,8 @@ export interface LimiterMetrics {
     readonly waitSeconds: ReturnType<WaitTally['histogram']>;
     readonly upstreamPauses: number;
   };
+  /** What the limiter's region holds and asks, when it shares a global budget. */
+  readonly budget?: BudgetView;
 }
 
 /** Options every recorder takes. */
@@ -293,6 +314,11 @@ export class DecisionMetrics implements MetricsRecorder {
     this.tally(name).waits.record(event);
   }
 
+  /** A limiter with a global budget: its view is read whenever the counts are. */
+  budget(name: string, view: () => BudgetView): void {
+    this.tally(name).budget = view;
+  }
+
   /** The most-denied identifiers of a limiter over the last one to two `hotWindowMs`, most first (none when it has not registered or denied). */
   topDenied(limiter: string, limit?: number): HeavyHitter[] {
     return this.#tallies.get(limiter)?.hot?.top(limit) ?? [];
@@ -369,6 +395,7 @@ function describe(tally: LimiterTally): LimiterMetrics {
       waitSeconds: tally.waits.histogram(),
       upstreamPauses: tally.waits.pauses,
     },
+    ...(tally.budget === undefined ? {} : { budget: tally.readBudget() as BudgetView }),
   };
 }
 

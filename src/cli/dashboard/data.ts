@@ -1,4 +1,5 @@
 // The document behind the dashboard (GET /dashboard/data): per policy, its chart, health, percentiles and hot identifiers.
+import type { BudgetView } from '../../index.js';
 import type { DecisionMetrics, HeavyHitter } from '../../metrics/index.js';
 import { HISTORY_SECONDS, type LimiterSeries } from './history.js';
 
@@ -37,6 +38,8 @@ export interface PolicyView extends PolicyInfo, LimiterSeries {
     readonly storeSkipped: Readonly<Record<string, number>>;
   };
   readonly topDenied: readonly HeavyHitter[];
+  /** What this region holds and asks of a global budget, for a policy that shares one (`serve --region`). */
+  readonly budget: BudgetView | null;
 }
 
 /** The whole document. */
@@ -91,6 +94,7 @@ export function dashboardData(
         storeSkipped: limiter?.storeSkipped ?? {},
       },
       topDenied: limiter?.topDenied ?? [],
+      budget: limiter?.budget ?? null,
     };
   });
   return {

@@ -7,9 +7,15 @@ import { LUA_SOURCES } from './lua.generated.js';
 /**
  * The scripts: each algorithm's and the combined one (`all`); the same reading what operators stored
  * for identifiers (`<name>:stored`, for limiters with `overrides`); and the two that write a denial
- * and keep the index of stored entries.
+ * and keep the index of stored entries; a global budget's ledgers.
  */
-export type ScriptKey = ScriptName | 'all' | `${ScriptName | 'all'}:stored` | 'stored-deny' | 'stored-index';
+export type ScriptKey =
+  | ScriptName
+  | 'all'
+  | `${ScriptName | 'all'}:stored`
+  | 'stored-deny'
+  | 'stored-index'
+  | LedgerScriptName;
 
 /** A script as sent to Redis: its body, the SHA1 EVALSHA names it by, and its function name. */
 export interface Script {
@@ -29,8 +35,28 @@ const FUNCTIONS: Readonly<Record<ScriptName, string>> = {
   'sliding-log': 'sliding_log',
   'sliding-window': 'sliding_window',
   gcra: 'gcra',
+  'budget-window': 'budget_window',
+  'budget-window-grant': 'budget_window_grant',
+  'budget-window-release': 'budget_window_release',
+  'budget-window-sync': 'budget_window_sync',
+  'budget-bucket': 'budget_bucket',
+  'budget-bucket-lease': 'budget_bucket_lease',
 };
 const NAMES = Object.keys(FUNCTIONS) as ScriptName[];
+
+/** The file (src/algorithms/<file>.lua) of each script whose file is not named after it. */
+const FILES: Readonly<Partial<Record<ScriptName, string>>> = {
+  'budget-window-grant': 'budget-window',
+  'budget-window-release': 'budget-window',
+  'budget-window-sync': 'budget-window',
+  'budget-bucket-lease': 'budget-bucket',
+};
+/** The files with a function of their own, each composed once into the combined script. */
+const FILE_NAMES = NAMES.filter((name) => FILES[name] === undefined);
+
+/** Scripts that are not decisions: a global budget's ledger (src/budget/ledger-*.lua), with its own body. */
+export type LedgerScriptName = 'ledger-windows' | 'ledger-bucket';
+const LEDGERS: readonly LedgerScriptName[] = ['ledger-windows', 'ledger-bucket'];
 
 /**
  * The algorithms whose decisions start with a GET: their batch script reads every key with one MGET
@@ -42,13 +68,23 @@ const READS_AHEAD: Readonly<Record<ScriptName, boolean>> = {
   'sliding-log': false,
   'sliding-window': true,
   gcra: true,
+  'budget-window': true,
+  'budget-window-grant': true,
+  'budget-window-release': true,
+  'budget-window-sync': true,
+  'budget-bucket': true,
+  'budget-bucket-lease': true,
 };
+
+function source(name: ScriptName): string {
+  return LUA_SOURCES[`algorithms/${FILES[name] ?? name}` as keyof typeof LUA_SOURCES];
+}
 
 /** One algorithm's batch script; `stored` reads what operators stored for each key (lua/stored.lua). */
 function single(name: ScriptName, stored: boolean): string {
   return [
     LUA_SOURCES.prelude,
-    LUA_SOURCES[`algorithms/${name}`],
+    source(name),
     ...(stored ? [LUA_SOURCES.stored] : []),
     `local decide = ${FUNCTIONS[name]}`,
     `local read_ahead = ${READS_AHEAD[name]}`,
@@ -61,7 +97,7 @@ function single(name: ScriptName, stored: boolean): string {
 function combined(stored: boolean): string {
   return [
     LUA_SOURCES.prelude,
-    ...NAMES.map((name) => LUA_SOURCES[`algorithms/${name}`]),
+    ...FILE_NAMES.map(source),
     ...(stored ? [LUA_SOURCES.stored] : []),
     `local stored = ${stored}`,
     LUA_SOURCES.all,
@@ -75,6 +111,9 @@ const bodies = {
   'all:stored': combined(true),
   'stored-deny': [LUA_SOURCES.prelude, LUA_SOURCES['stored-deny']].join('\n'),
   'stored-index': [LUA_SOURCES.prelude, LUA_SOURCES['stored-index']].join('\n'),
+  ...Object.fromEntries(
+    LEDGERS.map((name) => [name, [LUA_SOURCES.prelude, LUA_SOURCES[`budget/${name}`]].join('\n')]),
+  ),
 } as Record<ScriptKey, string>;
 
 /** The library's version: a digest of every body, so two sluice versions never replace each other's. */

@@ -76,6 +76,23 @@ const SEND_TRIES = 3;
 const REDIRECT_WAIT_MS = 50;
 const COSTS = Array.from({ length: 101 }, (_, i) => String(i));
 
+let runOwnScript: (store: RedisStore, script: Script, args: string[], key: string) => Promise<unknown>;
+
+/**
+ * Runs one of sluice's scripts that is not a decision (a global budget's ledger) through a store's
+ * client, loading it and resending as decisions are. `args` starts with two empty slots (the
+ * command and the script), then the number of keys, the keys and the arguments. Rejects with the
+ * store's error (ERR_SLUICE_STORE).
+ */
+export function runStoreScript(
+  store: RedisStore,
+  script: Script,
+  args: string[],
+  key: string,
+): Promise<unknown> {
+  return runOwnScript(store, script, args, key);
+}
+
 /**
  * Keeps state in Redis, Valkey or Redis Cluster. Every decision is made by one Lua script (or
  * Redis Function) on the server, reading the server's clock unless the limiter brings its own.
@@ -101,6 +118,13 @@ export class RedisStore implements Store {
   calls = 0;
   /** Limits and denials stored per identifier, beside their state (see `LimiterOptions.overrides`). */
   readonly stored: StoredEntries;
+
+  static {
+    runOwnScript = (store, script, args, key) =>
+      store.#run(script, args, key).catch((error: unknown) => {
+        throw storeError(error, store.#shardOfKey(key));
+      });
+  }
 
   constructor(options: RedisStoreOptions) {
     const raw = optionsObject('RedisStore options', options, true);

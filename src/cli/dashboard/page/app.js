@@ -77,6 +77,9 @@ function makeCard(policy) {
   card.append(head, el('p', 'description', policy.description));
   const failure = el('p', 'failure');
   card.append(failure);
+  const budget = el('p', 'budget');
+  budget.hidden = true;
+  card.append(budget);
 
   const stats = el('div', 'stats');
   const stat = (className, label) => {
@@ -109,6 +112,7 @@ function makeCard(policy) {
     card,
     state,
     failure,
+    budget,
     allowedRate,
     deniedRate,
     p50,
@@ -170,6 +174,20 @@ function drawChart(chart, policy, historySeconds) {
   chart.dataset.denied = String(sum(policy.denied));
 }
 
+/** A global budget in words: what this region holds and asks, and how its ledger calls fare. */
+function budgetText(budget) {
+  const region = `Region ${budget.region} of ${budget.regions.join(', ')}`;
+  const tracked = `${formatCount(budget.identifiers)} identifier${budget.identifiers === 1 ? '' : 's'}`;
+  const held =
+    budget.kind === 'bucket'
+      ? `leases ${formatCount(budget.granted)} of capacity beyond its floor for ${tracked}; the region asks ${formatCount(budget.demand)}/s`
+      : `holds ${formatCount(budget.granted)} beyond its floor this window for ${tracked}; asked ${formatCount(budget.demand)} here`;
+  const ledger = budget.ledgerUp
+    ? `ledger ${budget.ledgerMs} ms`
+    : 'ledger unreachable: deciding on what it holds';
+  return `${region}: ${held} · ${ledger} · ${formatCount(budget.ledgerCalls)} calls, ${formatCount(budget.ledgerErrors)} failed`;
+}
+
 function renderPolicy(view, policy, data) {
   const up = policy.storeUp;
   view.state.dataset.up = String(up);
@@ -178,6 +196,11 @@ function renderPolicy(view, policy, data) {
     ? 'store up'
     : `store down${policy.downSinceMs === null ? '' : ` since ${formatClock(policy.downSinceMs)}`}${shards.length > 0 ? ` (${shards.join(', ')})` : ''}`;
   view.failure.textContent = `${up ? 'If the store fails, it' : 'Now it'} ${FAILURE_TEXT[policy.onStoreError] ?? policy.onStoreError} (onStoreError: ${policy.onStoreError}, timeout ${policy.timeoutMs} ms)${policy.enforced ? '' : ' · shadow mode: nothing is denied'}`;
+  view.budget.hidden = policy.budget === null;
+  if (policy.budget !== null) {
+    view.budget.dataset.up = String(policy.budget.ledgerUp);
+    view.budget.textContent = budgetText(policy.budget);
+  }
   view.allowedRate.textContent = formatRate(recentRate(policy.allowed, 10));
   view.deniedRate.textContent = formatRate(
     recentRate(policy.denied, 10) + recentRate(policy.shadowDenied, 10),

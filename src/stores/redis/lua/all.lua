@@ -9,7 +9,8 @@
 -- applied, 0, or -1 for a denial): the grant when every key allows, otherwise what each would say,
 -- with nothing taken from any.
 local ALGORITHMS = { ['fixed-window'] = fixed_window, ['sliding-window'] = sliding_window,
-  ['sliding-log'] = sliding_log, gcra = gcra }
+  ['sliding-log'] = sliding_log, gcra = gcra, ['budget-window'] = budget_window,
+  ['budget-bucket'] = budget_bucket }
 local op = ARGV[1]
 local now = clock(ARGV[2])
 local stride = stored and 11 or 4

@@ -1,0 +1,282 @@
+// A region's part of a global window budget: the pure twin of budget-window.lua (the decision, and the grant the worker writes).
+import type { Operation, Outcome, Policy } from '../types.js';
+
+/**
+ * What a region keeps per identifier: the window its counts belong to, the units admitted in it, the
+ * units the ledger granted this region for it (its floor included), and what it granted for the next
+ * window (claimed ahead, 0 when not yet). Windows are clock-aligned, counted by the caller's clock.
+ */
+export interface BudgetWindowState {
+  index: number;
+  count: number;
+  grant: number;
+  next: number;
+}
+
+/** The counts of the window `index`, rolled forward from what was stored (see {@link BudgetWindowState}). */
+interface Rolled {
+  count: number;
+  grant: number;
+  next: number;
+  /** The stored state already held this window. */
+  current: boolean;
+}
+
+function roll(stored: BudgetWindowState | undefined, index: number, floor: number): Rolled {
+  if (stored !== undefined && stored.index === index) {
+    return { count: stored.count, grant: stored.grant, next: stored.next, current: true };
+  }
+  // The grant claimed ahead for this window becomes its grant; the floor is granted in every window.
+  const claimed = stored !== undefined && stored.index === index - 1 ? stored.next : 0;
+  return { count: 0, grant: Math.max(floor, claimed), next: 0, current: false };
+}
+
+/**
+ * A state lives to the end of the window after its own (a grant may wait there). Past that, a state
+ * reads as none at all, so a state Redis has yet to expire decides as the memory store's none does.
+ */
+function keepFor(index: number, windowMs: number, now: number): number {
+  return Math.ceil((index + 2) * windowMs - now);
+}
+
+function written(stored: BudgetWindowState | undefined, index: number, rolled: Rolled): BudgetWindowState {
+  if (stored === undefined) return { index, count: rolled.count, grant: rolled.grant, next: rolled.next };
+  stored.index = index;
+  stored.count = rolled.count;
+  stored.grant = rolled.grant;
+  stored.next = rolled.next;
+  return stored;
+}
+
+/**
+ * Decides one request of a region against the grant it holds for the window `now` falls in:
+ * `count + cost <= grant`. A state already in a later window (another process of the region, whose
+ * clock is ahead, moved it on) admits nothing for this one: its counts are gone, so admitting again
+ * could pass the grant. A denial in a window the state has not reached yet writes that window, so that a
+ * grant arriving later finds it (a grant that finds nothing treats the window's grant as used).
+ */
+export function decideBudgetWindow(
+  stored: BudgetWindowState | undefined,
+  now: number,
+  operation: Operation,
+  cost: number,
+  floor: number,
+  windowMs: number,
+): Outcome<BudgetWindowState> {
+  const index = Math.floor(now / windowMs);
+  const untilEnd = Math.ceil((index + 1) * windowMs - now);
+  if (stored !== undefined && stored.index > index) {
+    const refund = operation === 'refund';
+    const wait = Math.ceil(stored.index * windowMs - now);
+    return {
+      allowed: refund,
+      remaining: 0,
+      resetMs: untilEnd,
+      retryAfterMs: refund ? 0 : wait,
+      state: stored,
+      ttlMs: -1,
+    };
+  }
+  const rolled = roll(stored, index, floor);
+  let allowed = true;
+  let retryAfterMs = 0;
+  let write = false;
+  if (operation === 'refund') {
+    rolled.count = Math.max(0, rolled.count - cost);
+    write = true;
+  } else if (rolled.count + cost > rolled.grant) {
+    allowed = false;
+    retryAfterMs = untilEnd;
+    write = operation === 'limit' && !rolled.current;
+  } else if (operation === 'limit') {
+    rolled.count += cost;
+    write = true;
+  }
+  const ttlMs = write ? keepFor(index, windowMs, now) : -1;
+  return {
+    allowed,
+    remaining: rolled.count >= rolled.grant ? 0 : rolled.grant - rolled.count,
+    resetMs: rolled.count > 0 ? untilEnd : 0,
+    retryAfterMs,
+    state: write ? written(stored, index, rolled) : stored,
+    ttlMs,
+  };
+}
+
+/**
+ * Writes what the ledger granted this region for window `target` (its total, floor included): the
+ * current window's grant or the next one's, only ever raised. A grant for the current window that
+ * finds no state of it or of the window before (the region's store lost it: a region asks only for
+ * identifiers it decided for in the window) counts as used: what was granted before may have been
+ * admitted. Answers the current window's count as `remaining` and its grant as `resetMs`.
+ */
+export function grantBudgetWindow(
+  stored: BudgetWindowState | undefined,
+  now: number,
+  amount: number,
+  target: number,
+  windowMs: number,
+): Outcome<BudgetWindowState> {
+  const clockIndex = Math.floor(now / windowMs);
+  const index = stored !== undefined && stored.index > clockIndex ? stored.index : clockIndex;
+  const rolled = roll(stored, index, 0);
+  if (target === index) {
+    rolled.grant = Math.max(rolled.grant, amount);
+    if (stored === undefined || stored.index < index - 1) rolled.count = rolled.grant;
+  } else if (target === index + 1) {
+    rolled.next = Math.max(rolled.next, amount);
+  } else {
+    return {
+      allowed: true,
+      remaining: rolled.count,
+      resetMs: rolled.grant,
+      retryAfterMs: 0,
+      state: stored,
+      ttlMs: -1,
+    };
+  }
+  return {
+    allowed: true,
+    remaining: rolled.count,
+    resetMs: rolled.grant,
+    retryAfterMs: 0,
+    state: written(stored, index, rolled),
+    ttlMs: keepFor(index, windowMs, now),
+  };
+}
+
+/**
+ * Tells the region's store what the ledger had granted it for window `target` before (`amount`,
+ * floor included), once per process and identifier: a store that holds less lost what it was
+ * granted (a restart without persistence), and what it may have admitted of it counts as used. A
+ * store that holds as much is unchanged. Answers the count as `remaining`, the grant as `resetMs`.
+ */
+export function syncBudgetWindow(
+  stored: BudgetWindowState | undefined,
+  now: number,
+  amount: number,
+  target: number,
+  windowMs: number,
+): Outcome<BudgetWindowState> {
+  const clockIndex = Math.floor(now / windowMs);
+  const index = stored !== undefined && stored.index > clockIndex ? stored.index : clockIndex;
+  const rolled = roll(stored, index, 0);
+  if (target !== index || rolled.grant >= amount) {
+    return {
+      allowed: true,
+      remaining: rolled.count,
+      resetMs: rolled.grant,
+      retryAfterMs: 0,
+      state: stored,
+      ttlMs: -1,
+    };
+  }
+  rolled.count += amount - rolled.grant;
+  rolled.grant = amount;
+  return {
+    allowed: true,
+    remaining: rolled.count,
+    resetMs: rolled.grant,
+    retryAfterMs: 0,
+    state: written(stored, index, rolled),
+    ttlMs: keepFor(index, windowMs, now),
+  };
+}
+
+/**
+ * Gives back up to `amount` units of the grant of window `target` that the region will not use: the
+ * grant is lowered first, here, never below what was admitted, so that the ledger may grant them to
+ * another region. Answers the units given back as `remaining`, and the grant left as `resetMs`.
+ */
+export function releaseBudgetWindow(
+  stored: BudgetWindowState | undefined,
+  now: number,
+  amount: number,
+  target: number,
+  windowMs: number,
+): Outcome<BudgetWindowState> {
+  const clockIndex = Math.floor(now / windowMs);
+  const index = stored !== undefined && stored.index > clockIndex ? stored.index : clockIndex;
+  const rolled = roll(stored, index, 0);
+  const given =
+    stored === undefined || stored.index < index - 1 || target !== index
+      ? 0
+      : Math.min(amount, Math.max(0, rolled.grant - rolled.count));
+  if (given === 0) {
+    return { allowed: true, remaining: 0, resetMs: rolled.grant, retryAfterMs: 0, state: stored, ttlMs: -1 };
+  }
+  rolled.grant -= given;
+  return {
+    allowed: true,
+    remaining: given,
+    resetMs: rolled.grant,
+    retryAfterMs: 0,
+    state: written(stored, index, rolled),
+    ttlMs: keepFor(index, windowMs, now),
+  };
+}
+
+/**
+ * The policy a region decides a window budget with: the global policy's limit and window (for
+ * headers and `maxCost`), deciding against the region's grant, `floor` when nothing more was granted.
+ */
+export function budgetWindowPolicy(
+  global: Policy,
+  floor: number,
+  description: string,
+): Policy<BudgetWindowState> {
+  const windowMs = global.windowMs;
+  return {
+    algorithm: global.algorithm,
+    script: 'budget-window',
+    args: [String(floor), String(windowMs)],
+    limit: global.limit,
+    windowMs,
+    maxCost: global.maxCost,
+    description,
+    decide: (state, now, operation, cost) => decideBudgetWindow(state, now, operation, cost, floor, windowMs),
+  };
+}
+
+type Write = (
+  stored: BudgetWindowState | undefined,
+  now: number,
+  amount: number,
+  target: number,
+  windowMs: number,
+) => Outcome<BudgetWindowState>;
+
+/** A policy whose `limit` call is one of the worker's writes to window `target` (the cost is its amount). */
+function writePolicy(
+  algorithm: string,
+  script: 'budget-window-sync' | 'budget-window-release' | 'budget-window-grant',
+  target: number,
+  windowMs: number,
+  write: Write,
+): Policy<BudgetWindowState> {
+  return {
+    algorithm,
+    script,
+    args: [String(target), String(windowMs)],
+    limit: Number.MAX_SAFE_INTEGER,
+    windowMs,
+    maxCost: Number.MAX_SAFE_INTEGER,
+    description: `${algorithm}(window=${target})`,
+    decide: (state, now, _operation, amount) => write(state, now, amount, target, windowMs),
+  };
+}
+
+/** The policy whose `limit` call tells what the ledger granted for window `target` before (the cost: see syncBudgetWindow). */
+export function budgetSyncPolicy(target: number, windowMs: number): Policy<BudgetWindowState> {
+  return writePolicy('budgetSync', 'budget-window-sync', target, windowMs, syncBudgetWindow);
+}
+
+/** The policy whose `limit` call gives back units of window `target`'s grant (the cost is how many at most). */
+export function budgetReleasePolicy(target: number, windowMs: number): Policy<BudgetWindowState> {
+  return writePolicy('budgetRelease', 'budget-window-release', target, windowMs, releaseBudgetWindow);
+}
+
+/** The policy whose `limit` call writes a grant for window `target` (the cost is the granted total). */
+export function budgetGrantPolicy(target: number, windowMs: number): Policy<BudgetWindowState> {
+  return writePolicy('budgetGrant', 'budget-window-grant', target, windowMs, grantBudgetWindow);
+}

@@ -1,0 +1,272 @@
+// Where a global budget's ledger lives: its scripts run on a RedisStore every region reaches, or its twins in a MemoryStore's process.
+import { ERROR_CODES, SluiceError } from '../errors.js';
+import { stateKey } from '../keys.js';
+import { MemoryStore } from '../stores/memory.js';
+import { SCRIPTS } from '../stores/redis/scripts.js';
+import { keySlot } from '../stores/redis/slot.js';
+import { RedisStore, runStoreScript } from '../stores/redis/store.js';
+import type { Store } from '../types.js';
+import { type BucketLedgerReply, type BucketLedgerSettings, bucketLedger } from './ledger-bucket.js';
+import {
+  type LedgerFields,
+  type LedgerOutcome,
+  type WindowLedgerReply,
+  type WindowLedgerRequest,
+  type WindowLedgerSettings,
+  windowLedger,
+} from './ledger-windows.js';
+
+/** Identifiers per ledger call: each is a few small hash commands, so a call stays well under a millisecond. */
+const MAX_KEYS_PER_CALL = 64;
+
+/** The ledger of every budget kept in one global store. Calls carry many identifiers each. */
+export interface Ledger {
+  /** Script calls sent to the global store so far (one per batch of identifiers). */
+  readonly calls: number;
+  /** Identifiers those calls carried, summed (an identifier asked twice counts twice). */
+  readonly entries: number;
+  /** The key of one identifier's ledger for the limiter `name`: `<prefix>:budget:<name>:{<identifier>}` (or the tag in braces). */
+  keyFor(name: string, identifier: string, tag?: string): string;
+  /** Window budgets: records demand, grants chunks and shares; one reply per key, in order. */
+  windows(
+    keys: readonly string[],
+    settings: WindowLedgerSettings,
+    requests: readonly WindowLedgerRequest[],
+    now: number | undefined,
+  ): Promise<WindowLedgerReply[]>;
+  /** Bucket budgets: records demand (units per key) and grants leases; one reply per key, in order. */
+  bucket(
+    keys: readonly string[],
+    settings: BucketLedgerSettings,
+    units: readonly number[],
+    now: number | undefined,
+  ): Promise<BucketLedgerReply[]>;
+}
+
+/** The ledger in `store`: a RedisStore (scripts on the server) or a MemoryStore (the twins, in this process). */
+export function ledgerIn(store: Store): Ledger {
+  if (store instanceof RedisStore) return new RedisLedger(store);
+  if (store instanceof MemoryStore) return memoryLedger(store);
+  throw new SluiceError(
+    ERROR_CODES.INVALID_OPTION,
+    `Expected \`budget.global\` to be a RedisStore or a MemoryStore, got a store of kind ${JSON.stringify(store.kind)}: the ledger runs scripts of its own.`,
+  );
+}
+
+/** Indexes of `keys` grouped into calls: by cluster slot when the store is a cluster, at most MAX_KEYS_PER_CALL each. */
+function calls(keys: readonly string[], cluster: boolean): number[][] {
+  const groups = new Map<number, number[][]>();
+  keys.forEach((key, i) => {
+    const slot = cluster ? keySlot(key) : 0;
+    const runs = groups.get(slot) ?? [];
+    const last = runs.at(-1);
+    if (last === undefined || last.length >= MAX_KEYS_PER_CALL) runs.push([i]);
+    else last.push(i);
+    groups.set(slot, runs);
+  });
+  return [...groups.values()].flat();
+}
+
+function badReply(script: string, expected: number, reply: unknown): SluiceError {
+  return new SluiceError(
+    ERROR_CODES.BAD_REPLY,
+    `Expected ${expected} integers from the ${script} script, got ${Array.isArray(reply) ? `${reply.length} values` : typeof reply}.`,
+  );
+}
+
+class RedisLedger implements Ledger {
+  readonly #store: RedisStore;
+  calls = 0;
+  entries = 0;
+
+  constructor(store: RedisStore) {
+    this.#store = store;
+  }
+
+  keyFor(name: string, identifier: string, tag?: string): string {
+    return stateKey(`${this.#store.prefix}:budget`, name, identifier, tag);
+  }
+
+  windows(
+    keys: readonly string[],
+    settings: WindowLedgerSettings,
+    requests: readonly WindowLedgerRequest[],
+    now: number | undefined,
+  ): Promise<WindowLedgerReply[]> {
+    const { region, regions, windowMs, limit, floor, reservePermille, sliding, index } = settings;
+    const head = [region, regions, windowMs, limit, floor, reservePermille, sliding ? 1 : 0, index].map(
+      String,
+    );
+    return this.#run(
+      'ledger-windows',
+      4,
+      keys,
+      now,
+      head,
+      (i) => {
+        const request = requests[i] as WindowLedgerRequest;
+        return [
+          String(request.demand),
+          String(request.want),
+          request.claim ? '1' : '0',
+          String(request.release),
+        ];
+      },
+      (values) => ({
+        granted: values[0] as number,
+        next: values[1] as number,
+        total: values[2] as number,
+        gained: values[3] as number,
+      }),
+    );
+  }
+
+  bucket(
+    keys: readonly string[],
+    settings: BucketLedgerSettings,
+    units: readonly number[],
+    now: number | undefined,
+  ): Promise<BucketLedgerReply[]> {
+    const { region, regions, leaseMs, pool, tau, floor } = settings;
+    const head = [region, regions, leaseMs, pool, tau, floor].map(String);
+    return this.#run(
+      'ledger-bucket',
+      3,
+      keys,
+      now,
+      head,
+      (i) => [String(units[i])],
+      (values) => ({
+        lease: values[0] as number,
+        leased: values[1] as number,
+        demandPerSecond: values[2] as number,
+      }),
+    );
+  }
+
+  /** One script call per group of keys (see calls()); `width` integers per key come back. */
+  async #run<R>(
+    name: 'ledger-windows' | 'ledger-bucket',
+    width: number,
+    keys: readonly string[],
+    now: number | undefined,
+    head: readonly string[],
+    perKey: (i: number) => string[],
+    reply: (values: readonly number[]) => R,
+  ): Promise<R[]> {
+    const script = SCRIPTS[name];
+    const replies: R[] = new Array(keys.length);
+    await Promise.all(
+      calls(keys, this.#store.client.cluster).map(async (group) => {
+        const args = ['', '', String(group.length), ...group.map((i) => keys[i] as string)];
+        args.push(now === undefined ? '' : String(now), ...head);
+        for (const i of group) args.push(...perKey(i));
+        this.calls++;
+        this.entries += group.length;
+        const answer = await runStoreScript(this.#store, script, args, keys[group[0] as number] as string);
+        if (!Array.isArray(answer) || answer.length !== group.length * width) {
+          throw badReply(name, group.length * width, answer);
+        }
+        group.forEach((i, at) => {
+          replies[i] = reply(answer.slice(at * width, (at + 1) * width).map(Number));
+        });
+      }),
+    );
+    return replies;
+  }
+}
+
+interface Entry {
+  fields: LedgerFields;
+  expiresAt: number;
+}
+
+/** How often the memory ledger drops expired entries, at most. */
+const SWEEP_MS = 1000;
+
+/** The memory ledger of each MemoryStore: regions made in one process with one store share it. */
+const memoryLedgers = new WeakMap<MemoryStore, Ledger>();
+
+function memoryLedger(store: MemoryStore): Ledger {
+  let ledger = memoryLedgers.get(store);
+  if (ledger === undefined) {
+    ledger = new MemoryLedger(store.prefix);
+    memoryLedgers.set(store, ledger);
+  }
+  return ledger;
+}
+
+/** The twins over a map in this process, for tests, examples and one-process setups. */
+class MemoryLedger implements Ledger {
+  readonly #prefix: string;
+  readonly #held = new Map<string, Entry>();
+  #sweptAt = 0;
+  calls = 0;
+  entries = 0;
+
+  constructor(prefix: string) {
+    this.#prefix = prefix;
+  }
+
+  keyFor(name: string, identifier: string, tag?: string): string {
+    return stateKey(`${this.#prefix}:budget`, name, identifier, tag);
+  }
+
+  windows(
+    keys: readonly string[],
+    settings: WindowLedgerSettings,
+    requests: readonly WindowLedgerRequest[],
+    now: number | undefined,
+  ): Promise<WindowLedgerReply[]> {
+    return this.#run(keys, now, (fields, at, i) =>
+      windowLedger(fields, at, settings, requests[i] as WindowLedgerRequest),
+    );
+  }
+
+  bucket(
+    keys: readonly string[],
+    settings: BucketLedgerSettings,
+    units: readonly number[],
+    now: number | undefined,
+  ): Promise<BucketLedgerReply[]> {
+    return this.#run(keys, now, (fields, at, i) => bucketLedger(fields, at, settings, units[i] as number));
+  }
+
+  /** Fields of a key as the Redis ledger would hold them (for tests), or undefined when it holds none. */
+  fieldsOf(key: string, now = Date.now()): LedgerFields | undefined {
+    const entry = this.#held.get(key);
+    return entry === undefined || entry.expiresAt <= now ? undefined : entry.fields;
+  }
+
+  #run<R>(
+    keys: readonly string[],
+    given: number | undefined,
+    step: (fields: LedgerFields, now: number, i: number) => LedgerOutcome<R>,
+  ): Promise<R[]> {
+    const now = given ?? Date.now();
+    this.#sweep(now);
+    this.calls += calls(keys, false).length;
+    this.entries += keys.length;
+    const replies = keys.map((key, i) => {
+      const entry = this.#held.get(key);
+      const fields = entry === undefined || entry.expiresAt <= now ? new Map() : entry.fields;
+      const outcome = step(fields, now, i);
+      if (outcome.fields.size === 0) this.#held.delete(key);
+      else this.#held.set(key, { fields: outcome.fields, expiresAt: now + outcome.ttlMs });
+      return outcome.reply;
+    });
+    return Promise.resolve(replies);
+  }
+
+  #sweep(now: number): void {
+    if (now - this.#sweptAt < SWEEP_MS) return;
+    this.#sweptAt = now;
+    for (const [key, entry] of this.#held) if (entry.expiresAt <= now) this.#held.delete(key);
+  }
+}
+
+/** The fields the memory ledger of `store` holds for `key` (for tests); undefined when none. */
+export function memoryLedgerFields(store: MemoryStore, key: string, now?: number): LedgerFields | undefined {
+  const ledger = memoryLedger(store);
+  return ledger instanceof MemoryLedger ? ledger.fieldsOf(key, now) : undefined;
+}

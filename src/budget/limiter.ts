@@ -1,0 +1,94 @@
+// A limiter with a global budget: a pipeline deciding against the region's store, and the worker that keeps what the region holds.
+import { Pipeline, RateLimiter } from '../core/index.js';
+import { ERROR_CODES, SluiceError } from '../errors.js';
+import { callHook, type MetricsRecorder } from '../hooks.js';
+import type { ResolvedLimiterOptions } from '../options.js';
+import type { Limiter } from '../types.js';
+import { BucketWorker } from './bucket-worker.js';
+import { ledgerIn } from './ledger.js';
+import type { BudgetConfig } from './options.js';
+import type { BudgetView } from './view.js';
+import { WindowWorker } from './window-worker.js';
+import type { RegionWorker, WorkerParts } from './worker.js';
+
+/** A limiter whose limit several regions share (made by createLimiter with `budget`). */
+export interface BudgetLimiter extends Limiter {
+  /** What this region holds and asks for the limiter, as this process sees it. */
+  budget(): BudgetView;
+  /**
+   * Stops the background worker. Its timers do not keep a process alive; close it when the limiter
+   * is dropped before the process ends (tests, reloads).
+   */
+  close(): void;
+}
+
+/**
+ * A region's scripts know `limit`, `peek` and `refund`: a charge (or a reservation, settled by one)
+ * would take units no grant covers, so it is refused, before anything is written.
+ */
+function notShared(operation: 'charge' | 'reserve'): Promise<never> {
+  return Promise.reject(
+    new SluiceError(
+      ERROR_CODES.INVALID_OPTION,
+      `Expected a limiter without \`budget\` for \`${operation}()\`, got one whose limit regions share: a region holds only what the ledger granted it, which a charge could pass.`,
+    ),
+  );
+}
+
+class BudgetedLimiter extends RateLimiter implements BudgetLimiter {
+  readonly budget: () => BudgetView;
+  readonly close: () => void;
+  override readonly charge: Limiter['charge'] = () => notShared('charge');
+  override readonly reserve: Limiter['reserve'] = () => notShared('reserve');
+
+  constructor(pipeline: Pipeline, worker: RegionWorker) {
+    super(pipeline);
+    this.budget = () => worker.view();
+    this.close = () => worker.close();
+  }
+}
+
+/**
+ * The limiter of one region: its pipeline decides every call against the region's store alone, on
+ * that store's clock as any limiter does (the policy becomes the region's part of the budget); its
+ * worker watches the decisions and talks to the ledger in the background, on this process's clock.
+ */
+export function budgetedLimiter(options: ResolvedLimiterOptions, config: BudgetConfig): BudgetLimiter {
+  const clock = options.clock ?? Date.now;
+  const { name, onError, metrics, enforce } = options;
+  const parts: WorkerParts = {
+    name,
+    config,
+    store: options.store,
+    ledger: ledgerIn(config.global),
+    clock,
+    storeClock: options.clock === undefined,
+    report: (error: SluiceError, identifier, source) => {
+      if (onError === undefined) return;
+      const context = {
+        name,
+        identifier,
+        operation: 'limit',
+        cost: 0,
+        source,
+        storeMs: 0,
+        enforced: enforce,
+      } as const;
+      callHook('onError', onError, error, { ...context, error });
+    },
+  };
+  const worker: RegionWorker =
+    config.kind === 'bucket'
+      ? new BucketWorker(parts, options.policy)
+      : new WindowWorker(parts, options.policy);
+  const pipeline = new Pipeline({ ...options, policy: worker.policy });
+  pipeline.attach(watching(worker));
+  metrics?.budget?.(name, () => worker.view());
+  worker.start();
+  return new BudgetedLimiter(pipeline, worker);
+}
+
+/** The worker as a recorder of the limiter's decisions: it counts them (see Worker.count). */
+function watching(worker: RegionWorker): MetricsRecorder {
+  return { register: () => worker, record: () => {}, health: () => {} };
+}

@@ -1,0 +1,132 @@
+// Three regions, each its own redis-server and load process, one global redis-server 20 ms away each way:
+// the budget is never passed, shares follow demand, a cut-off region only under-admits while the others
+// take up what it leaves, and no decision waits on the global store. A scaled-down run of the full one
+// in bench/regions.ts (1 s windows instead of 10 s, a limit of 300 instead of 3000).
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { Redis } from 'ioredis';
+import { type BudgetLimiter, createLimiter, fixedWindow, RedisStore } from '../../src/index.js';
+import { type Rig, startRig, tally } from '../helpers/region-rig.js';
+
+const REGIONS = ['eu', 'us', 'ap'] as const;
+const WINDOW_MS = 1000;
+const LIMIT = 300;
+/** Units asked per window by all regions together: 5/3 of the limit, as in the full run. */
+const DEMAND = 500;
+const DELAY_MS = 20;
+/** The floor each region holds without asking: the default 10% of the limit, split in three. */
+const FLOOR = 10;
+
+let rig: Rig;
+before(async () => {
+  rig = await startRig(REGIONS, DELAY_MS);
+});
+after(async () => {
+  await rig.stop();
+});
+
+describe('a fixed window budget across three regions', () => {
+  test('skewed 70/20/10, then 10/20/70, then the busy region cut off: never over, shares follow, the others take up', async () => {
+    const skew = [0.7, 0.2, 0.1];
+    // Windows 0-1 skewed one way, 2-4 the other; ap (then the busiest) is cut off in 5-7, healed for 8-9.
+    const loads = REGIONS.map((region, i) =>
+      rig.load({
+        region,
+        policy: { kind: 'fixed', limit: LIMIT, windowMs: WINDOW_MS },
+        budget: {},
+        identifiers: ['api'],
+        durationMs: 10 * WINDOW_MS,
+        phases: [
+          { afterMs: 0, unitsPerSecond: DEMAND * (skew[i] as number) },
+          { afterMs: 2 * WINDOW_MS, unitsPerSecond: DEMAND * (skew[2 - i] as number) },
+        ],
+        timed: false,
+        binMs: WINDOW_MS,
+      }),
+    );
+    const startAt = await rig.start(loads, WINDOW_MS);
+    const ap = rig.proxies[2];
+    const cut = setTimeout(() => ap?.cut(), startAt + 5 * WINDOW_MS - Date.now());
+    const heal = setTimeout(() => ap?.heal(), startAt + 8 * WINDOW_MS - Date.now());
+    await Promise.all(loads.map((load) => load.exited));
+    clearTimeout(cut);
+    clearTimeout(heal);
+    const counts = tally(loads);
+    const first = startAt / WINDOW_MS;
+    const line = (w: number): string =>
+      `window ${w}: ${REGIONS.map((r) => `${r} ${counts.admitted(first + w, r)}/${counts.asked(first + w, r)}`).join(', ')}; admitted ${counts.admitted(first + w)}`;
+    const report = Array.from({ length: 10 }, (_, w) => line(w)).join('\n');
+    console.log(report);
+    for (let w = 0; w < 10; w++) {
+      assert.ok(counts.admitted(first + w) <= LIMIT, `window ${w} over the limit:\n${report}`);
+    }
+    // Shares are claimed ahead from the demand reported in each window; what a region will not use
+    // it gives back mid-window. From the second window of each pattern on, 90% of the limit passes.
+    for (const w of [1, 3, 4]) {
+      assert.ok(counts.admitted(first + w) >= 0.9 * LIMIT, `window ${w} admitted under 90%:\n${report}`);
+    }
+    // Cut off, ap decides on what it holds: its share claimed for window 5, then its floor alone.
+    for (const w of [6, 7]) {
+      assert.ok(
+        counts.admitted(first + w, 'ap') <= FLOOR,
+        `ap admitted past its floor while cut off:\n${report}`,
+      );
+      // The others are granted what ap leaves: all they ask (they asked for 150 of the 300).
+      for (const region of ['eu', 'us']) {
+        const asked = counts.asked(first + w, region);
+        assert.ok(
+          counts.admitted(first + w, region) >= 0.9 * asked,
+          `${region} not taking up ap's part:\n${report}`,
+        );
+      }
+    }
+    // Healed, ap asks again and is granted its share within a window.
+    assert.ok(counts.admitted(first + 9, 'ap') > 2 * FLOOR, `ap did not recover:\n${report}`);
+  });
+
+  test('no decision calls the global store: a burst of 2000 decisions, and the link cut during another', async () => {
+    const settings = { host: '127.0.0.1', enableOfflineQueue: false, maxRetriesPerRequest: 0 };
+    const region = new Redis({ ...settings, port: rig.regionServers[0]?.port as number });
+    const global = new Redis({ ...settings, port: rig.proxies[0]?.port as number });
+    region.on('error', () => {});
+    global.on('error', () => {});
+    const limiter: BudgetLimiter = createLimiter({
+      store: new RedisStore({ client: region }),
+      policy: fixedWindow({ limit: 1_000_000, windowMs: 60_000 }),
+      name: 'burst',
+      timeoutMs: 10_000,
+      budget: { global: new RedisStore({ client: global }), region: 'eu', regions: REGIONS },
+    });
+    try {
+      const burst = async (): Promise<number> => {
+        const decisions = await Promise.all(
+          Array.from({ length: 2000 }, (_, i) => limiter.limit(`id-${i % 50}`)),
+        );
+        return decisions.filter((decision) => decision.allowed && decision.reason === undefined).length;
+      };
+      const scriptsBefore = await rig.globalScriptCalls();
+      const ledgerBefore = limiter.budget().ledgerCalls;
+      assert.equal(await burst(), 2000);
+      // Let the worker's calls the burst started finish, so that both counts include them.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const scripts = (await rig.globalScriptCalls()) - scriptsBefore;
+      const ledger = limiter.budget().ledgerCalls - ledgerBefore;
+      // Every script the global store ran came from the worker's ledger calls (at most 64
+      // identifiers each), none from a decision: 2000 decisions, a handful of calls.
+      assert.ok(
+        scripts <= 2 * ledger && ledger <= 5,
+        `${scripts} scripts on the global store, ${ledger} ledger calls`,
+      );
+      rig.proxies[0]?.cut();
+      try {
+        assert.equal(await burst(), 2000, 'decisions answered by the region alone while its link is cut');
+      } finally {
+        rig.proxies[0]?.heal();
+      }
+    } finally {
+      limiter.close();
+      region.disconnect();
+      global.disconnect();
+    }
+  });
+});
