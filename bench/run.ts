@@ -41,7 +41,16 @@ const BUILT_IN: readonly Section[] = [
  * Files that plug sections in when they exist (bench/<name>.ts exporting `section` or `sections`;
  * see bench/section.ts): they run after the built-in ones.
  */
-const OPTIONAL_SECTIONS = ['envoy', 'metrics', 'clients', 'charge', 'llm', 'overrides', 'leases'] as const;
+const OPTIONAL_SECTIONS = [
+  'envoy',
+  'metrics',
+  'clients',
+  'charge',
+  'llm',
+  'overrides',
+  'throttle',
+  'leases',
+] as const;
 
 const ROOT = process.cwd();
 const NOTES = join('bench', 'notes.md');

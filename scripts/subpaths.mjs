@@ -15,6 +15,7 @@ export const SUBPATHS = {
   './koa': 'http/koa',
   './nestjs': 'http/nestjs',
   './metrics': 'metrics/index',
+  './throttle': 'throttle/index',
 };
 
 /** The four files one subpath resolves to, relative to the package root. */

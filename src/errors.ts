@@ -38,6 +38,8 @@ export const ERROR_CODES = {
   UNSUPPORTED_OPERATION: 'ERR_SLUICE_UNSUPPORTED_OPERATION',
   /** What was given to `release` or `extend` is not a lease a concurrency policy returned. Nothing was written. */
   INVALID_LEASE: 'ERR_SLUICE_INVALID_LEASE',
+  /** A throttled call got no slot within `maxWaitMs` (or a slot further away than it): it was not made. */
+  MAX_WAIT: 'ERR_SLUICE_MAX_WAIT',
   /** A reservation was settled twice (`reserve()`'s `settle`). The second call recorded nothing. */
   ALREADY_SETTLED: 'ERR_SLUICE_ALREADY_SETTLED',
 } as const;

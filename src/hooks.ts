@@ -64,6 +64,8 @@ export interface MetricsRecorder {
   record(decision: Decision, context: HookContext): void;
   /** The store's health as a limiter sees it changed: `up` is false while the failure policy answers. */
   health(name: string, up: boolean, shard: string | undefined): void;
+  /** Calls waiting for a slot on a limiter (`wait()`, `throttle()`), as they begin and end. Optional. */
+  waited?(name: string, event: WaitEvent): void;
   /**
    * A limiter with a global `budget` was made: `view` reads what its region holds and asks, at any
    * time (see docs/regions.md). Optional.
@@ -79,6 +81,16 @@ export interface MetricsRecorder {
 
 /** Which deny list refused a request: `store`, the limiter's stored denials; `middleware`, the middleware's `deny` option. */
 export type DenyList = 'store' | 'middleware';
+
+/**
+ * What a recorder hears of calls that wait for a slot: one began waiting (`waiting`); one ended
+ * (`done`), allowed to go after `waitedMs` or not (refused, aborted, failed); or an upstream's
+ * answer paused the identifier for `pauseMs` (`paused`, from `throttle()`).
+ */
+export type WaitEvent =
+  | { readonly kind: 'waiting' }
+  | { readonly kind: 'done'; readonly waitedMs: number; readonly allowed: boolean }
+  | { readonly kind: 'paused'; readonly pauseMs: number };
 
 /** What a {@link DecisionCounter} is told of the call behind a decision (read it, do not keep it). */
 export type CountedCall = Pick<HookContext, 'identifier' | 'operation' | 'cost'> & {

@@ -7,7 +7,15 @@ export {
 } from './algorithms/concurrency.js';
 export type { DebtOptions } from './algorithms/debt.js';
 export { type FixedWindowOptions, type FixedWindowState, fixedWindow } from './algorithms/fixed-window.js';
-export { type GcraOptions, gcra, type TokenBucketOptions, tokenBucket } from './algorithms/gcra.js';
+export {
+  type GcraOptions,
+  type GcraPause,
+  type GcraPaused,
+  type GcraState,
+  gcra,
+  type TokenBucketOptions,
+  tokenBucket,
+} from './algorithms/gcra.js';
 export {
   SLIDING_LOG_MAX_LIMIT,
   type SlidingLogOptions,
@@ -40,6 +48,7 @@ export type {
   ErrorHook,
   HookContext,
   MetricsRecorder,
+  WaitEvent,
 } from './hooks.js';
 export {
   type BudgetLimiter,
@@ -47,6 +56,8 @@ export {
   createLimiter,
   type KeyOptions,
   type Limiter,
+  type WaitDecision,
+  type WaitOptions,
 } from './limiter.js';
 export {
   type LoginBudget,

@@ -7,7 +7,7 @@ import { type LimiterOptions, resolveLimiterOptions } from './options.js';
 import type { Limiter } from './types.js';
 
 export type { BudgetLimiter } from './budget/limiter.js';
-export type { CallOptions, KeyOptions, Limiter } from './types.js';
+export type { CallOptions, KeyOptions, Limiter, WaitDecision, WaitOptions } from './types.js';
 
 /**
  * Creates a limiter. Bad configuration throws a SluiceError here; bad calls reject with one and

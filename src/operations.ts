@@ -89,6 +89,36 @@ function leaseCheck(operation: Operation): OperationEntry['checkAmount'] {
 }
 
 /**
+ * The longest a call may wait for its slot, in ms (`wait()`'s `maxWaitMs`): one hour. Longer waits
+ * belong in a job queue; and with it, a GCRA key lives at most this (and a pause) beyond its burst.
+ */
+export const MAX_WAIT_MS = 3_600_000;
+
+/** The longest pause an upstream's answer may set on an identifier, in ms (`Retry-After` beyond it is cut to it). */
+export const MAX_PAUSE_MS = 3_600_000;
+
+/**
+ * What a `schedule` answers besides the decision: how long until its slot, and the pause that holds
+ * the identifier (what is left of it, and how far it moved the slots handed out before it), in ms.
+ */
+export interface ScheduledDecision extends Decision {
+  readonly waitMs: number;
+  readonly pausedMs: number;
+  readonly shiftMs: number;
+}
+
+/** Units a `schedule` may take: as for `limit`, from a policy that hands out future slots. */
+function checkScheduled(option: string, amount: unknown, policy: Policy): SluiceError | undefined {
+  if (policy.schedules !== true) {
+    return new SluiceError(
+      ERROR_CODES.INVALID_OPTION,
+      `Expected a policy that hands out future slots (gcra or tokenBucket) to schedule a request, got ${policy.description}.`,
+    );
+  }
+  return checkUnits(option, amount, policy);
+}
+
+/**
  * A charge's amount: a positive safe integer, however large. It is not bounded by what the policy
  * can grant at once: usage already served is taken whole, up to the policy's `maxDebt`.
  */
@@ -173,6 +203,27 @@ export const OPERATIONS: Readonly<Record<OperationName, OperationEntry>> = {
     undo: undefined,
     denyCache: 'forget',
     atomic: false,
+  },
+  schedule: {
+    ...DECISION,
+    code: '4',
+    amountOption: 'cost',
+    checkAmount: checkScheduled,
+    takes: true,
+    undo: 'refund',
+    // A remembered denial says nothing of a slot further on; a slot taken makes none of them wrong.
+    denyCache: 'none',
+    atomic: false,
+    // The longest wait in ms (-1 only reads) and an upstream's pause in ms (0 for none).
+    operands: 2,
+    // The wait until the slot, the pause left, and how far the pause moved the slots handed out.
+    fields: 3,
+    answer: (decision, [waitMs = 0, pausedMs = 0, shiftMs = 0]): ScheduledDecision => ({
+      ...decision,
+      waitMs,
+      pausedMs,
+      shiftMs,
+    }),
   },
   charge: {
     code: '3',

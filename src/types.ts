@@ -100,10 +100,11 @@ export interface ChargeDecision extends Decision {
 /**
  * What a request asks of a policy: take units, look without taking, give units back, take units
  * whether or not they are there (`charge`: usage known after the fact, into debt up to `maxDebt`),
- * or free or renew a concurrency policy's lease. What each one means to the scripts, the stores
- * and the limiter is one entry of `OPERATIONS` (operations.ts).
+ * take units in the first future slot where they fit (`schedule`, for `wait()`: GCRA and the token
+ * bucket), or free or renew a concurrency policy's lease. What each one means to the scripts, the
+ * stores and the limiter is one entry of `OPERATIONS` (operations.ts).
  */
-export type Operation = 'limit' | 'peek' | 'refund' | 'charge' | 'release' | 'extend';
+export type Operation = 'limit' | 'peek' | 'refund' | 'charge' | 'schedule' | 'release' | 'extend';
 
 /**
  * The algorithm names, also the names of the Lua scripts (`src/algorithms/<name>.lua`). The
@@ -164,6 +165,11 @@ export interface Policy<S = unknown> {
   readonly maxCost: number;
   /** A stable text naming the policy and its parameters, e.g. `tokenBucket(capacity=100,refillPerSecond=10)`. */
   readonly description: string;
+  /**
+   * Whether `decide` and the script take `schedule`: a future slot handed out in one call (GCRA and
+   * the token bucket know when their next unit comes). `wait()` polls the other policies.
+   */
+  readonly schedules?: boolean;
   /**
    * The most units an identifier may owe past its limit after a `charge`; what a charge would take
    * beyond it is cut off (and reported). Absent: one full allowance, `limit`.
@@ -374,6 +380,29 @@ export interface KeyOptions {
   readonly limit?: number;
 }
 
+/** Options of `wait()`: those of a call, the longest wait, and a signal that aborts it. */
+export interface WaitOptions extends CallOptions {
+  /**
+   * The longest the call may wait for its slot, in ms, from 0 to 3 600 000 (an hour). A slot
+   * further away is refused at once and takes nothing: the decision says `allowed: false`, with
+   * the `retryAfterMs` after which the same wait would fit.
+   * @default 60000
+   */
+  readonly maxWaitMs?: number;
+  /**
+   * Aborts the wait: the promise rejects with the signal's `reason`, and a slot taken and not yet
+   * started is given back, so the next call scheduled moves up by one slot.
+   * @default undefined
+   */
+  readonly signal?: AbortSignal;
+}
+
+/** What `wait()` resolves with: the decision when the call may go (or its refusal), and how long it waited. */
+export interface WaitDecision extends Decision {
+  /** Milliseconds from the call of `wait()` to its answer, with fractions. */
+  readonly waitedMs: number;
+}
+
 /** Options of `charge`: the key's tag and the call's limit, as for `limit`. */
 export interface ChargeOptions {
   /** The tag the identifier's calls are made with, if any (see {@link CallOptions.tag}). */
@@ -417,6 +446,14 @@ export interface Limiter {
   peek(identifier: string, options?: CallOptions): Promise<Decision>;
   /** Gives back `amount` units (at most what is in use), e.g. for a request that turned out free. */
   refund(identifier: string, amount?: number, options?: KeyOptions): Promise<Decision>;
+  /**
+   * Waits until the request may go, then resolves with an allowed decision. With `gcra` and
+   * `tokenBucket`, one store call takes the first free slot (in the order calls reach the store,
+   * across every process) and the call sleeps until it comes; the windows and the log are asked
+   * again after their `retryAfterMs`, with jitter. A slot further away than `maxWaitMs` is refused
+   * at once, taking nothing. When the store fails, `onStoreError` answers as for `limit`.
+   */
+  wait(identifier: string, options?: WaitOptions): Promise<WaitDecision>;
   /**
    * Takes `amount` units whether or not they are there: usage known after the work is done (the
    * tokens an answer used, the bytes it served). The identifier may go into debt, up to the

@@ -3,7 +3,8 @@
 -- fencing token, scored minus the token: expiries are never negative, so trimming the scores from 0
 -- to now frees every expired slot and never the token.
 -- Twin of concurrency.ts; the two change together. Composed into scripts after stores/redis/lua/prelude.lua.
--- concurrency(key, now, op, cost, limit, lease_ms, a, b) -> allowed, remaining, resetMs, retryAfterMs, fields
+-- concurrency(key, now, op, cost, limit, lease_ms, a, b) -> allowed, remaining, resetMs, retryAfterMs,
+--   then the operation's fields, up to three numbers (as every algorithm returns them: single.lua)
 --   op '0' acquires cost slots for the new lease a        fields: token, expiresAt, reclaimed
 --      '1' peeks (trims nothing, writes nothing)           no fields
 --      '5' releases lease a                                fields: released, reclaimed
@@ -77,7 +78,7 @@ local function lease_acquire(key, now, cost, limit, lease_ms, id)
   if used + cost > limit then
     -- A refused acquisition takes nothing.
     local wait = lease_wait(key, now, first, used + cost - limit)
-    return 0, lease_remaining(limit, used), lease_reset(key, now), wait, { 0, 0, reclaimed }
+    return 0, lease_remaining(limit, used), lease_reset(key, now), wait, 0, 0, reclaimed
   end
   -- The clock's microsecond, or one more than the last token when the clock has not moved past it.
   local token = floor(now * 1000 + 0.5)
@@ -99,7 +100,7 @@ local function lease_acquire(key, now, cost, limit, lease_ms, id)
   end
   call('ZADD', key, -token, LEASE_TOKEN)
   lease_keep(key, now, token, lease_ms)
-  return 1, lease_remaining(limit, used + cost), lease_reset(key, now), 0, { token, ceil(expires), reclaimed }
+  return 1, lease_remaining(limit, used + cost), lease_reset(key, now), 0, token, ceil(expires), reclaimed
 end
 
 local function lease_peek(key, now, cost, limit, lease_ms)
@@ -125,7 +126,7 @@ local function lease_release(key, now, limit, lease_ms, id)
   end
   local _, first = lease_token(key)
   local used = call('ZCARD', key) - first
-  return 1, lease_remaining(limit, used), lease_reset(key, now), 0, { released, reclaimed }
+  return 1, lease_remaining(limit, used), lease_reset(key, now), 0, released, reclaimed
 end
 
 local function lease_extend(key, now, limit, lease_ms, id, ms)
@@ -145,7 +146,7 @@ local function lease_extend(key, now, limit, lease_ms, id, ms)
   end
   local _, first = lease_token(key)
   local used = call('ZCARD', key) - first
-  return 1, lease_remaining(limit, used), lease_reset(key, now), 0, { extended, expires_at, reclaimed }
+  return 1, lease_remaining(limit, used), lease_reset(key, now), 0, extended, expires_at, reclaimed
 end
 
 local function concurrency(key, now, op, cost, limit, lease_ms, a, b)

@@ -1,10 +1,13 @@
 -- GCRA, also the token bucket: one number per identifier, the theoretical arrival time (TAT) in ms.
--- Twin of gcra.ts; the two change together. Composed into scripts after stores/redis/lua/prelude.lua.
--- gcra(key, now, op, cost, interval, tolerance, max_debt)
---   -> allowed, remaining, resetMs, retryAfterMs (and for a charge: debt, cut off)
---   op: '0' limit, '1' peek, '2' refund, '3' charge; interval: ms per unit; tolerance: burst x
---   interval, in ms; max_debt: a charge's only. A charge moves the TAT on past the tolerance, by at
---   most max_debt units more (tokens below zero); its retryAfterMs is for a cost of 1.
+-- Twin of gcra.ts, gcra-state.ts and gcra-schedule.ts; they change together. Composed into scripts
+-- after stores/redis/lua/prelude.lua.
+-- gcra(key, now, op, cost, interval, tolerance, operand, operand2)
+--   -> allowed, remaining, resetMs, retryAfterMs (and for a charge: debt, cut off; for a schedule:
+--   waitMs, pausedMs, shiftMs)
+--   op: '0' limit, '1' peek, '2' refund, '3' charge, '4' schedule; interval: ms per unit; tolerance:
+--   burst x interval, in ms. The operands: a charge's max_debt; a schedule's max_wait and pause_ms
+--   (see gcra_schedule). A charge moves the TAT on past the tolerance, by at most max_debt units
+--   more (tokens below zero); its retryAfterMs is for a cost of 1.
 -- Whole units that fit now: the largest n with tat + n x interval - now <= tolerance, by the very
 -- comparison a request of cost n meets, so `remaining` never disagrees with the next decision.
 local function gcra_units(tat, now, interval, tolerance)
@@ -27,21 +30,96 @@ local function gcra_encode(tat)
   return tat
 end
 
-local function gcra_decode(stored)
-  local value = tonumber(stored)
+local function gcra_decode(value)
   if value and value < 0 then return -value / 1000 end
   return value
 end
 
-local function gcra(key, now, op, cost, interval, tolerance, max_debt)
-  local tat = gcra_decode(get(key)) or now
+-- The TAT, and the pause an upstream asked for while it holds (throttle()): then the key holds
+-- "<tat> <paused until, whole ms> <shift, whole ms>", in the same key so that no other is read.
+local function gcra_read(key, now)
+  local stored = get(key)
+  local value = tonumber(stored)
+  if value == nil and stored then
+    local tat, paused_until, shift = string.match(stored, '^(%S+) (%d+) (%d+)$')
+    paused_until = tonumber(paused_until)
+    if paused_until and paused_until > now then
+      return gcra_decode(tonumber(tat)), paused_until, tonumber(shift)
+    end
+    return gcra_decode(tonumber(tat)), nil, nil
+  end
+  return gcra_decode(value), nil, nil
+end
+
+-- Keeps the TAT (with the pause while it holds, which never outlasts the TAT: see gcra_floor), or
+-- deletes the key when nothing is owed.
+local function gcra_write(key, tat, now, paused_until, shift)
+  if tat <= now then
+    call('DEL', key)
+    return
+  end
+  local value = gcra_encode(tat)
+  if paused_until then
+    if type(value) == 'number' then value = string.format('%.17g', value) end
+    value = value .. string.format(' %d %d', paused_until, shift)
+  end
+  call('SET', key, value, 'PX', int(ceil(tat - now)))
+end
+
+-- The lowest TAT while a pause holds: the first unit after the pause comes when it ends, the next
+-- ones an interval apart (a full burst would meet an upstream that has just said it is overwhelmed).
+local function gcra_floor(paused_until, interval, tolerance)
+  return paused_until + tolerance - interval
+end
+
+-- op '4': schedules the request in the first slot where it fits; the TAT moves on at once and the
+-- caller sleeps until the slot (waitMs, rounded up). A slot further away than max_wait (ms; -1 only
+-- reads) takes nothing. pause_ms (0 for none): an upstream's pause; no slot before it ends, and the
+-- slots already handed out move on by what it adds (shiftMs), so their holders can follow.
+local function gcra_schedule(key, tat, paused_until, shift, now, cost, interval, tolerance, max_wait, pause_ms)
+  local write = false
+  if pause_ms > 0 then
+    local ends = ceil(now + pause_ms)
+    if paused_until == nil or ends > paused_until then
+      shift = ends - (paused_until or floor(now))
+      paused_until = ends
+      tat = tat + shift
+      local lowest = gcra_floor(ends, interval, tolerance)
+      if tat < lowest then tat = lowest end
+      write = true
+    end
+  end
+  local next = tat + cost * interval
+  local wait = next - tolerance - now
+  local wait_ms = 0
+  if wait > EPSILON_MS then wait_ms = ceil(wait - EPSILON_MS) end
+  local allowed, retry = 1, 0
+  if wait_ms <= max_wait then
+    tat = next
+    write = true
+  else
+    allowed, retry = 0, wait_ms - max_wait
+  end
+  if write then gcra_write(key, tat, now, paused_until, shift) end
+  local paused_ms = 0
+  if paused_until then paused_ms = ceil(paused_until - now) else shift = 0 end
+  return allowed, gcra_units(tat, now, interval, tolerance), ceil(tat - now), retry, wait_ms, paused_ms, shift
+end
+
+local function gcra(key, now, op, cost, interval, tolerance, operand, operand2)
+  local tat, paused_until, shift = gcra_read(key, now)
+  tat = tat or now
   if tat < now then tat = now end
+  if op == '4' then
+    return gcra_schedule(key, tat, paused_until, shift, now, cost, interval, tolerance,
+      tonumber(operand), tonumber(operand2))
+  end
   local allowed = 1
   local retry = 0
   local write = false
   local debt, cut = nil, nil
   if op == '3' then
-    local taken = gcra_units(tat, now, interval, tolerance + max_debt * interval)
+    local taken = gcra_units(tat, now, interval, tolerance + tonumber(operand) * interval)
     if taken > cost then taken = cost end
     if taken > 0 then
       tat = tat + taken * interval
@@ -56,6 +134,11 @@ local function gcra(key, now, op, cost, interval, tolerance, max_debt)
   elseif op == '2' then
     tat = tat - cost * interval
     if tat < now then tat = now end
+    -- A pause keeps its floor: giving back never lets a unit in before the pause ends.
+    if paused_until then
+      local lowest = gcra_floor(paused_until, interval, tolerance)
+      if tat < lowest then tat = lowest end
+    end
     write = true
   else
     local next = tat + cost * interval
@@ -68,12 +151,6 @@ local function gcra(key, now, op, cost, interval, tolerance, max_debt)
       write = true
     end
   end
-  if write then
-    if tat > now then
-      call('SET', key, gcra_encode(tat), 'PX', int(ceil(tat - now)))
-    else
-      call('DEL', key)
-    end
-  end
+  if write then gcra_write(key, tat, now, paused_until, shift) end
   return allowed, gcra_units(tat, now, interval, tolerance), ceil(tat - now), retry, debt, cut
 end

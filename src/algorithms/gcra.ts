@@ -1,27 +1,22 @@
-// GCRA and the token bucket: the pure twin of gcra.lua. One number of state, the theoretical arrival time.
+// GCRA and the token bucket: the pure twin of gcra.lua. One number of state, the theoretical arrival time
+// (with the pause an upstream asked for, while one holds: see gcra-state.ts).
 import { describeShare, resolveShare, scaleBurst } from '../share.js';
 import type { Operation, Outcome, Policy } from '../types.js';
 import { durationMs, knownKeys, optionsObject, positiveInteger, positiveNumber } from '../validate.js';
 import { DEBT_OPTION_KEYS, type DebtOptions, debtOptions, type ResolvedDebt } from './debt.js';
+import { decideSchedule } from './gcra-schedule.js';
+import {
+  activePause,
+  EPSILON_MS,
+  type GcraState,
+  gcraOutcome,
+  pauseFloor,
+  tatOf,
+  unitsAvailable,
+} from './gcra-state.js';
 import { limitRule, type PolicyBody, scaledAtLeastOne, withLimits } from './variants.js';
 
-/**
- * Slack for comparisons of times, in ms; the Lua twin uses the same value. Times near 1.7e12 ms
- * carry float steps of about 2.4e-4 ms: one microsecond covers them.
- */
-const EPSILON_MS = 1e-3;
-
-/**
- * Whole units that fit now: the largest n with tat + n × interval − now ≤ tolerance, by the very
- * comparison a request of cost n meets, so `remaining` never disagrees with the next decision.
- */
-function unitsAvailable(tat: number, now: number, intervalMs: number, toleranceMs: number): number {
-  let n = Math.floor((toleranceMs - (tat - now)) / intervalMs);
-  if (n < 0) n = 0;
-  while (tat + (n + 1) * intervalMs - now <= toleranceMs + EPSILON_MS) n++;
-  while (n > 0 && tat + n * intervalMs - now > toleranceMs + EPSILON_MS) n--;
-  return n;
-}
+export type { GcraPause, GcraPaused, GcraState } from './gcra-state.js';
 
 /**
  * A charge's fields: the retry for a cost of 1, the units owed past the tolerance (the fewest whose
@@ -46,15 +41,19 @@ function chargeFields(
  * charge moves it on past the tolerance, by at most `maxDebt` units more (tokens below zero).
  */
 export function decideGcra(
-  stored: number | undefined,
+  stored: GcraState | undefined,
   now: number,
   operation: Operation,
   cost: number,
   intervalMs: number,
   toleranceMs: number,
+  operands?: readonly string[],
   maxDebt = Math.round(toleranceMs / intervalMs),
-): Outcome<number> {
-  let tat = stored === undefined || stored < now ? now : stored;
+): Outcome<GcraState> {
+  if (operation === 'schedule') return decideSchedule(stored, now, cost, intervalMs, toleranceMs, operands);
+  const pause = activePause(stored, now);
+  const storedTat = tatOf(stored);
+  let tat = storedTat === undefined || storedTat < now ? now : storedTat;
   let allowed = true;
   let retryAfterMs = 0;
   let write = false;
@@ -70,31 +69,23 @@ export function decideGcra(
   } else if (operation === 'refund') {
     tat = tat - cost * intervalMs;
     if (tat < now) tat = now;
+    // A pause keeps its floor: giving back never lets a unit in before the pause ends.
+    if (pause !== undefined) {
+      const floor = pauseFloor(pause.pausedUntil, intervalMs, toleranceMs);
+      if (tat < floor) tat = floor;
+    }
     write = true;
   } else {
     const next = tat + cost * intervalMs;
     if (next - now > toleranceMs + EPSILON_MS) {
       allowed = false;
-      // With the same slack as the comparison: a request allowed at a whole millisecond waits no longer.
       retryAfterMs = Math.ceil(next - toleranceMs - now - EPSILON_MS);
     } else if (operation === 'limit') {
       tat = next;
       write = true;
     }
   }
-  const keep = tat > now;
-  // The Lua twin stores a TAT of whole microseconds as an integer (minus the count of µs) and any
-  // other as a decimal; both read back exactly, so the form never changes a decision.
-  const outcome: Outcome<number> = {
-    allowed,
-    remaining: unitsAvailable(tat, now, intervalMs, toleranceMs),
-    resetMs: Math.ceil(tat - now),
-    retryAfterMs,
-    // A write that leaves nothing owed deletes; a read keeps what was there.
-    state: write && keep ? tat : stored,
-    ttlMs: write ? (keep ? Math.ceil(tat - now) : 0) : -1,
-  };
-  return fields === undefined ? outcome : { ...outcome, fields };
+  return gcraOutcome(stored, now, tat, pause, write, allowed, retryAfterMs, intervalMs, toleranceMs, fields);
 }
 
 /** Options of {@link gcra}. */
@@ -123,7 +114,7 @@ export interface GcraOptions extends DebtOptions {
  * @example
  * const policy = gcra({ limit: 100, periodMs: 60_000, burst: 20 });
  */
-export function gcra(options: GcraOptions): Policy<number> {
+export function gcra(options: GcraOptions): Policy<GcraState> {
   const raw = optionsObject('gcra options', options, true);
   knownKeys('gcra', raw, ['limit', 'periodMs', 'burst', 'share', ...DEBT_OPTION_KEYS]);
   const limit = positiveInteger('gcra.limit', raw.limit);
@@ -132,7 +123,7 @@ export function gcra(options: GcraOptions): Policy<number> {
   const share = resolveShare('gcra.share', raw.share);
   const debt = debtOptions('gcra', raw);
   // The rate needs no rounding: the emission interval is a fraction of a millisecond as readily as a whole one.
-  const body = (rate: number, units: number): PolicyBody<number> =>
+  const body = (rate: number, units: number): PolicyBody<GcraState> =>
     gcraPolicy(
       'gcra',
       `gcra(limit=${rate},periodMs=${periodMs},burst=${units}${describeShare(share)}${debt.described})`,
@@ -171,14 +162,14 @@ export interface TokenBucketOptions extends DebtOptions {
  * @example
  * const policy = tokenBucket({ capacity: 100, refillPerSecond: 10 });
  */
-export function tokenBucket(options: TokenBucketOptions): Policy<number> {
+export function tokenBucket(options: TokenBucketOptions): Policy<GcraState> {
   const raw = optionsObject('tokenBucket options', options, true);
   knownKeys('tokenBucket', raw, ['capacity', 'refillPerSecond', 'share', ...DEBT_OPTION_KEYS]);
   const capacity = positiveInteger('tokenBucket.capacity', raw.capacity);
   const refillPerSecond = positiveNumber('tokenBucket.refillPerSecond', raw.refillPerSecond);
   const share = resolveShare('tokenBucket.share', raw.share);
   const debt = debtOptions('tokenBucket', raw);
-  const body = (size: number, refill: number): PolicyBody<number> => {
+  const body = (size: number, refill: number): PolicyBody<GcraState> => {
     const intervalMs = 1000 / (refill * share);
     const scaledCapacity = scaleBurst(size, share);
     return gcraPolicy(
@@ -210,7 +201,7 @@ function gcraPolicy(
   intervalMs: number,
   burst: number,
   debt: ResolvedDebt,
-): PolicyBody<number> {
+): PolicyBody<GcraState> {
   const toleranceMs = burst * intervalMs;
   const maxDebt = debt.maxDebt ?? burst;
   return {
@@ -224,7 +215,8 @@ function gcraPolicy(
     maxDebt,
     unit: debt.unit,
     description,
-    decide: (state, now, operation, cost) =>
-      decideGcra(state, now, operation, cost, intervalMs, toleranceMs, maxDebt),
+    schedules: true,
+    decide: (state, now, operation, cost, operands) =>
+      decideGcra(state, now, operation, cost, intervalMs, toleranceMs, operands, maxDebt),
   };
 }

@@ -12,6 +12,7 @@ import {
   slidingWindow,
   tokenBucket,
 } from '../index.js';
+import { MAX_PAUSE_MS, MAX_WAIT_MS } from '../operations.js';
 import { CliError } from './errors.js';
 
 /** The algorithms a config names, each built by the library's own factory (which validates it). */
@@ -325,8 +326,9 @@ export const NO_CONFIG = `no config file was given (--config, $SLUICE_CONFIG) or
 /**
  * The longest TTL a policy's script ever sets: the window for the fixed window and the log, two
  * windows for the sliding window (the current count outlives its window as the next one's
- * "previous"), the tolerance (burst x interval) for GCRA and the token bucket, and two lease
- * lengths for the leases (a lease length past the last slot, which lasts at most one).
+ * "previous"), the tolerance (burst x interval) for GCRA and the token bucket, plus the longest a
+ * slot may be scheduled ahead (wait()'s `maxWaitMs`) and the longest pause an upstream may ask for,
+ * and two lease lengths for the leases (a lease length past the last slot, which lasts at most one).
  */
 export function maxTtlMs(policy: Policy): number {
   const parameter = Number(policy.args[1]);
@@ -335,7 +337,8 @@ export function maxTtlMs(policy: Policy): number {
     case 'concurrency':
       return 2 * parameter;
     case 'gcra':
-      return Math.ceil(parameter);
+      // A slot scheduled by wait() or throttle() keeps the key up to the longest wait (and pause) longer.
+      return Math.ceil(parameter) + MAX_WAIT_MS + MAX_PAUSE_MS;
     default:
       return parameter;
   }

@@ -1,7 +1,8 @@
 // Reads the state each algorithm keeps in Redis back into numbers. The formats are those written by
 // src/algorithms/*.lua; the inspect tests round-trip them with the library, so a change there shows here.
 import type { Policy } from '../index.js';
-import { decodeFixedWindow, decodeTat } from '../stores/redis/stored.js';
+import { MAX_PAUSE_MS, MAX_WAIT_MS } from '../operations.js';
+import { decodeFixedWindow, decodeGcra } from '../stores/redis/stored.js';
 
 /** What was read from Redis for one key. */
 export type RawState =
@@ -45,8 +46,10 @@ export interface GcraView {
   readonly toleranceMs: number;
   /** Units (tokens) in use now, fractions kept. */
   readonly used: number;
-  /** Units (tokens) available now, fractions kept. */
+  /** Units (tokens) available now, fractions kept; negative while slots are scheduled ahead (wait()). */
   readonly available: number;
+  /** While a pause an upstream asked for holds (throttle()): when it ends, in ms since the epoch. */
+  readonly pausedUntilMs?: number;
 }
 
 export interface SlidingLogView {
@@ -225,14 +228,16 @@ function slidingWindowView(
 }
 
 function gcraView(policy: Policy, value: string, nowMs: number, ttlMs: number): GcraView | { error: string } {
-  const tat = decodeTat(value);
-  if (tat === undefined || !Number.isFinite(tat)) {
+  const decoded = decodeGcra(value);
+  const tat = decoded?.tat;
+  if (decoded === undefined || tat === undefined || !Number.isFinite(tat)) {
     return { error: `expected a number (the TAT: minus whole µs, or ms), found ${JSON.stringify(value)}` };
   }
   const intervalMs = Number(policy.args[0]);
   const toleranceMs = Number(policy.args[1]);
-  // The scripts never set a TAT further ahead of now than the tolerance, and expire the key at the TAT.
-  if (tat - nowMs > toleranceMs + CLOCK_SLACK_MS) {
+  // The scripts never set a TAT further ahead of now than the tolerance, the longest wait of a
+  // scheduled slot and the longest pause, and expire the key at the TAT.
+  if (tat - nowMs > toleranceMs + MAX_WAIT_MS + MAX_PAUSE_MS + CLOCK_SLACK_MS) {
     return notThisPolicy(policy, `a TAT of ${when(tat)}, ${Math.round(tat - nowMs)} ms ahead`);
   }
   if (ttlMs >= 0 && nowMs - tat > CLOCK_SLACK_MS) {
@@ -250,5 +255,8 @@ function gcraView(policy: Policy, value: string, nowMs: number, ttlMs: number): 
     toleranceMs,
     used: round(aheadMs / intervalMs),
     available: round((toleranceMs - aheadMs) / intervalMs),
+    ...(decoded.pausedUntil !== undefined && decoded.pausedUntil > nowMs
+      ? { pausedUntilMs: decoded.pausedUntil }
+      : {}),
   };
 }

@@ -2,7 +2,7 @@
 import { performance } from 'node:perf_hooks';
 import { storedVariant } from '../algorithms/variants.js';
 import { ERROR_CODES, SluiceError } from '../errors.js';
-import type { DecisionSource, HookContext, MetricsRecorder } from '../hooks.js';
+import type { DecisionSource, HookContext, MetricsRecorder, WaitEvent } from '../hooks.js';
 import { OPERATIONS } from '../operations.js';
 import type { ResolvedLimiterOptions } from '../options.js';
 import type { Decision, Store, StoreFailure, StoreResult } from '../types.js';
@@ -197,6 +197,11 @@ export class Answers {
    */
   giveBackFallback(back: Call): Decision | undefined {
     return this.#fallback.giveBack(back);
+  }
+
+  /** A wait for a slot began or ended, or an upstream paused an identifier (see Reporting.waited). */
+  waited(event: WaitEvent): void {
+    if (this.#observed) this.#reporting.waited(event);
   }
 
   /** Forgets what the deny cache remembers of an identifier (its stored limit or denial changed). */

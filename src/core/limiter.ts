@@ -4,6 +4,7 @@ import { extendOperands, releaseOperands } from './leases.js';
 import type { Pipeline } from './pipeline.js';
 import { reserve } from './reservation.js';
 import { StoredOverrides } from './stored.js';
+import { waitFor } from './waiting.js';
 
 let pipelineOf: (limiter: unknown) => Pipeline | undefined;
 
@@ -21,6 +22,7 @@ export class RateLimiter implements Limiter {
   readonly limit: Limiter['limit'];
   readonly peek: Limiter['peek'];
   readonly refund: Limiter['refund'];
+  readonly wait: Limiter['wait'];
   readonly charge: Limiter['charge'];
   readonly reserve: Limiter['reserve'];
   readonly reset: Limiter['reset'];
@@ -47,6 +49,7 @@ export class RateLimiter implements Limiter {
     this.limit = (identifier, options) => pipeline.run('limit', identifier, options?.cost ?? 1, options);
     this.peek = (identifier, options) => pipeline.run('peek', identifier, options?.cost ?? 1, options);
     this.refund = (identifier, amount = 1, options) => pipeline.run('refund', identifier, amount, options);
+    this.wait = (identifier, options) => waitFor(pipeline, identifier, options);
     // A charge's decision is its operation's answer, which carries `debt` and `cutOff`.
     this.charge = (identifier, amount, options) =>
       pipeline.run('charge', identifier, amount, options) as Promise<ChargeDecision>;

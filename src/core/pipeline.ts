@@ -1,5 +1,5 @@
 import { ERROR_CODES, SluiceError } from '../errors.js';
-import type { MetricsRecorder } from '../hooks.js';
+import type { MetricsRecorder, WaitEvent } from '../hooks.js';
 import { OPERATIONS } from '../operations.js';
 import type { ResolvedLimiterOptions } from '../options.js';
 import type {
@@ -267,6 +267,11 @@ export class Pipeline implements StoreReply<Call> {
     if (OPERATIONS[call.operation].onStoreFailure === 'policy')
       return this.#answers.failure(call, failure, error);
     throw this.#answers.noted(call, failure, error);
+  }
+
+  /** A wait for a slot began or ended, or an upstream paused an identifier: the limiter's recorders hear of it. */
+  waited(event: WaitEvent): void {
+    this.#answers.waited(event);
   }
 
   /** The deny cache's phase for a call of a group (see Answers.cached). */

@@ -9,6 +9,7 @@ import {
   type HookContext,
   type MetricsRecorder,
   reportHookFailure,
+  type WaitEvent,
 } from '../hooks.js';
 import type { Decision, Policy, Store } from '../types.js';
 import type { Call } from './call.js';
@@ -104,6 +105,18 @@ export class Reporting {
   /** Whether anyone hears of failures (so that a context is worth building). */
   get hearsFailures(): boolean {
     return this.#limiter.onError !== undefined;
+  }
+
+  /** A call waiting for a slot began or ended, or an upstream paused an identifier: recorders that count waits hear of it. */
+  waited(event: WaitEvent): void {
+    for (const { recorder } of this.#recorders) {
+      if (typeof recorder.waited !== 'function') continue;
+      try {
+        recorder.waited(this.#limiter.name, event);
+      } catch (error) {
+        reportHookFailure('metrics', recorder, error);
+      }
+    }
   }
 
   /** A request the middleware's `deny` list refused before this limiter was asked: every recorder hears of it. */

@@ -8,6 +8,14 @@ export const STORE_SECONDS_BUCKETS: readonly number[] = [
   0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
 ];
 
+/**
+ * Upper bounds of the time waited for a slot (wait(), throttle()), in seconds: from a slot that
+ * came at once to a minute (the default `maxWaitMs`).
+ */
+export const WAIT_SECONDS_BUCKETS: readonly number[] = [
+  0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
+];
+
 /** The same bounds in milliseconds, which is what a decision's context carries. */
 export const STORE_MS_BUCKETS: readonly number[] = STORE_SECONDS_BUCKETS.map(
   (s) => Math.round(s * 1e7) / 1e4,
@@ -109,6 +117,24 @@ export const INSTRUMENTS = {
     openTelemetry: 'sluice.lease.slots.expired',
     unit: '{slot}',
     help: 'Slots of leases that lapsed without being released (a crashed or stuck holder), counted by the call that freed them, by limiter.',
+  },
+  waitSeconds: {
+    prometheus: 'sluice_wait_seconds',
+    openTelemetry: 'sluice.wait.duration',
+    unit: 's',
+    help: 'Time calls waited for their slot before they went (wait(), throttle()), by limiter.',
+  },
+  waiting: {
+    prometheus: 'sluice_waiting',
+    openTelemetry: 'sluice.waiting',
+    unit: '{call}',
+    help: 'Calls waiting for a slot now (wait(), throttle()), by limiter.',
+  },
+  pauses: {
+    prometheus: 'sluice_upstream_pauses_total',
+    openTelemetry: 'sluice.upstream.pauses',
+    unit: '{pause}',
+    help: 'Pauses throttle() took from upstream answers (429 or 503 with Retry-After, RateLimit with nothing left) and wrote to the store, by limiter.',
   },
   budgetGranted: {
     prometheus: 'sluice_budget_granted_units',

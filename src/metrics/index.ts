@@ -6,6 +6,7 @@ export {
   type Outcome,
   type SkipReason,
   STORE_SECONDS_BUCKETS,
+  WAIT_SECONDS_BUCKETS,
 } from './definitions.js';
 export {
   type OpenTelemetryMeter,

@@ -1,6 +1,14 @@
 // openTelemetryMetrics(): the same instruments on an OpenTelemetry meter, counters observed at collection time.
 import { invalidOption } from '../errors.js';
-import { DENY_LISTS, INSTRUMENTS, OUTCOMES, SKIP_REASONS, STORE_SECONDS_BUCKETS } from './definitions.js';
+import type { WaitEvent } from '../hooks.js';
+import {
+  DENY_LISTS,
+  INSTRUMENTS,
+  OUTCOMES,
+  SKIP_REASONS,
+  STORE_SECONDS_BUCKETS,
+  WAIT_SECONDS_BUCKETS,
+} from './definitions.js';
 import { type HotOptions, resolveMetricsOptions } from './options.js';
 import { DecisionMetrics, type DecisionMetricsOptions, type LimiterTally } from './tally.js';
 
@@ -39,6 +47,7 @@ export interface OpenTelemetryMetricsOptions extends DecisionMetricsOptions {
 
 class OpenTelemetryRecorder extends DecisionMetrics {
   readonly #histogram: { record(value: number, attributes?: Attributes): void };
+  readonly #waits: { record(value: number, attributes?: Attributes): void };
   // One attributes object per limiter, made once: the SDK reads it on every observation.
   readonly #attributes = new WeakMap<LimiterTally, Attributes>();
 
@@ -66,6 +75,12 @@ class OpenTelemetryRecorder extends DecisionMetrics {
     const up = meter.createObservableGauge(INSTRUMENTS.storeUp.openTelemetry, options('storeUp'));
     const slots = meter.createObservableGauge(INSTRUMENTS.leaseSlots.openTelemetry, options('leaseSlots'));
     const expired = counter('leaseSlotsExpired');
+    const waiting = meter.createObservableGauge(INSTRUMENTS.waiting.openTelemetry, options('waiting'));
+    const pauses = counter('pauses');
+    this.#waits = meter.createHistogram(INSTRUMENTS.waitSeconds.openTelemetry, {
+      ...options('waitSeconds'),
+      advice: { explicitBucketBoundaries: [...WAIT_SECONDS_BUCKETS] },
+    });
     const gauge = (instrument: keyof typeof INSTRUMENTS): object =>
       meter.createObservableGauge(INSTRUMENTS[instrument].openTelemetry, options(instrument));
     const budget = {
@@ -105,6 +120,8 @@ class OpenTelemetryRecorder extends DecisionMetrics {
             result.observe(slots, t.leases.slotsInUse(), { limiter });
             result.observe(expired, t.leases.expired, { limiter });
           }
+          result.observe(waiting, t.waits.waiting, { limiter });
+          result.observe(pauses, t.waits.pauses, { limiter });
           const view = t.readBudget();
           if (view === undefined) continue;
           const at = { limiter, region: view.region };
@@ -131,9 +148,17 @@ class OpenTelemetryRecorder extends DecisionMetrics {
         up,
         slots,
         expired,
+        waiting,
+        pauses,
         ...Object.values(budget),
       ],
     );
+  }
+
+  /** A wait that went is one histogram recording, as a store decision's time is. */
+  override waited(name: string, event: WaitEvent): void {
+    super.waited(name, event);
+    if (event.kind === 'done' && event.allowed) this.#waits.record(event.waitedMs / 1000, { limiter: name });
   }
 
   protected override observe(tally: LimiterTally, storeMs: number): number {
@@ -153,7 +178,9 @@ class OpenTelemetryRecorder extends DecisionMetrics {
  * `sluice.decisions` (attributes `limiter`, `outcome`), `sluice.units`, `sluice.store.skipped`
  * (`reason`), `sluice.deny_cache.hits`, `sluice.near_limit`, `sluice.charges`,
  * `sluice.charged.units` and `sluice.debt.cut_off`, observed at collection time; the
- * histogram `sluice.store.decision.duration` in seconds; the gauge `sluice.store.up`. Each
+ * histogram `sluice.store.decision.duration` in seconds; the gauge `sluice.store.up`; for calls
+ * waiting for a slot, the histogram `sluice.wait.duration`, the gauge `sluice.waiting` and the
+ * counter `sluice.upstream.pauses`. Each
  * store decision is one histogram recording on the meter; the counters cost nothing per decision.
  *
  * @example

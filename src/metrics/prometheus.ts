@@ -174,6 +174,7 @@ class PrometheusRecorder extends DecisionMetrics implements PrometheusMetrics {
             t.clearHistogram();
           }),
       ),
+      ...this.#waitMetrics(prefix, each),
       metric(
         prefix,
         'storeUp',
@@ -254,6 +255,38 @@ class PrometheusRecorder extends DecisionMetrics implements PrometheusMetrics {
     ];
   }
 
+  /** Calls waiting for a slot: the time they waited, how many wait now, pauses from upstream answers. */
+  #waitMetrics(
+    prefix: string,
+    each: (read: (tally: LimiterTally) => Sample[]) => () => Sample[],
+  ): RegistryMetric[] {
+    return [
+      metric(
+        prefix,
+        'waitSeconds',
+        'histogram',
+        each((t) => waitSamples(`${prefix}${INSTRUMENTS.waitSeconds.prometheus}`, t)),
+        () => this.#zero((t) => t.waits.clear()),
+      ),
+      // Calls waiting across a cluster's workers add up.
+      metric(
+        prefix,
+        'waiting',
+        'gauge',
+        each((t) => [{ value: t.waits.waiting, labels: { limiter: t.name } }]),
+        () => {},
+        'sum',
+      ),
+      metric(
+        prefix,
+        'pauses',
+        'counter',
+        each((t) => [{ value: t.waits.pauses, labels: { limiter: t.name } }]),
+        () => {},
+      ),
+    ];
+  }
+
   #zero(clear: (tally: LimiterTally) => void): void {
     for (const tally of this.tallies) clear(tally);
   }
@@ -265,11 +298,10 @@ function metric(
   type: RegistryMetric['type'],
   read: () => Sample[],
   reset: () => void,
-  across?: RegistryMetric['aggregator'],
+  // The gauge of health: across a cluster's workers (prom-client's AggregatorRegistry), down anywhere is down.
+  aggregator: RegistryMetric['aggregator'] = type === 'gauge' ? 'min' : 'sum',
 ): RegistryMetric {
   const { help } = INSTRUMENTS[instrument];
-  // A gauge of health: across a cluster's workers (prom-client's AggregatorRegistry), down anywhere is down.
-  const aggregator = across ?? (type === 'gauge' ? 'min' : 'sum');
   const result: RegistryMetric = {
     // The registry renames counters for OpenMetrics (it drops `_total`), so `get` reads it back.
     name: `${prefix}${INSTRUMENTS[instrument].prometheus}`,
@@ -300,14 +332,31 @@ function histogramSamples(name: string, tally: LimiterTally): Sample[] {
   return samples;
 }
 
+function waitSamples(name: string, tally: LimiterTally): Sample[] {
+  const { buckets, sum, count } = tally.waits.histogram();
+  const labels = { limiter: tally.name };
+  const samples: Sample[] = buckets.map(({ le, count: inBucket }) => ({
+    value: inBucket,
+    labels: { limiter: tally.name, le: le === Number.POSITIVE_INFINITY ? '+Inf' : le },
+    metricName: `${name}_bucket`,
+  }));
+  samples.push(
+    { value: sum, labels, metricName: `${name}_sum` },
+    { value: count, labels, metricName: `${name}_count` },
+  );
+  return samples;
+}
+
 /**
  * A recorder for `createLimiter({ metrics })` whose counts a prom-client registry serves:
  * `sluice_decisions_total{limiter,outcome}`, `sluice_units_total{limiter}`,
  * `sluice_store_skipped_total{limiter,reason}`, `sluice_deny_cache_hits_total{limiter}`,
  * `sluice_near_limit_total{limiter}`, `sluice_charges_total{limiter}`,
  * `sluice_charged_units_total{limiter}`, `sluice_debt_cut_off_units_total{limiter}`,
- * `sluice_store_decision_seconds{limiter}` (histogram, 0.1 ms
- * to 1 s) and `sluice_store_up{limiter}`. Labels name limiters, never identifiers: those are in
+ * `sluice_store_decision_seconds{limiter}` (histogram, 0.1 ms to 1 s), `sluice_store_up{limiter}`,
+ * and for calls waiting for a slot `sluice_wait_seconds{limiter}` (histogram, 1 ms to 60 s),
+ * `sluice_waiting{limiter}` and `sluice_upstream_pauses_total{limiter}`. Labels name limiters,
+ * never identifiers: those are in
  * `topDenied()`. prom-client is an optional peer dependency, loaded only without `registry`.
  *
  * @example

@@ -7,12 +7,14 @@ import type {
   DenyList,
   HookContext,
   MetricsRecorder,
+  WaitEvent,
 } from '../hooks.js';
 import { type Decision, isStoreFailure, type Policy, type Store } from '../types.js';
 import { type Outcome, type SkipReason, STORE_MS_BUCKETS, STORE_SECONDS_BUCKETS } from './definitions.js';
 import { LeaseTally } from './leases.js';
 import { type HotOptions, resolveMetricsOptions } from './options.js';
 import { type HeavyHitter, RecentHeavyHitters } from './space-saving.js';
+import { WaitTally } from './waits.js';
 
 /** One limiter's counts. Plain fields: a decision costs a few additions, no lookup by label. */
 export class LimiterTally {
@@ -50,6 +52,8 @@ export class LimiterTally {
   readonly hot: RecentHeavyHitters | undefined;
   /** A concurrency limiter's slots in use and lapsed leases; undefined for the others. */
   leases: LeaseTally | undefined;
+  /** Calls waiting for a slot: waiting now, how long they waited, pauses from upstreams. */
+  readonly waits = new WaitTally();
   /** What the limiter's region holds and asks, when it shares a global budget (read when exported). */
   budget: (() => BudgetView) | undefined;
   #budgetView: BudgetView | undefined;
@@ -165,6 +169,12 @@ export interface LimiterMetrics {
    * Acquisitions refused are its `decisions.denied`.
    */
   readonly leases?: { readonly slotsInUse: number; readonly expiredUnreleased: number };
+  /** Calls waiting for a slot (wait(), throttle()): now, how long those that went waited, and pauses from upstreams. */
+  readonly waits: {
+    readonly waiting: number;
+    readonly waitSeconds: ReturnType<WaitTally['histogram']>;
+    readonly upstreamPauses: number;
+  };
   /** What the limiter's region holds and asks, when it shares a global budget. */
   readonly budget?: BudgetView;
 }
@@ -262,7 +272,8 @@ export class DecisionMetrics implements MetricsRecorder {
     if (tally.leases !== undefined && (source === 'store' || decision.reason === 'fallback')) {
       tally.leases.observe(call.identifier, decision);
     }
-    if (call.operation !== 'limit') {
+    // Decisions are the calls that take units when allowed: `limit`, and the slots of wait().
+    if (call.operation !== 'limit' && call.operation !== 'schedule') {
       // Off the path of `limit`: a charge's counts cost the calls that charge.
       if (call.operation === 'charge') {
         const cutOff = decision.cutOff ?? 0;
@@ -310,6 +321,11 @@ export class DecisionMetrics implements MetricsRecorder {
     } else down.add(shard ?? '');
     if (down.size === 0) tally.downSince = undefined;
     else tally.downSince ??= Date.now();
+  }
+
+  /** A call waiting for a slot began or ended, or an upstream paused an identifier. */
+  waited(name: string, event: WaitEvent): void {
+    this.tally(name).waits.record(event);
   }
 
   /** A limiter with a global budget: its view is read whenever the counts are. */
@@ -391,6 +407,11 @@ function describe(tally: LimiterTally): LimiterMetrics {
     ...(tally.leases === undefined
       ? {}
       : { leases: { slotsInUse: tally.leases.slotsInUse(), expiredUnreleased: tally.leases.expired } }),
+    waits: {
+      waiting: tally.waits.waiting,
+      waitSeconds: tally.waits.histogram(),
+      upstreamPauses: tally.waits.pauses,
+    },
     ...(tally.budget === undefined ? {} : { budget: tally.readBudget() as BudgetView }),
   };
 }

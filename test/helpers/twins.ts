@@ -1,20 +1,33 @@
 // Compares one tick of calls on Redis and in memory, telling keys Redis expired in real time apart
 // from real disagreements (shared by the differential suites).
 import assert from 'node:assert/strict';
+import { askSlot, limiterPipeline, type Pipeline } from '../../src/core/index.js';
 import type { Decision, Limiter } from '../../src/index.js';
 import type { ExpiryWatch } from './expiries.js';
 
-/** One call of a differential run; `limit` is a per-call limit when present. */
+/**
+ * One call of a differential run; `limit` is a per-call limit when present. A `schedule` (a
+ * future slot: GCRA and the token bucket) carries its longest wait (-1 only reads) and a pause.
+ */
 export interface TwinCall {
   readonly identifier: string;
-  readonly operation: 'limit' | 'peek' | 'refund' | 'charge';
+  readonly operation: 'limit' | 'peek' | 'refund' | 'charge' | 'schedule';
   readonly cost: number;
   readonly limit?: number;
+  readonly maxWaitMs?: number;
+  readonly pauseMs?: number;
 }
 
 export function runCall(limiter: Limiter, c: TwinCall): Promise<Decision> {
   const limit = c.limit === undefined ? {} : { limit: c.limit };
   if (c.operation === 'refund') return limiter.refund(c.identifier, c.cost, limit);
+  if (c.operation === 'schedule') {
+    // Not a method of its own: wait() and throttle() ask for slots through the core.
+    const pipeline = limiterPipeline(limiter) as Pipeline;
+    return askSlot(pipeline, c.identifier, c.cost, limit, c.maxWaitMs ?? 0, c.pauseMs ?? 0).then(
+      (slot) => slot.decision,
+    );
+  }
   if (c.operation === 'charge') return limiter.charge(c.identifier, c.cost, limit);
   return limiter[c.operation](c.identifier, { cost: c.cost, ...limit });
 }

@@ -132,9 +132,9 @@ describe('the packed packages', () => {
     assert.deepEqual(Object.keys(mapped).sort(), [...SUBPATHS].sort());
   });
 
-  test('sluice/node exports the adapter and the key helpers, none of the writers Express and Fastify share', async () => {
+  test('sluice/node exports the adapter, the key helpers and bodyBytes (for settle), none of the writers Express and Fastify share', async () => {
     const node = await import(join(consumer, 'node_modules', 'sluice', 'dist', 'esm', 'http', 'node.js'));
-    assert.deepEqual(Object.keys(node).sort(), ['clientIp', 'headerKey', 'rateLimit']);
+    assert.deepEqual(Object.keys(node).sort(), ['bodyBytes', 'clientIp', 'headerKey', 'rateLimit']);
   });
 
   test('npm start serves from a current build at once, without building again', async () => {

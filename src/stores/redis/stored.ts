@@ -28,3 +28,17 @@ export function decodeTat(value: string): number | undefined {
   const number = Number(value);
   return number < 0 ? -number / 1000 : number;
 }
+
+/**
+ * A GCRA or token bucket value with the pause an upstream asked for, while one holds:
+ * `"<tat> <paused until, ms> <shift, ms>"` (see gcra.lua); the TAT alone otherwise.
+ */
+export function decodeGcra(
+  value: string,
+): { readonly tat: number; readonly pausedUntil?: number; readonly shiftMs?: number } | undefined {
+  const paused = /^(\S+) (\d+) (\d+)$/.exec(value);
+  const tat = decodeTat(paused === null ? value : (paused[1] as string));
+  if (tat === undefined) return undefined;
+  if (paused === null) return { tat };
+  return { tat, pausedUntil: Number(paused[2]), shiftMs: Number(paused[3]) };
+}

@@ -5,7 +5,13 @@ import { type ChildProcess, fork } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
-import { createLimiter, type Decision, type Operation, RedisStore } from '../../../src/index.js';
+import {
+  createLimiter,
+  type Decision,
+  type GcraState,
+  type Operation,
+  RedisStore,
+} from '../../../src/index.js';
 import { stateKey } from '../../../src/keys.js';
 import { seeded } from '../random.js';
 import { ESTIMATE, LIMIT, type Outcome, policy, type Task, USAGE, USER, type Variant } from './shared.js';
@@ -83,7 +89,7 @@ const OPERATIONS: Readonly<Record<string, Operation>> = {
 function replay(commands: readonly string[][], key: string, t0: number): { excess: number; used: number } {
   const twin = policy();
   const steps: Array<{ operation: Operation; cost: number; allowed: boolean }> = [];
-  let state: number | undefined;
+  let state: GcraState | undefined;
   for (const args of commands) {
     const keys = Number(args[2]);
     const code = args[3 + keys] as string;
@@ -106,7 +112,9 @@ function replay(commands: readonly string[][], key: string, t0: number): { exces
     if (step.operation === 'refund') excess -= step.cost;
   }
   const intervalMs = Number(twin.args[0]);
-  return { excess, used: state === undefined ? 0 : Math.round((state - t0) / intervalMs) };
+  // No pause is ever written here, but the state's type allows one.
+  const tat = typeof state === 'object' ? state.tat : state;
+  return { excess, used: tat === undefined ? 0 : Math.round((tat - t0) / intervalMs) };
 }
 
 /** Sends a message to a worker and waits for its answer. */

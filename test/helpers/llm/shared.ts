@@ -1,5 +1,5 @@
 // What the LLM scenario's processes share: the policy (tokens per minute per user), the estimate, the messages.
-import { type Policy, tokenBucket } from '../../../src/index.js';
+import { type GcraState, type Policy, tokenBucket } from '../../../src/index.js';
 
 /** Tokens per minute per user. */
 export const LIMIT = 20_000;
@@ -20,7 +20,7 @@ export type Variant = 'settle' | 'estimate' | 'charge-only';
 export const VARIANTS: readonly Variant[] = ['settle', 'estimate', 'charge-only'];
 
 /** 20 000 tokens per minute: a bucket of 20 000 refilled over a minute. */
-export function policy(): Policy<number> {
+export function policy(): Policy<GcraState> {
   return tokenBucket({ capacity: LIMIT, refillPerSecond: LIMIT / 60 });
 }
 

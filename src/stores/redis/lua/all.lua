@@ -30,16 +30,19 @@ local function each(mode)
     local a, b = nil, nil
     if operands > 0 then a = ARGV[at + 5] end
     if operands > 1 then b = ARGV[at + 6] end
-    -- `fields`: a lease's; `_`: a charge's second field, which no combined call asks for.
-    local allowed, remaining, reset, retry, fields, applied, _
+    -- Fields: a lease's acquisition's three (its token, expiry, slots reclaimed: concurrency.lua),
+    -- the only ones a combined call asks for.
+    local fields = (mode == '0' and decide == concurrency) and 3 or 0
+    local allowed, remaining, reset, retry, field1, field2, field3, applied
     if stored then
       local s = at + 4 + operands
-      allowed, remaining, reset, retry, fields, _, applied = decide_stored(decide, KEYS[i], now, mode, cost,
-        first, second, a, tonumber(ARGV[s + 1]), entries[2 * i - 1], entries[2 * i], ARGV[s + 2],
+      allowed, remaining, reset, retry, field1, field2, field3, applied = decide_stored(decide, KEYS[i], now,
+        mode, cost, first, second, a, tonumber(ARGV[s + 1]), entries[2 * i - 1], entries[2 * i], ARGV[s + 2],
         tonumber(ARGV[s + 3]), tonumber(ARGV[s + 4]), tonumber(ARGV[s + 5]), tonumber(ARGV[s + 6]),
         ARGV[s + 7] == '1', b)
     else
-      allowed, remaining, reset, retry, fields = decide(KEYS[i], now, mode, cost, first, second, a, b)
+      allowed, remaining, reset, retry, field1, field2, field3 = decide(KEYS[i], now, mode, cost, first, second,
+        a, b)
     end
     if allowed == 0 then everyone = 0 end
     local n = #out
@@ -52,11 +55,11 @@ local function each(mode)
       m = m + 1
       out[m] = applied
     end
-    if type(fields) == 'table' then
-      out[m + 1] = #fields
-      for j = 1, #fields do out[m + 1 + j] = fields[j] end
-    else
-      out[m + 1] = 0
+    out[m + 1] = fields
+    if fields > 0 then
+      out[m + 2] = field1 or 0
+      out[m + 3] = field2 or 0
+      out[m + 4] = field3 or 0
     end
   end
   return out, everyone

@@ -3,23 +3,33 @@
 -- operators stored>` (with stored.lua before it when true).
 -- KEYS: one key per identifier, each decided on its own, in order.
 -- ARGV: op (see src/operations.ts), now in ms ('' reads the server clock), the policy's two
---       parameters, one cost per key, then each key's operands (as many per key: a charge's
---       max_debt, a lease's id); when `stored`, last: what to read (stored.lua) and the policy's
---       limit rule (rule, own limit, share, x, y, follows).
+--       parameters, one cost per key, then each key's operands (OPERANDS[op] each: a charge's
+--       max_debt; a schedule's max_wait and pause_ms; a lease's id, and an extension's ms and token; a
+--       concurrency policy's acquisition, a limit, carries its new lease's id); when `stored`, last:
+--       what to read (stored.lua) and the policy's limit rule (rule, own limit, share, x, y, follows).
 -- Returns integers: first the reset shared by the batch (the first allowed key's resetMs, else 0),
 -- then one record per key, in order:
 --   r >= 0              allowed; remaining r, resetMs the shared one, retryAfterMs 0
 --   -1 - 2 x reset, r   allowed; remaining r, resetMs reset, retryAfterMs 0
 --   -2 - 2 x reset, r, t  denied; remaining r, resetMs reset, retryAfterMs t
--- each followed by the fields the algorithm returned for it, if any (a table after its four values;
--- as many for every key of a batch, which shares one operation; a lease's).
 -- Most records are one integer (every allowed key of a window policy ends its state at the same
 -- moment): Redis builds a quarter of the reply, and the client decodes a quarter of the integers.
--- A charge's record (always allowed) is followed by its fields: the retryAfterMs for a cost of 1,
--- the debt, and the units cut off.
--- Last, when `stored`, one more integer per record (after a charge's fields): the stored limit
+-- An operation with fields (FIELDS[op]) follows each record with that many integers. A charge's
+-- record (always allowed) is followed by the retryAfterMs for a cost of 1, the debt, and the units
+-- cut off; a lease's acquisition's by its token, expiry and the slots it reclaimed.
+-- Last, when `stored`, one more integer per record (after the operation's fields): the stored limit
 -- applied, 0, or -1 for a denial (stored.lua).
 local op = ARGV[1]
+-- Each operation's `operands` and `fields` (its entry in src/operations.ts); 0 when absent.
+local OPERANDS = { ['3'] = 1, ['4'] = 2, ['5'] = 1, ['6'] = 3 }
+local FIELDS = { ['3'] = 3, ['4'] = 3, ['5'] = 2, ['6'] = 3 }
+local operands, fields = OPERANDS[op] or 0, FIELDS[op] or 0
+-- A limit that carries an operand is a concurrency policy's acquisition (shapeOf in
+-- src/operations.ts): its lease's id in, its token, expiry and slots reclaimed out.
+if op == '0' and #ARGV > 4 + #KEYS + (stored and 7 or 0) then operands, fields = 1, 3 end
+-- A lease's operands stay text (its id; an extension's ms, '' for the policy's): concurrency.lua
+-- reads them. Every other operation's are numbers.
+local numeric = op ~= '0' and op ~= '5' and op ~= '6'
 local now = clock(ARGV[2])
 -- Policies that start each decision with a GET (read_ahead: see scripts.ts) read the keys of a batch
 -- with one MGET instead: one command for the batch rather than one per key.
@@ -29,9 +39,6 @@ if read_ahead and #KEYS > 1 then
   for i = 1, #KEYS do ahead[KEYS[i]] = values[i] end
 end
 local first, second = tonumber(ARGV[3]), tonumber(ARGV[4])
--- Operands per key, after the costs and before what `stored` reads; most operations have none.
-local operands = (#ARGV - 4 - #KEYS - (stored and 7 or 0)) / #KEYS
-local a, b = nil, nil
 local reads, rule, own, share, x, y, follows, entries
 if stored then
   local at = #ARGV - 6
@@ -53,29 +60,28 @@ for i = 1, #KEYS do
     costText = text
     cost = tonumber(text)
   end
+  local operand1, operand2 = nil, nil
   if operands > 0 then
     local at = 4 + #KEYS + (i - 1) * operands
-    a = ARGV[at + 1]
-    if operands > 1 then b = ARGV[at + 2] end
+    operand1 = ARGV[at + 1]
+    if operands > 1 then operand2 = ARGV[at + 2] end
+    if numeric then operand1, operand2 = tonumber(operand1), tonumber(operand2) end
   end
-  if charging then a = tonumber(a) end
-  -- After the four values: a charge's debt and cut-off, or another operation's table of fields.
-  local allowed, remaining, reset, retry, extra, cut, applied
+  local allowed, remaining, reset, retry, field1, field2, field3, applied
   if stored then
     local denial, limit = stored_at(entries, i, reads)
-    allowed, remaining, reset, retry, extra, cut, applied = decide_stored(decide, KEYS[i], now, op, cost,
-      first, second, a, reads, denial, limit, rule, own, share, x, y, follows, b)
+    allowed, remaining, reset, retry, field1, field2, field3, applied = decide_stored(decide, KEYS[i], now,
+      op, cost, first, second, operand1, reads, denial, limit, rule, own, share, x, y, follows, operand2)
   else
-    allowed, remaining, reset, retry, extra, cut = decide(KEYS[i], now, op, cost, first, second, a, b)
+    allowed, remaining, reset, retry, field1, field2, field3 =
+      decide(KEYS[i], now, op, cost, first, second, operand1, operand2)
   end
   if charging then
-    -- Its wait is a field: an allowed record has no room for one.
+    -- Its wait is its first field: an allowed record has no room for one.
     out[n + 1] = -1 - 2 * reset
     out[n + 2] = remaining
-    out[n + 3] = retry
-    out[n + 4] = extra
-    out[n + 5] = cut
-    n = n + 5
+    n = n + 2
+    field1, field2, field3 = retry, field1, field2
   elseif allowed == 1 then
     -- An allowed request waits for nothing: the records have no room for a retry.
     if retry ~= 0 then return redis.error_reply('ERR sluice: allowed with a retryAfterMs') end
@@ -97,9 +103,12 @@ for i = 1, #KEYS do
     out[n + 3] = retry
     n = n + 3
   end
-  if type(extra) == 'table' then
-    for j = 1, #extra do out[n + j] = extra[j] end
-    n = n + #extra
+  if fields > 0 then
+    -- A key a stored denial refused has none: zeros keep the records' shape.
+    out[n + 1] = field1 or 0
+    if fields > 1 then out[n + 2] = field2 or 0 end
+    if fields > 2 then out[n + 3] = field3 or 0 end
+    n = n + fields
   end
   if stored then
     n = n + 1

@@ -71,8 +71,10 @@ local function stored_at(entries, i, reads)
 end
 
 -- Decides one key as `decide` would, after what is stored for it (`denial` and `limit` as read by
--- stored_entries). Returns what `decide` returns (a charge's debt and cut off after the decision's four
--- values; nil for other operations) and what was applied: the stored limit used,
+-- stored_entries). Returns what `decide` returns (an operation's fields after the decision's four
+-- values, up to three: a charge's debt and cut off, a schedule's wait, pause and shift, a lease's
+-- (concurrency.lua, whose calls may carry two operands); nil for other operations, and for a key
+-- refused here) and what was applied: the stored limit used,
 -- 0 for none, -1 for a denial (the quota is not looked at, and nothing is taken). A denial ends at
 -- the time its value names, in the decisions' clock. Operations that ask for units read the denial
 -- (reads' first bit); such a request asking more than a smaller stored limit ever grants is refused,
@@ -85,7 +87,7 @@ local function decide_stored(decide, key, now, op, cost, first, second, operand,
     local ends = tonumber(denial)
     if ends and ends > now then
       local left = ceil(ends - now)
-      return 0, 0, left, left, nil, nil, -1
+      return 0, 0, left, left, nil, nil, nil, -1
     end
   end
   local applied = 0
@@ -100,11 +102,11 @@ local function decide_stored(decide, key, now, op, cost, first, second, operand,
       if op == '3' and follows and most ~= math.huge then operand = most end
       if asks and cost > most then
         local _, remaining, reset = decide(key, now, '1', 1, first, second)
-        return 0, remaining, reset, ceil(second - EPSILON_MS), nil, nil, applied
+        return 0, remaining, reset, ceil(second - EPSILON_MS), nil, nil, nil, applied
       end
     end
   end
-  -- `debt`: a lease's fields (a table) for a concurrency policy, whose calls may carry two operands.
-  local allowed, remaining, reset, retry, debt, cut = decide(key, now, op, cost, first, second, operand, operand2)
-  return allowed, remaining, reset, retry, debt, cut, applied
+  local allowed, remaining, reset, retry, field1, field2, field3 =
+    decide(key, now, op, cost, first, second, operand, operand2)
+  return allowed, remaining, reset, retry, field1, field2, field3, applied
 end

@@ -1,0 +1,141 @@
+// One throttled call: waits in its lane for a slot, runs, and learns from the upstream's answer (pause, retry).
+import { performance } from 'node:perf_hooks';
+import type { Pipeline } from '../core/index.js';
+import { ERROR_CODES, SluiceError } from '../errors.js';
+import { MAX_PAUSE_MS } from '../operations.js';
+import type { Lane, LaneWaiter } from './lane.js';
+import { answerOf, pauseOf } from './upstream.js';
+
+/** What a call is run with, resolved by its throttle. */
+export interface CallSettings {
+  readonly pipeline: Pipeline;
+  readonly lane: Lane;
+  readonly maxWaitMs: number;
+  /** Tries after the upstream refused the call (429, 503). */
+  readonly retries: number;
+  readonly priority: number;
+  readonly signal: AbortSignal | undefined;
+}
+
+/**
+ * A call on its way: queued in its lane until a slot comes (`go`), then run; an upstream that
+ * refuses it with a pause pauses the key for every process and the call is queued again, keeping
+ * its turn, up to `retries` times. Settles its promise once.
+ */
+export class ThrottledCall<T> implements LaneWaiter {
+  readonly priority: number;
+  seq = 0;
+  gone = false;
+  readonly #settings: CallSettings;
+  readonly #fn: () => T | PromiseLike<T>;
+  readonly #resolve: (value: T) => void;
+  readonly #reject: (error: unknown) => void;
+  #tries = 0;
+  #queuedAt = 0;
+  #deadline: NodeJS.Timeout | undefined;
+  #settled = false;
+
+  constructor(
+    settings: CallSettings,
+    fn: () => T | PromiseLike<T>,
+    resolve: (value: T) => void,
+    reject: (error: unknown) => void,
+  ) {
+    this.#settings = settings;
+    this.priority = settings.priority;
+    this.#fn = fn;
+    this.#resolve = resolve;
+    this.#reject = reject;
+  }
+
+  /** Queues the call (again, after a refusal, with its turn kept and the upstream's pause to write). */
+  queue(again: boolean, pauseMs = 0): void {
+    const { lane, maxWaitMs, signal, pipeline } = this.#settings;
+    this.#queuedAt = performance.now();
+    pipeline.waited({ kind: 'waiting' });
+    this.#deadline = setTimeout(() => this.#leave(this.#timedOut()), maxWaitMs);
+    if (!again) signal?.addEventListener('abort', this.#aborted, { once: true });
+    if (again) lane.requeue(this, pauseMs);
+    else lane.enqueue(this);
+  }
+
+  go(): void {
+    this.#waited(true);
+    if (this.#settings.signal?.aborted === true) {
+      this.#finish(false, this.#settings.signal.reason);
+      return;
+    }
+    this.#tries++;
+    Promise.resolve()
+      .then(this.#fn)
+      .then(
+        (value) => this.#answered(value, false),
+        (error: unknown) => this.#answered(error, true),
+      );
+  }
+
+  refuse(error: SluiceError): void {
+    this.#waited(false);
+    this.#finish(false, error);
+  }
+
+  readonly #aborted = (): void => {
+    if (!this.gone) this.#leave((this.#settings.signal as AbortSignal).reason);
+  };
+
+  /** Leaves the queue before a slot came (aborted, out of time). */
+  #leave(reason: unknown): void {
+    this.#settings.lane.cancel(this);
+    this.#waited(false);
+    this.#finish(false, reason);
+  }
+
+  #timedOut(): SluiceError {
+    return new SluiceError(
+      ERROR_CODES.MAX_WAIT,
+      `The call waited \`maxWaitMs\` (${this.#settings.maxWaitMs} ms) without a slot: it was not made.`,
+    );
+  }
+
+  /** The end of a wait in the queue: no more deadline, and the recorders hear how it ended. */
+  #waited(allowed: boolean): void {
+    if (this.#deadline !== undefined) clearTimeout(this.#deadline);
+    this.#deadline = undefined;
+    const waitedMs = performance.now() - this.#queuedAt;
+    this.#settings.pipeline.waited({ kind: 'done', waitedMs, allowed });
+  }
+
+  /** What the call returned or threw: the upstream's pause is shared, and a refused call tried again. */
+  #answered(value: unknown, threw: boolean): void {
+    const answer = answerOf(value);
+    const pause = answer === undefined ? undefined : pauseOf(answer, Date.now());
+    const { lane, retries, signal } = this.#settings;
+    const again = pause?.refused === true && this.#tries <= retries && signal?.aborted !== true;
+    const pauseMs = pause === undefined ? 0 : Math.min(pause.pauseMs, MAX_PAUSE_MS);
+    if (again) {
+      // The refused answer is dropped (its body would hold the connection), and the call keeps its
+      // turn: the store call that writes the pause takes its slot too.
+      void discard(value);
+      this.queue(true, pauseMs);
+      return;
+    }
+    if (pauseMs > 0) lane.pause(pauseMs);
+    this.#finish(!threw, value);
+  }
+
+  #finish(fulfilled: boolean, value: unknown): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    this.#settings.signal?.removeEventListener('abort', this.#aborted);
+    if (fulfilled) this.#resolve(value as T);
+    else this.#reject(value);
+  }
+}
+
+/** Cancels a fetch Response's body, if the value is one with a body not yet read. */
+async function discard(value: unknown): Promise<void> {
+  const body = (value as { body?: unknown; bodyUsed?: unknown } | null)?.body;
+  if (body instanceof ReadableStream && (value as { bodyUsed?: boolean }).bodyUsed !== true) {
+    await body.cancel().catch(() => undefined);
+  }
+}
