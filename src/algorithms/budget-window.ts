@@ -39,6 +39,22 @@ function keepFor(index: number, windowMs: number, now: number): number {
   return Math.ceil((index + 2) * windowMs - now);
 }
 
+/** The window a write lands in: the clock's, or a later one the state already holds. */
+function indexAt(stored: BudgetWindowState | undefined, now: number, windowMs: number): number {
+  const clockIndex = Math.floor(now / windowMs);
+  return stored !== undefined && stored.index > clockIndex ? stored.index : clockIndex;
+}
+
+/** A grant, sync or release answered: `remaining` and `resetMs` carry its figures; no state written without a new one. */
+function answered(
+  remaining: number,
+  grant: number,
+  state: BudgetWindowState | undefined,
+  ttlMs: number,
+): Outcome<BudgetWindowState> {
+  return { allowed: true, remaining, resetMs: grant, retryAfterMs: 0, state, ttlMs };
+}
+
 function written(stored: BudgetWindowState | undefined, index: number, rolled: Rolled): BudgetWindowState {
   if (stored === undefined) return { index, count: rolled.count, grant: rolled.grant, next: rolled.next };
   stored.index = index;
@@ -117,8 +133,7 @@ export function grantBudgetWindow(
   target: number,
   windowMs: number,
 ): Outcome<BudgetWindowState> {
-  const clockIndex = Math.floor(now / windowMs);
-  const index = stored !== undefined && stored.index > clockIndex ? stored.index : clockIndex;
+  const index = indexAt(stored, now, windowMs);
   const rolled = roll(stored, index, 0);
   if (target === index) {
     rolled.grant = Math.max(rolled.grant, amount);
@@ -126,23 +141,9 @@ export function grantBudgetWindow(
   } else if (target === index + 1) {
     rolled.next = Math.max(rolled.next, amount);
   } else {
-    return {
-      allowed: true,
-      remaining: rolled.count,
-      resetMs: rolled.grant,
-      retryAfterMs: 0,
-      state: stored,
-      ttlMs: -1,
-    };
+    return answered(rolled.count, rolled.grant, stored, -1);
   }
-  return {
-    allowed: true,
-    remaining: rolled.count,
-    resetMs: rolled.grant,
-    retryAfterMs: 0,
-    state: written(stored, index, rolled),
-    ttlMs: keepFor(index, windowMs, now),
-  };
+  return answered(rolled.count, rolled.grant, written(stored, index, rolled), keepFor(index, windowMs, now));
 }
 
 /**
@@ -158,29 +159,14 @@ export function syncBudgetWindow(
   target: number,
   windowMs: number,
 ): Outcome<BudgetWindowState> {
-  const clockIndex = Math.floor(now / windowMs);
-  const index = stored !== undefined && stored.index > clockIndex ? stored.index : clockIndex;
+  const index = indexAt(stored, now, windowMs);
   const rolled = roll(stored, index, 0);
   if (target !== index || rolled.grant >= amount) {
-    return {
-      allowed: true,
-      remaining: rolled.count,
-      resetMs: rolled.grant,
-      retryAfterMs: 0,
-      state: stored,
-      ttlMs: -1,
-    };
+    return answered(rolled.count, rolled.grant, stored, -1);
   }
   rolled.count += amount - rolled.grant;
   rolled.grant = amount;
-  return {
-    allowed: true,
-    remaining: rolled.count,
-    resetMs: rolled.grant,
-    retryAfterMs: 0,
-    state: written(stored, index, rolled),
-    ttlMs: keepFor(index, windowMs, now),
-  };
+  return answered(rolled.count, rolled.grant, written(stored, index, rolled), keepFor(index, windowMs, now));
 }
 
 /**
@@ -195,25 +181,17 @@ export function releaseBudgetWindow(
   target: number,
   windowMs: number,
 ): Outcome<BudgetWindowState> {
-  const clockIndex = Math.floor(now / windowMs);
-  const index = stored !== undefined && stored.index > clockIndex ? stored.index : clockIndex;
+  const index = indexAt(stored, now, windowMs);
   const rolled = roll(stored, index, 0);
   const given =
     stored === undefined || stored.index < index - 1 || target !== index
       ? 0
       : Math.min(amount, Math.max(0, rolled.grant - rolled.count));
   if (given === 0) {
-    return { allowed: true, remaining: 0, resetMs: rolled.grant, retryAfterMs: 0, state: stored, ttlMs: -1 };
+    return answered(0, rolled.grant, stored, -1);
   }
   rolled.grant -= given;
-  return {
-    allowed: true,
-    remaining: given,
-    resetMs: rolled.grant,
-    retryAfterMs: 0,
-    state: written(stored, index, rolled),
-    ttlMs: keepFor(index, windowMs, now),
-  };
+  return answered(given, rolled.grant, written(stored, index, rolled), keepFor(index, windowMs, now));
 }
 
 /**

@@ -11,6 +11,7 @@ import { parseRedisUrl } from '../../src/cli/redis.js';
 import { closest, editDistance } from '../../src/cli/suggest.js';
 import { chooseWindowMs } from '../../src/cli/verify.js';
 import { fixedWindow, gcra, slidingLog, slidingWindow, tokenBucket } from '../../src/index.js';
+import { MAX_PAUSE_MS, MAX_WAIT_MS } from '../../src/operations.js';
 
 describe('CLI helpers', () => {
   test('scanFraction follows Redis reverse-binary cursors: a table of 8 buckets is walked in eighths', () => {
@@ -56,8 +57,11 @@ describe('CLI helpers', () => {
     assert.equal(maxTtlMs(fixedWindow({ limit: 5, windowMs: 60_000 })), 60_000);
     assert.equal(maxTtlMs(slidingWindow({ limit: 5, windowMs: 60_000 })), 120_000);
     assert.equal(maxTtlMs(slidingLog({ limit: 5, windowMs: 60_000 })), 60_000);
-    assert.equal(maxTtlMs(tokenBucket({ capacity: 10, refillPerSecond: 2 })), 5000);
-    assert.equal(maxTtlMs(gcra({ limit: 10, periodMs: 60_000, burst: 2 })), 12_000);
+    // A bucket or GCRA key also carries slots scheduled by wait() (up to an hour) and an upstream's pause (up to an hour).
+    const scheduled = MAX_WAIT_MS + MAX_PAUSE_MS;
+    assert.equal(scheduled, 7_200_000);
+    assert.equal(maxTtlMs(tokenBucket({ capacity: 10, refillPerSecond: 2 })), 5000 + scheduled);
+    assert.equal(maxTtlMs(gcra({ limit: 10, periodMs: 60_000, burst: 2 })), 12_000 + scheduled);
     assert.equal(stateType(slidingLog({ limit: 5, windowMs: 60_000 })), 'zset');
     assert.equal(stateType(gcra({ limit: 5, periodMs: 60_000 })), 'string');
   });
@@ -203,11 +207,14 @@ describe('CLI helpers', () => {
       JSON.stringify(decodeState(bucket, { type: 'string', value: `${500 * 2 ** 21 + 7}` }, now, 2_760_000)),
       /a TAT of .*, in the past on a key that still expires in 2760000 ms, which tokenBucket\(capacity=10,refillPerSecond=1\) never writes/,
     );
-    // ...and far ahead of what a 10-token bucket ever sets.
+    // ...and far ahead of what a 10-token bucket ever sets, with the longest wait and pause added.
     assert.match(
-      JSON.stringify(decodeState(bucket, { type: 'string', value: String(now + 60_000) }, now, 60_000)),
-      /a TAT of .*, 60000 ms ahead, which tokenBucket/,
+      JSON.stringify(decodeState(bucket, { type: 'string', value: String(now + 3 * hour) }, now, 3 * hour)),
+      /a TAT of .*, 10800000 ms ahead, which tokenBucket/,
     );
+    // A minute ahead is slots wait() scheduled: decoded, with what is owed shown as negative.
+    const scheduled = decodeState(bucket, { type: 'string', value: String(now + 60_000) }, now, 60_000);
+    assert.equal(scheduled !== null && 'tatMs' in scheduled ? scheduled.available : scheduled, -50);
     // A TAT the bucket could have written is decoded.
     const view = decodeState(bucket, { type: 'string', value: String(now + 4000) }, now, 4000);
     assert.equal(view !== null && 'tatMs' in view ? view.used : view, 4);
