@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { concurrency, createLimiter, fixedWindow, type Lease, RedisStore } from '../../src/index.js';
 import { burst, statusCounts } from '../helpers/http/burst.js';
-import { IN_FLIGHT_KEY, type LeaseRole, type Stamped } from '../helpers/lease-process.js';
+import { IN_FLIGHT_KEY, type LeaseRole, RATE_WINDOW_MS, type Stamped } from '../helpers/lease-process.js';
 import { type RedisServer, startRedis } from '../helpers/redis-server.js';
 
 const CHILD = fileURLToPath(new URL('../helpers/lease-process.js', import.meta.url));
@@ -93,7 +93,7 @@ describe('500 requests at once on 4 processes sharing a limit of 100 in flight, 
           // Refused for lack of slots took nothing from the rate: it counted exactly the requests served.
           const rate = createLimiter({
             store: new RedisStore({ client: redis }),
-            policy: fixedWindow({ limit: beside, windowMs: 600_000 }),
+            policy: fixedWindow({ limit: beside, windowMs: RATE_WINDOW_MS }),
             name: 'rate',
           });
           assert.equal((await rate.peek('one')).remaining, beside - (counts[200] ?? 0));

@@ -61,7 +61,9 @@ test('a primary killed before replicating 5 leases: 5 more in flight than the li
   const kept = await acquire(limiter, identifier, KEPT);
   assert.equal(await cluster.command(victim.port, 'WAIT', 1, 10_000), 1, 'the replica has the first leases');
   // The replica sleeps; its link is cut; the next leases reach the primary alone, which then dies.
-  const asleep = cluster.command(replica.port, 'DEBUG', 'SLEEP', '0.5').catch(() => undefined);
+  // It sleeps 2 s, long past the kill even on a loaded machine: a replica that woke first would
+  // resync with the primary (partially, or fully, flushing what it held while the primary died).
+  const asleep = cluster.command(replica.port, 'DEBUG', 'SLEEP', '2').catch(() => undefined);
   await new Promise((resolve) => setTimeout(resolve, 50));
   assert.equal(await cluster.command(victim.port, 'CLIENT', 'KILL', 'TYPE', 'replica'), 1);
   const unreplicated = await acquire(limiter, identifier, UNREPLICATED);

@@ -264,12 +264,14 @@ export function leaseConformance(framework: string, build: LeaseBuild): void {
     });
 
     it('extendLeases renews a long response past leaseMs, and stops when it finishes', async () => {
-      const { limiter, releases, extends: extensions } = slots({ leaseMs: 200 });
-      const { app, holds: held } = await open({ limiter, extendLeases: 40 });
+      // A lease of 1 s renewed every 100 ms: a loaded machine that stalls for a while (200 ms was
+      // seen) still renews in time; eleven renewals span more than the lease.
+      const { limiter, releases, extends: extensions } = slots({ leaseMs: 1000 });
+      const { app, holds: held } = await open({ limiter, extendLeases: 100 });
       const long = get(app.url, '/hold/long');
       await held.reached('long');
-      // Each renewal is at least 40 ms after the last: six of them span more than the 200 ms lease.
-      await extensions.reach(6);
+      // Each renewal is at least 100 ms after the last: eleven of them span more than the 1 s lease.
+      await extensions.reach(11);
       assert.equal((await limiter.peek('c')).remaining, 1, 'the slot is still held');
       held.letGo('long');
       await long;
