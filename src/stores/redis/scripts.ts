@@ -2,7 +2,7 @@
 // versioned function library for FCALL.
 import { createHash } from 'node:crypto';
 import type { ScriptName } from '../../types.js';
-import { LUA_SOURCES } from './lua.generated.js';
+import { LUA_SOURCES, type LuaSource } from './lua.generated.js';
 
 /**
  * The scripts: each algorithm's and the combined one (`all`); the same reading what operators stored
@@ -79,7 +79,7 @@ const READS_AHEAD: Readonly<Record<ScriptName, boolean>> = {
 };
 
 function source(name: ScriptName): string {
-  return LUA_SOURCES[`algorithms/${FILES[name] ?? name}` as keyof typeof LUA_SOURCES];
+  return LUA_SOURCES[`algorithms/${FILES[name] ?? name}` as LuaSource];
 }
 
 /** One algorithm's batch script; `stored` reads what operators stored for each key (lua/stored.lua). */
