@@ -4,12 +4,17 @@ import type { Pipeline } from '../core/index.js';
 import { ERROR_CODES, SluiceError } from '../errors.js';
 import { MAX_PAUSE_MS } from '../operations.js';
 import type { Lane, LaneWaiter } from './lane.js';
+import type { Concurrency } from './lease.js';
 import { answerOf, pauseOf } from './upstream.js';
 
 /** What a call is run with, resolved by its throttle. */
 export interface CallSettings {
   readonly pipeline: Pipeline;
   readonly lane: Lane;
+  /** The identifier the call is counted under, by its rate limiter and its concurrency limiter. */
+  readonly key: string;
+  /** Slots held while the call runs, when the throttle has a `concurrency` limiter. */
+  readonly concurrency: Concurrency | undefined;
   readonly maxWaitMs: number;
   /** Tries after the upstream refused the call (429, 503). */
   readonly retries: number;
@@ -60,14 +65,17 @@ export class ThrottledCall<T> implements LaneWaiter {
   }
 
   go(): void {
+    const { concurrency, key, maxWaitMs, signal } = this.#settings;
+    // What is left of `maxWaitMs` after the wait for the rate slot is the wait for a concurrency slot.
+    const leftMs = maxWaitMs - (performance.now() - this.#queuedAt);
     this.#waited(true);
-    if (this.#settings.signal?.aborted === true) {
-      this.#finish(false, this.#settings.signal.reason);
+    if (signal?.aborted === true) {
+      this.#finish(false, signal.reason);
       return;
     }
     this.#tries++;
     Promise.resolve()
-      .then(this.#fn)
+      .then(() => (concurrency === undefined ? this.#fn() : concurrency.hold(key, this.#fn, leftMs, signal)))
       .then(
         (value) => this.#answered(value, false),
         (error: unknown) => this.#answered(error, true),

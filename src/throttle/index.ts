@@ -11,6 +11,7 @@ import type { Limiter } from '../types.js';
 import { knownKeys, optionsObject } from '../validate.js';
 import { ThrottledCall } from './call.js';
 import { Lane } from './lane.js';
+import { Concurrency } from './lease.js';
 
 export {
   type Answer,
@@ -32,6 +33,15 @@ export interface ThrottleOptions {
    * `onStoreError: 'fallback'` to keep pacing (per process) through a store outage.
    */
   readonly limiter: Limiter;
+  /**
+   * A limiter of `concurrency({ limit, leaseMs })` made by `createLimiter()`: once a call has its
+   * rate slot, it also takes a slot of this limiter under the same key (waiting, within what is left
+   * of `maxWaitMs`, while all are held), renews it every half `leaseMs` while `fn` runs, and
+   * releases it when `fn` returns or throws. With the limiter on Redis, at most `limit` calls per key
+   * run at once across every process.
+   * @default undefined (no limit on calls running at once)
+   */
+  readonly concurrency?: Limiter;
   /**
    * The identifier calls are counted under, unless a call names its own (`run(fn, { key })`).
    * @default 'default'
@@ -88,6 +98,7 @@ export interface Throttle {
 
 interface Resolved {
   readonly pipeline: Pipeline;
+  readonly concurrency: Concurrency | undefined;
   readonly key: string;
   readonly maxWaitMs: number;
   readonly retries: number;
@@ -96,7 +107,7 @@ interface Resolved {
 
 function resolveThrottle(options: ThrottleOptions): Resolved {
   const raw = optionsObject('throttle options', options, true);
-  knownKeys('throttle', raw, ['limiter', 'key', 'maxWaitMs', 'retries', 'fetch']);
+  knownKeys('throttle', raw, ['limiter', 'concurrency', 'key', 'maxWaitMs', 'retries', 'fetch']);
   const pipeline = limiterPipeline(raw.limiter);
   if (pipeline === undefined || pipeline.policy.schedules !== true) {
     throw invalidOption(
@@ -105,6 +116,7 @@ function resolveThrottle(options: ThrottleOptions): Resolved {
       pipeline === undefined ? raw.limiter : pipeline.policy.description,
     );
   }
+  const concurrency = raw.concurrency === undefined ? undefined : resolveConcurrency(raw.concurrency);
   const key = raw.key ?? THROTTLE_DEFAULTS.key;
   const invalidKey = checkIdentifier(key, 'key');
   if (invalidKey !== undefined) throw invalidKey;
@@ -117,6 +129,7 @@ function resolveThrottle(options: ThrottleOptions): Resolved {
     throw invalidOption('fetch', 'a function', raw.fetch);
   return {
     pipeline,
+    concurrency,
     key: key as string,
     maxWaitMs,
     retries,
@@ -124,15 +137,32 @@ function resolveThrottle(options: ThrottleOptions): Resolved {
   };
 }
 
+/** The `concurrency` option, checked: a limiter of a concurrency policy, whose leases the calls hold. */
+function resolveConcurrency(value: unknown): Concurrency {
+  const pipeline = limiterPipeline(value);
+  const leaseMs = pipeline?.policy.leaseMs;
+  if (pipeline === undefined || leaseMs === undefined) {
+    throw invalidOption(
+      'concurrency',
+      'a limiter of concurrency({ limit, leaseMs }) made by createLimiter()',
+      pipeline === undefined ? value : pipeline.policy.description,
+    );
+  }
+  return new Concurrency(value as Limiter, leaseMs);
+}
+
 /**
  * Calls a rate-limited upstream (OpenAI, Stripe, GitHub, a partner's API) from a fleet of processes
  * at the pace its limiter allows: each call waits for a slot taken from the store (GCRA or the token
  * bucket: one store call per call, slots in the order the store was asked, across every process),
- * and an upstream that answers 429 with `Retry-After` pauses the key for every process.
+ * and an upstream that answers 429 with `Retry-After` pauses the key for every process. With
+ * `concurrency`, a call also holds a lease on one of that limiter's slots while it runs, so that at
+ * most its `limit` calls per key run at once; the lease is released when the call returns or throws.
  *
  * @example
  * const limiter = createLimiter({ store, policy: gcra({ limit: 175, periodMs: 1000, burst: 1 }), name: 'partner' });
- * const partner = throttle({ limiter });
+ * const inFlight = createLimiter({ store, policy: concurrency({ limit: 10, leaseMs: 30_000 }), name: 'partner-in-flight' });
+ * const partner = throttle({ limiter, concurrency: inFlight });
  * const response = await partner.fetch('https://partner.example/v1/orders');
  */
 export function throttle(options: ThrottleOptions): Throttle {
@@ -164,7 +194,16 @@ export function throttle(options: ThrottleOptions): Throttle {
       signal?.throwIfAborted();
       const lane = laneFor(key);
       const call = new ThrottledCall<T>(
-        { pipeline: settings.pipeline, lane, maxWaitMs: settings.maxWaitMs, retries, priority, signal },
+        {
+          pipeline: settings.pipeline,
+          lane,
+          key,
+          concurrency: settings.concurrency,
+          maxWaitMs: settings.maxWaitMs,
+          retries,
+          priority,
+          signal,
+        },
         fn,
         resolve,
         reject,
