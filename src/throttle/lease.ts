@@ -56,7 +56,11 @@ export class Concurrency {
   }
 
   /** A lease on one slot of `key`, asked again as slots may come back, within `maxWaitMs`. */
-  async #acquire(key: string, maxWaitMs: number, signal: AbortSignal | undefined): Promise<Lease | undefined> {
+  async #acquire(
+    key: string,
+    maxWaitMs: number,
+    signal: AbortSignal | undefined,
+  ): Promise<Lease | undefined> {
     const startedAt = performance.now();
     for (;;) {
       signal?.throwIfAborted();
@@ -76,8 +80,8 @@ export class Concurrency {
   /** Resolves after `ms`, or when this throttle releases a slot of `key`; rejects when `signal` aborts. */
   #sleep(key: string, ms: number, signal: AbortSignal | undefined): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      let waiters = this.#waiting.get(key);
-      if (waiters === undefined) this.#waiting.set(key, (waiters = new Set()));
+      const waiters = this.#waiting.get(key) ?? new Set<() => void>();
+      this.#waiting.set(key, waiters);
       const done = (): void => {
         clearTimeout(timer);
         signal?.removeEventListener('abort', aborted);

@@ -1,16 +1,9 @@
 // throttle({ concurrency }) on Redis: at most `limit` calls run at once, each lease released when its
 // call returns or throws, renewed while it runs past half its length; a bad `concurrency` is refused.
 import assert from 'node:assert/strict';
-import { setTimeout as delay } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
-import {
-  concurrency,
-  createLimiter,
-  ERROR_CODES,
-  gcra,
-  type Limiter,
-  RedisStore,
-} from '../../src/index.js';
+import { setTimeout as delay } from 'node:timers/promises';
+import { concurrency, createLimiter, ERROR_CODES, gcra, type Limiter, RedisStore } from '../../src/index.js';
 import { throttle } from '../../src/throttle/index.js';
 import { type Connected, connect } from '../helpers/clients.js';
 import { isCode } from '../helpers/errors.js';
@@ -31,7 +24,11 @@ after(async () => {
 /** A rate that is never the bottleneck here, so that only the concurrency limiter holds calls back. */
 function fastRate(): Limiter {
   const store = new RedisStore({ client: redis.client });
-  return createLimiter({ store, policy: gcra({ limit: 1000, periodMs: 1000, burst: 20 }), name: unique('rate') });
+  return createLimiter({
+    store,
+    policy: gcra({ limit: 1000, periodMs: 1000, burst: 20 }),
+    name: unique('rate'),
+  });
 }
 
 function slots(limit: number, leaseMs: number): Limiter {
