@@ -167,14 +167,16 @@ function resolveConcurrency(value: unknown): Concurrency {
  */
 export function throttle(options: ThrottleOptions): Throttle {
   const settings = resolveThrottle(options);
+  const { pipeline, concurrency, maxWaitMs } = settings;
+  const shared = { pipeline, concurrency, maxWaitMs };
   const lanes = new Map<string, Lane>();
   const laneFor = (key: string): Lane => {
     let lane = lanes.get(key);
     if (lane === undefined) {
       const made = new Lane({
-        pipeline: settings.pipeline,
+        pipeline,
         key,
-        maxWaitMs: settings.maxWaitMs,
+        maxWaitMs,
         idle: () => {
           if (lanes.get(key) === made) lanes.delete(key);
         },
@@ -194,16 +196,7 @@ export function throttle(options: ThrottleOptions): Throttle {
       signal?.throwIfAborted();
       const lane = laneFor(key);
       const call = new ThrottledCall<T>(
-        {
-          pipeline: settings.pipeline,
-          lane,
-          key,
-          concurrency: settings.concurrency,
-          maxWaitMs: settings.maxWaitMs,
-          retries,
-          priority,
-          signal,
-        },
+        { ...shared, lane, key, retries, priority, signal },
         fn,
         resolve,
         reject,
