@@ -101,6 +101,8 @@ function answer(decision: Decision, waitedMs: number): WaitDecision {
   };
   if (decision.reason !== undefined) answered.reason = decision.reason;
   if (decision.wouldAllow !== undefined) answered.wouldAllow = decision.wouldAllow;
+  // A concurrency limiter's wait took a lease: the caller must have it to release it.
+  if (decision.lease !== undefined) answered.lease = decision.lease;
   return answered;
 }
 

@@ -33,7 +33,13 @@ function fastRate(): Limiter {
 
 function slots(limit: number, leaseMs: number): Limiter {
   const store = new RedisStore({ client: redis.client });
-  return createLimiter({ store, policy: concurrency({ limit, leaseMs }), name: unique('slots') });
+  // Decisions from Redis however loaded the machine (the default 50 ms would let the failure policy answer).
+  return createLimiter({
+    store,
+    policy: concurrency({ limit, leaseMs }),
+    name: unique('slots'),
+    timeoutMs: 60_000,
+  });
 }
 
 /** Resolves once `ready()` holds, looking after each turn of the event loop's timers. */
@@ -102,14 +108,24 @@ describe('throttle({ concurrency }) on Redis', () => {
     assert.equal((await inFlight.peek('default')).remaining, 1);
   });
 
+  test('wait() on a concurrency limiter answers the lease it took, which releases the slot', async () => {
+    const inFlight = slots(1, 60_000);
+    const decision = await inFlight.wait('waited');
+    assert.ok(decision.lease, JSON.stringify(decision));
+    assert.equal((await inFlight.peek('waited')).remaining, 0);
+    assert.equal((await inFlight.release('waited', decision.lease)).released, true);
+    assert.equal((await inFlight.peek('waited')).remaining, 1);
+  });
+
   test('a call running past its lease keeps its slot: the lease is renewed every half leaseMs', async () => {
-    const inFlight = slots(1, 1000);
+    // A 2 s lease renewed every second: a stall of up to about a second on a loaded machine is absorbed.
+    const inFlight = slots(1, 2000);
     const calls = throttle({ limiter: fastRate(), concurrency: inFlight });
     const seen = await calls.run(async () => {
-      await delay(2200);
+      await delay(2500);
       return (await inFlight.peek('default')).remaining;
     });
-    assert.equal(seen, 0, 'still held after more than twice its leaseMs');
+    assert.equal(seen, 0, 'still held after more than its leaseMs');
     assert.equal((await inFlight.peek('default')).remaining, 1);
   });
 
