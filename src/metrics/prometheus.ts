@@ -182,6 +182,17 @@ class PrometheusRecorder extends DecisionMetrics implements PrometheusMetrics {
         each((t) => [{ value: t.downShards.size === 0 ? 1 : 0, labels: { limiter: t.name } }]),
         () => {},
       ),
+      ...this.#leaseMetrics(prefix, each),
+      ...this.#budgetMetrics(prefix),
+    ];
+  }
+
+  /** Concurrency limiters' instruments: slots in use and leases that expired unreleased. */
+  #leaseMetrics(
+    prefix: string,
+    each: (read: (tally: LimiterTally) => Sample[]) => () => Sample[],
+  ): RegistryMetric[] {
+    return [
       // Concurrency limiters only. Workers of one cluster see the same identifiers: the most any saw, not their sum.
       metric(
         prefix,
@@ -205,7 +216,6 @@ class PrometheusRecorder extends DecisionMetrics implements PrometheusMetrics {
             if (t.leases !== undefined) t.leases.expired = 0;
           }),
       ),
-      ...this.#budgetMetrics(prefix),
     ];
   }
 
