@@ -1,6 +1,6 @@
 import { ERROR_CODES, SluiceError } from '../errors.js';
 import type { MetricsRecorder, WaitEvent } from '../hooks.js';
-import { OPERATIONS } from '../operations.js';
+import { checkUnits, OPERATIONS } from '../operations.js';
 import type { ResolvedLimiterOptions } from '../options.js';
 import type {
   Decision,
@@ -52,6 +52,11 @@ export class Pipeline implements StoreReply<Call> {
   readonly #target: Submitter;
   /** The store's in-process fast path (the memory store's `decideNow`), if it has one. */
   readonly #inProcess: InProcess | undefined;
+  /**
+   * The in-process store when a limit or peek of the limiter's own policy needs nothing but its
+   * checks and the store: the store's clock, no stored limits to read, no leases (see run).
+   */
+  readonly #direct: InProcess | undefined;
   /** Whether calls look at the deny cache first (Answers.caching). */
   readonly #caching: boolean;
   /** The store said once it could decide: it has connected, and later outages are not waited for. */
@@ -76,6 +81,8 @@ export class Pipeline implements StoreReply<Call> {
     this.#waits = new Waits(this.#target, options.timeoutMs);
     this.#inProcess = typeof store.decideNow === 'function' ? (store as InProcess) : undefined;
     if (this.#inProcess !== undefined) this.#spare = new Call(name, policy, 'peek', '', 1, undefined);
+    const direct = this.clock === undefined && !this.overrides && policy.leaseMs === undefined;
+    this.#direct = direct ? this.#inProcess : undefined;
     if (options.metrics !== undefined) this.attach(options.metrics);
   }
 
@@ -133,12 +140,26 @@ export class Pipeline implements StoreReply<Call> {
     parts: CallParts | undefined,
     given?: readonly string[] | SluiceError,
   ): Promise<Decision> {
+    const direct = this.#direct;
+    const spare = this.#spare;
+    if (
+      direct !== undefined &&
+      spare !== undefined &&
+      (parts === undefined || (parts.tag === undefined && parts.limit === undefined)) &&
+      given === undefined &&
+      (operation === 'limit' || operation === 'peek') &&
+      this.#answers.plain
+    ) {
+      // The usual call, checked as `check` does for these two operations, decided as below.
+      const invalid = checkIdentifier(identifier) ?? checkUnits('cost', amount, this.policy);
+      if (invalid !== undefined) return Promise.reject(invalid);
+      return this.#plain(direct, spare.renew(this.policy, operation, identifier, amount, undefined));
+    }
     const policy = this.check(operation, identifier, amount, parts);
     if (policy instanceof SluiceError) return Promise.reject(policy);
     // The operands the caller gave (a lease to release), checked by the caller, or the pipeline's own.
     if (given instanceof SluiceError) return Promise.reject(given);
     const memory = this.#inProcess;
-    const spare = this.#spare;
     if (memory !== undefined && spare !== undefined && this.clock === undefined) {
       const call = spare.renew(policy, operation, identifier, amount, parts?.tag);
       call.operands = given ?? ownOperands(operation, call) ?? call.operands;

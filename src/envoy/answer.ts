@@ -68,8 +68,10 @@ export function statusesOf(
 ): Statuses {
   let failed = false;
   let answered = false;
-  const outcomeBySlot = new Map(live.map((slot, i) => [slot, outcomes[i] as Outcome]));
+  // The live descriptors are some of `slots`, in the same order.
+  let next = 0;
   const statuses = slots.map((slot): DescriptorStatusMessage => {
+    const outcome = live[next] === slot ? outcomes[next++] : undefined;
     if (slot.unlimited) {
       metrics?.unlimited({
         domain: slot.domain,
@@ -79,7 +81,6 @@ export function statusesOf(
       });
       return { code: CODE.OK, current_limit: null, limit_remaining: MAX_UINT32, duration_until_reset: null };
     }
-    const outcome = outcomeBySlot.get(slot);
     if (outcome === undefined || slot.applied === undefined) {
       return { code: CODE.OK, current_limit: null, limit_remaining: 0, duration_until_reset: null };
     }

@@ -216,6 +216,49 @@ async function decideMembers(
   return result.over;
 }
 
+/** The most descriptors the usual path takes (it compares every pair for a shared key). */
+const MAX_PLAIN = 8;
+
+/**
+ * The usual request's members, one per live descriptor: each enforced, in neither shadow nor quota
+ * mode, taking hits within what its limit grants, on a key of its own. Undefined for any other.
+ */
+function plainMembers(live: readonly Slot[]): DescriptorCall[] | undefined {
+  const count = live.length;
+  if (count === 0 || count > MAX_PLAIN) return undefined;
+  const members: DescriptorCall[] = new Array(count);
+  for (let i = 0; i < count; i++) {
+    const slot = live[i] as Slot;
+    if (slot.shadow || slot.quota || slot.hits === 0 || charged(slot) || overWithoutAsking(slot, slot.hits)) {
+      return undefined;
+    }
+    const applied = slot.applied as AppliedLimit;
+    const limiter = applied.limiter as Limiter;
+    for (let j = 0; j < i; j++) {
+      const other = members[j] as DescriptorCall;
+      if (other.limiter === limiter && other.identifier === slot.identifier) return undefined;
+    }
+    members[i] = { limiter, identifier: slot.identifier, cost: slot.hits, limit: applied.callLimit };
+  }
+  return members;
+}
+
+/** The usual request decided in one group: over when any member refuses, and then nothing is taken. */
+async function decidePlain(
+  members: readonly DescriptorCall[],
+  context: DecideContext,
+): Promise<RequestDecision> {
+  const decisions = await context.together.decide(members, context.tag);
+  let over = false;
+  for (const decision of decisions) if (!decision.allowed) over = true;
+  const outcomes: Outcome[] = new Array(decisions.length);
+  for (let i = 0; i < decisions.length; i++) {
+    const decision = decisions[i] as Decision;
+    outcomes[i] = { decision, over: !decision.allowed, taken: decision.allowed && !over };
+  }
+  return { outcomes, over };
+}
+
 /**
  * Decides a request's live descriptors. Nothing is taken from any descriptor of a refused request;
  * what a passing request takes is taken in one group (one atomic script on one shard). Shadowed
@@ -223,6 +266,8 @@ async function decideMembers(
  * without asking are looked at first: they can make the request over before anything is taken.
  */
 export async function decideRequest(live: readonly Slot[], context: DecideContext): Promise<RequestDecision> {
+  const plain = plainMembers(live);
+  if (plain !== undefined) return decidePlain(plain, context);
   const { tag } = context;
   const outcomes: (Outcome | undefined)[] = new Array(live.length);
   const statics = new Set<number>();

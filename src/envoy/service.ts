@@ -114,11 +114,12 @@ export class EnvoyService {
       globalQuota: this.#options.quotaMode,
     };
     // A large request is resolved over several turns, and decided and answered in turns of its own.
-    const { results: slots, large } = await mapInTurns(
+    const mapped = mapInTurns(
       descriptors,
       (descriptor) => Math.max(1, descriptor.entries?.length ?? 0),
       (descriptor, index) => resolveSlot(resolver, descriptor, index, request.hits_addend),
     );
+    const { results: slots, large } = mapped instanceof Promise ? await mapped : mapped;
     if (large) await nextTurn();
     const live = liveSlots(slots);
     const decided = await decideRequest(live, {

@@ -37,6 +37,14 @@ function hitsOf(descriptor: DescriptorMessage, requestHits: number | undefined):
   return Math.max(1, requestHits ?? 0);
 }
 
+/** What a descriptor resolved to, besides its place, domain and hits (one shape for every slot). */
+type Resolved = Pick<
+  Slot,
+  'applied' | 'unlimited' | 'rule' | 'statsParts' | 'identifier' | 'shadow' | 'quota'
+>;
+
+const NOTHING: readonly string[] = [];
+
 /** Resolves one descriptor: an override, a matching rule, or nothing to count. */
 export function resolveSlot(
   resolver: Resolver,
@@ -44,38 +52,48 @@ export function resolveSlot(
   index: number,
   requestHits: number | undefined,
 ): Slot {
-  const { domain, root, limiters, globalQuota } = resolver;
-  const entries: readonly Entry[] = descriptor.entries ?? [];
-  const none: Slot = {
+  const { domain, globalQuota } = resolver;
+  const resolved = resolveLimit(resolver, descriptor.entries ?? [], descriptor.limit);
+  return {
     index,
     domain,
-    applied: undefined,
-    unlimited: false,
-    rule: undefined,
-    statsParts: [],
-    identifier: '',
+    applied: resolved?.applied,
+    unlimited: resolved?.unlimited ?? false,
+    rule: resolved?.rule,
+    statsParts: resolved?.statsParts ?? NOTHING,
+    identifier: resolved?.identifier ?? '',
     hits: hitsOf(descriptor, requestHits),
-    shadow: false,
-    quota: globalQuota,
+    shadow: resolved?.shadow ?? false,
+    quota: resolved?.quota ?? globalQuota,
   };
+}
+
+/** The limit a descriptor's entries and override resolve to; undefined when there is nothing to count. */
+function resolveLimit(
+  resolver: Resolver,
+  entries: readonly Entry[],
+  override: DescriptorMessage['limit'],
+): Resolved | undefined {
+  const { domain, root, limiters, globalQuota } = resolver;
   // An unknown domain limits nothing, even with an override, as in the reference.
-  if (root === undefined) return none;
+  if (root === undefined) return undefined;
   const match = entries.length === 0 ? undefined : matchDescriptor(root, entries);
-  const override = descriptor.limit;
   const unit = override === undefined || override === null ? undefined : overrideUnit(override.unit ?? 0);
   if (override !== undefined && override !== null && unit !== undefined) {
     // Envoy's override from route metadata replaces the rule's limit, its shadow and quota modes.
     return {
-      ...none,
       applied: limiters.forOverride(domain, match?.rule, override.requests_per_unit ?? 0, unit),
+      unlimited: false,
+      rule: undefined,
       statsParts: descriptorParts(entries),
       identifier: identifierOf(entries),
+      shadow: false,
+      quota: globalQuota,
     };
   }
-  if (match === undefined) return none;
+  if (match === undefined) return undefined;
   const rule = match.rule;
   return {
-    ...none,
     applied: limiters.forRule(rule),
     unlimited: rule.limit?.unlimited === true,
     rule,
@@ -88,8 +106,16 @@ export function resolveSlot(
 
 /** The descriptors whose limit applies: those with one, less those another matched limit `replaces`. */
 export function liveSlots(slots: readonly Slot[]): Slot[] {
-  const replaced = new Set(slots.flatMap((slot) => slot.rule?.limit?.replaces ?? []));
+  let replaced: Set<string> | undefined;
+  for (const slot of slots) {
+    const names = slot.rule?.limit?.replaces;
+    if (names === undefined || names.length === 0) continue;
+    replaced ??= new Set();
+    for (const name of names) replaced.add(name);
+  }
   return slots.filter(
-    (slot) => slot.applied !== undefined && !(slot.applied.name !== '' && replaced.has(slot.applied.name)),
+    (slot) =>
+      slot.applied !== undefined &&
+      !(replaced !== undefined && slot.applied.name !== '' && replaced.has(slot.applied.name)),
   );
 }

@@ -16,11 +16,29 @@ export function nextTurn(): Promise<void> {
  * Maps `items` in order, yielding a turn whenever `ENTRIES_PER_TURN` entries (their `weight`) have
  * been done; returns whether it yielded, so the caller yields between its later steps too.
  */
-export async function mapInTurns<T, R>(
+export function mapInTurns<T, R>(
   items: readonly T[],
   weight: (item: T) => number,
   map: (item: T, index: number) => R,
-): Promise<{ readonly results: R[]; readonly large: boolean }> {
+): InTurns<R> | Promise<InTurns<R>> {
+  let total = 0;
+  for (const item of items) total += weight(item);
+  // The usual request fits one turn: mapped at once, without a promise.
+  if (total <= ENTRIES_PER_TURN) return { results: items.map(map), large: false };
+  return mapAcrossTurns(items, weight, map);
+}
+
+/** What mapInTurns returns: the results in order, and whether it yielded a turn. */
+export interface InTurns<R> {
+  readonly results: R[];
+  readonly large: boolean;
+}
+
+async function mapAcrossTurns<T, R>(
+  items: readonly T[],
+  weight: (item: T) => number,
+  map: (item: T, index: number) => R,
+): Promise<InTurns<R>> {
   const results: R[] = [];
   let done = 0;
   let large = false;
