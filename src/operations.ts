@@ -1,4 +1,6 @@
 // Every operation a limiter asks of a store, one entry each: its wire code and what the pipeline does around it.
+
+import { withFields } from './copy.js';
 import { describeValue, ERROR_CODES, SluiceError } from './errors.js';
 import type { ChargeDecision, Decision, Operation, Policy, StoreRequest } from './types.js';
 
@@ -218,12 +220,8 @@ export const OPERATIONS: Readonly<Record<OperationName, OperationEntry>> = {
     operands: 2,
     // The wait until the slot, the pause left, and how far the pause moved the slots handed out.
     fields: 3,
-    answer: (decision, [waitMs = 0, pausedMs = 0, shiftMs = 0]): ScheduledDecision => ({
-      ...decision,
-      waitMs,
-      pausedMs,
-      shiftMs,
-    }),
+    answer: (decision, [waitMs = 0, pausedMs = 0, shiftMs = 0]): ScheduledDecision =>
+      withFields(decision, { waitMs, pausedMs, shiftMs }),
   },
   charge: {
     code: '3',

@@ -1,4 +1,6 @@
 // Fixed window: the pure twin of fixed-window.lua. Windows are aligned to the clock (a minute starts at :00).
+
+import { withFields } from '../copy.js';
 import { describeShare, resolveShare, scaleLimit } from '../share.js';
 import type { Operation, Outcome, Policy } from '../types.js';
 import { durationMs, knownKeys, optionsObject, positiveInteger } from '../validate.js';
@@ -91,7 +93,7 @@ export function decideFixedWindow(
     state: ttlMs > 0 ? keep(stored, index, count, limit) : stored,
     ttlMs,
   };
-  return fields === undefined ? outcome : { ...outcome, fields };
+  return fields === undefined ? outcome : withFields(outcome, { fields });
 }
 
 /** Options of {@link fixedWindow}. */

@@ -1,4 +1,6 @@
 // GCRA's state and the parts of its rule every operation shares: the TAT, the pause an upstream asked for, units free now.
+
+import { withFields } from '../copy.js';
 import type { Outcome } from '../types.js';
 
 /**
@@ -91,5 +93,5 @@ export function gcraOutcome(
     state: write && keep ? keptState(tat, pause) : stored,
     ttlMs: write ? (keep ? Math.ceil(tat - now) : 0) : -1,
   };
-  return fields === undefined ? outcome : { ...outcome, fields };
+  return fields === undefined ? outcome : withFields(outcome, { fields });
 }

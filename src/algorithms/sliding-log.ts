@@ -1,4 +1,6 @@
 // Sliding window log: the pure twin of sliding-log.lua Exact, one entry per unit used.
+
+import { withFields } from '../copy.js';
 import { ERROR_CODES, SluiceError } from '../errors.js';
 import { describeShare, resolveShare, scaleLimit } from '../share.js';
 import type { Operation, Outcome, Policy } from '../types.js';
@@ -83,7 +85,7 @@ export function decideSlidingLog(
     state: count > 0 ? (stored ?? { times }) : undefined,
     ttlMs: changed ? resetMs : -1,
   };
-  return fields === undefined ? outcome : { ...outcome, fields };
+  return fields === undefined ? outcome : withFields(outcome, { fields });
 }
 
 /** Options of {@link slidingLog}. */

@@ -1,4 +1,6 @@
 // Sliding window counter: the pure twin of sliding-window.lua (an approximation: the previous window counted as evenly spread).
+
+import { withFields } from '../copy.js';
 import { describeShare, resolveShare, scaleLimit } from '../share.js';
 import type { Operation, Outcome, Policy } from '../types.js';
 import { durationMs, knownKeys, optionsObject, positiveInteger } from '../validate.js';
@@ -153,7 +155,7 @@ export function decideSlidingWindow(
     state: write && keepFor > 0 ? keep(stored, index, previous, current) : stored,
     ttlMs: write ? keepFor : -1,
   };
-  return fields === undefined ? outcome : { ...outcome, fields };
+  return fields === undefined ? outcome : withFields(outcome, { fields });
 }
 
 /** Options of {@link slidingWindow}. */

@@ -1,6 +1,7 @@
 // What a limiter answers a call: from the deny cache, the store's result, or the failure policy; reported, then enforced.
 import { performance } from 'node:perf_hooks';
 import { storedVariant } from '../algorithms/variants.js';
+import { withFields } from '../copy.js';
 import { ERROR_CODES, SluiceError } from '../errors.js';
 import type { DecisionSource, HookContext, MetricsRecorder, WaitEvent } from '../hooks.js';
 import { OPERATIONS } from '../operations.js';
@@ -232,7 +233,7 @@ export class Answers {
     if (this.#observed) this.#reporting.decided(call, decision, source, storeMs);
     if (this.#enforce) return decision;
     // A charge is allowed whatever the policy says; its debt is the caller's to see in shadow mode too.
-    if (decision.debt !== undefined) return { ...decision, wouldAllow: true };
+    if (decision.debt !== undefined) return withFields(decision, { wouldAllow: true });
     const shadowed: Decision = {
       allowed: true,
       limit: decision.limit,
@@ -243,6 +244,6 @@ export class Answers {
     };
     // A lease taken in shadow mode is held as if enforced: the caller gets it, to release.
     if (hasLeaseFields(decision)) return { ...decision, ...shadowed };
-    return decision.reason === undefined ? shadowed : { ...shadowed, reason: decision.reason };
+    return decision.reason === undefined ? shadowed : withFields(shadowed, { reason: decision.reason });
   }
 }

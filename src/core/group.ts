@@ -1,5 +1,7 @@
 // Several limiters decided as one request: atomically by one script, or side by side; a refused
 // request takes nothing from any of them. all(), the HTTP middleware, Envoy and the login guard use it.
+
+import { withFields } from '../copy.js';
 import { describeValue, ERROR_CODES, invalidOption, SluiceError } from '../errors.js';
 import { atomicRequestsError } from '../stores/atomic.js';
 import type { Decision, Operation, Policy } from '../types.js';
@@ -78,7 +80,7 @@ export class Grant {
       if (this.#given[i] !== undefined || this.#taken[i] !== true || decision.lease === undefined)
         return false;
       const lease = decision.lease;
-      const after = await (this.#pipelines[i] as Pipeline).extendLease(call, { ...decision, lease });
+      const after = await (this.#pipelines[i] as Pipeline).extendLease(call, withFields(decision, { lease }));
       return after?.extended === true;
     });
     return (await Promise.all(renewals)).includes(true);

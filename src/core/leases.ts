@@ -1,5 +1,6 @@
 // A concurrency policy's leases in the pipeline: their ids, the leases callers hand back, and what the scripts' fields say.
 import { randomFillSync } from 'node:crypto';
+import { withFields } from '../copy.js';
 import { describeValue, ERROR_CODES, SluiceError } from '../errors.js';
 import { OPERATIONS } from '../operations.js';
 import type { Decision, Lease, Operation, StoreRequest } from '../types.js';
@@ -103,18 +104,21 @@ export function withLeaseFields(
   let reclaimed = 0;
   if (request.operation === 'limit') {
     const [token = 0, expiresAt = 0, freed = 0] = fields;
-    if (token > 0) result = { ...decision, lease: { id: operands[0] as string, token, expiresAt } };
+    if (token > 0) result = withFields(decision, { lease: { id: operands[0] as string, token, expiresAt } });
     reclaimed = freed;
   } else if (request.operation === 'release') {
-    result = { ...decision, released: fields[0] === 1 };
+    result = withFields(decision, { released: fields[0] === 1 });
     reclaimed = fields[1] ?? 0;
   } else if (request.operation === 'extend') {
     const [extended = 0, expiresAt = 0, freed = 0] = fields;
     const lease = { id: operands[0] as string, token: Number(operands[2]), expiresAt };
-    result = extended === 1 ? { ...decision, extended: true, lease } : { ...decision, extended: false };
+    result =
+      extended === 1
+        ? withFields(decision, { extended: true, lease })
+        : withFields(decision, { extended: false });
     reclaimed = freed;
   }
-  return reclaimed > 0 ? { ...result, reclaimed } : result;
+  return reclaimed > 0 ? withFields(result, { reclaimed }) : result;
 }
 
 /** The operation that gives back what a decision took: a lease's release, or the operation's undo. */

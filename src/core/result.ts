@@ -1,4 +1,6 @@
 // The decision a store's result makes: the policy's limit added, and what the result's fields say.
+
+import { withFields } from '../copy.js';
 import { OPERATIONS } from '../operations.js';
 import type { Decision, StoreRequest, StoreResult } from '../types.js';
 import { withLeaseFields } from './leases.js';
@@ -12,7 +14,7 @@ export function decisionOf(result: StoreResult, request: StoreRequest): Decision
     resetMs: result.resetMs,
     retryAfterMs: result.retryAfterMs,
   };
-  if (result.stored === -1) return { ...decision, reason: 'denied' };
+  if (result.stored === -1) return withFields(decision, { reason: 'denied' as const });
   const fields = result.fields;
   if (fields === undefined) return decision;
   // An operation that makes its own answer from its fields (a charge's debt), else a lease policy's.

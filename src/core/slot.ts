@@ -1,4 +1,6 @@
 // A future slot asked of the store in one call (`schedule`), as wait() and throttle() ask for it, and given back.
+
+import { withFields } from '../copy.js';
 import { SluiceError } from '../errors.js';
 import type { ScheduledDecision } from '../operations.js';
 import type { Decision } from '../types.js';
@@ -24,7 +26,7 @@ export class Slot {
     // The failure policy's answers (allow, deny) carry no wait: they go, or not, now.
     this.decision =
       named.waitMs === undefined
-        ? { ...decision, waitMs: 0, pausedMs: 0, shiftMs: 0 }
+        ? withFields(decision, { waitMs: 0, pausedMs: 0, shiftMs: 0 })
         : (decision as ScheduledDecision);
   }
 

@@ -1,4 +1,6 @@
 // The one request path every adapter calls: skip, choose limiters, key, penalties, decide, headers, refusal, refunds.
+
+import { withFields } from '../copy.js';
 import type { Group, GroupOutcome } from '../core/index.js';
 import { type Decision, isStoreFailure } from '../types.js';
 import { headersIn, isEnforcedDenial, type PolicyDecision } from './headers.js';
@@ -149,7 +151,7 @@ function entered(
       partitionKey,
       unit: policy.unit,
     };
-    state.entries.push(policy.leaseMs === undefined ? entry : { ...entry, concurrent: true });
+    state.entries.push(policy.leaseMs === undefined ? entry : withFields(entry, { concurrent: true }));
   });
   return taken;
 }
@@ -229,14 +231,14 @@ export async function evaluate<Req>(
   const penalties = config.penalties?.(group);
   const imposed = await penalties?.check(key);
   if (imposed !== undefined) {
-    requestState.entries.push({ ...imposed.entry, partitionKey });
+    requestState.entries.push(withFields(imposed.entry, { partitionKey }));
     return refuse(config, requestState, key, imposed);
   }
   const outcome = await group.run('limit', keyed.identifiers, { cost, tag, limit });
   const taken = entered(requestState, group, outcome, partitionKey);
   if (outcome.allowed) return allowed(config, request, requestState, key, taken);
   const held = await penalty(outcome, penalties, key);
-  if (held !== undefined) requestState.entries.push({ ...held.entry, partitionKey });
+  if (held !== undefined) requestState.entries.push(withFields(held.entry, { partitionKey }));
   return refuse(config, requestState, key, held);
 }
 

@@ -1,4 +1,6 @@
 // One call of the combined script (lua/all.lua): its arguments, and each request's result from its reply.
+
+import { withFields } from '../../copy.js';
 import { ERROR_CODES, SluiceError } from '../../errors.js';
 import { OPERATIONS, shapeOf } from '../../operations.js';
 import type { StoreRequest, StoreResult } from '../../types.js';
@@ -65,9 +67,11 @@ function parse(values: readonly unknown[], count: number, stored: boolean): Stor
       retryAfterMs: values[at + 3] as number,
     };
     const applied = stored ? (values[at + 4] as number) : 0;
-    if (applied !== 0) result = { ...result, stored: applied };
+    if (applied !== 0) result = withFields(result, { stored: applied });
     if (fields > 0)
-      result = { ...result, fields: values.slice(at + head + 1, at + head + 1 + fields) as number[] };
+      result = withFields(result, {
+        fields: values.slice(at + head + 1, at + head + 1 + fields) as number[],
+      });
     results.push(result);
     at += head + 1 + fields;
   }

@@ -1,4 +1,6 @@
 // The reply of a batch script (lua/single.lua), checked whole, then turned into one result per key.
+
+import { withFields } from '../../copy.js';
 import type { StoreReply, StoreRequest, StoreResult } from '../../types.js';
 
 /** The integers a record's decision takes (see lua/single.lua), from its first; 0 for anything else. */
@@ -65,12 +67,12 @@ export function answerRecords(
       at += 3;
     }
     if (fields > 0) {
-      result = { ...result, fields: values.slice(at, at + fields) as number[] };
+      result = withFields(result, { fields: values.slice(at, at + fields) as number[] });
       at += fields;
     }
     if (stored) {
       const applied = values[at] as number;
-      if (applied !== 0) result = { ...result, stored: applied };
+      if (applied !== 0) result = withFields(result, { stored: applied });
       at += 1;
     }
     (replies[i] as StoreReply).answered(requests[i] as StoreRequest, result);
