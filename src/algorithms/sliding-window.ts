@@ -46,9 +46,68 @@ function untilRoom(
   return Math.ceil(windowMs - elapsed + into);
 }
 
+/** The estimate: the previous window's count weighted by its overlap with the sliding window, plus the current one. */
+function weighted(previous: number, weight: number, current: number): number {
+  return previous * weight + current;
+}
+
+/** The previous window's count seen from window `index`: kept beside the current one, or a window old. */
+function previousCount(stored: SlidingWindowState | undefined, index: number): number {
+  if (stored === undefined) return 0;
+  if (stored.index === index) return stored.previous;
+  return stored.index === index - 1 ? stored.current : 0;
+}
+
+/** The current window's count: 0 unless the state is of window `index`. */
+function currentCount(stored: SlidingWindowState | undefined, index: number): number {
+  return stored !== undefined && stored.index === index ? stored.current : 0;
+}
+
+/** Whole units the estimate leaves under `limit`, never fewer than 0. */
+function remainingUnits(estimate: number, limit: number): number {
+  let remaining = Math.floor(limit - estimate + EPSILON);
+  if (remaining < 0) remaining = 0;
+  return remaining;
+}
+
+/** Units a charge counts: `cost`, cut to what keeps the estimate within `limit + maxDebt`. */
+function chargeTaken(estimate: number, cost: number, limit: number, maxDebt: number): number {
+  let room = Math.floor(limit + maxDebt - estimate + EPSILON);
+  if (room < 0) room = 0;
+  return Math.min(cost, room);
+}
+
+/** A charge's fields, from the estimate once counted: retryAfterMs for a cost of 1, the debt, the part cut off. */
+function chargeFields(
+  previous: number,
+  current: number,
+  estimate: number,
+  cut: number,
+  limit: number,
+  windowMs: number,
+  elapsed: number,
+): number[] {
+  const retry =
+    estimate + 1 > limit + EPSILON ? untilRoom(previous, current, 1, limit, windowMs, elapsed) : 0;
+  const debt = Math.ceil(estimate - limit - EPSILON);
+  return [retry, Math.max(debt, 0), cut];
+}
+
+/**
+ * How long the state matters: until the end of the next window while there is a current count (on
+ * the server's clock the Lua twin then keeps an expiry already set to that moment, with KEEPTTL),
+ * else until the end of this one.
+ */
+function keepForMs(previous: number, current: number, windowMs: number, elapsed: number): number {
+  if (current > 0) return Math.ceil(2 * windowMs - elapsed);
+  if (previous > 0) return Math.ceil(windowMs - elapsed);
+  return 0;
+}
+
 /**
  * Decides one request: `previous × (1 − elapsed/window) + current` must leave room for `cost`. A
  * charge counts in the current window as usage does, up to `limit + maxDebt` in the estimate.
+ * Its steps are small functions that allocate nothing: this runs on the in-process hot path.
  */
 export function decideSlidingWindow(
   stored: SlidingWindowState | undefined,
@@ -62,16 +121,8 @@ export function decideSlidingWindow(
   const index = Math.floor(now / windowMs);
   const elapsed = now - index * windowMs;
   const weight = (windowMs - elapsed) / windowMs;
-  let previous = 0;
-  let current = 0;
-  if (stored !== undefined) {
-    if (stored.index === index) {
-      previous = stored.previous;
-      current = stored.current;
-    } else if (stored.index === index - 1) {
-      previous = stored.current;
-    }
-  }
+  const previous = previousCount(stored, index);
+  let current = currentCount(stored, index);
   let allowed = true;
   let retryAfterMs = 0;
   let write = false;
@@ -81,36 +132,22 @@ export function decideSlidingWindow(
     if (current < 0) current = 0;
     write = true;
   } else if (operation === 'charge') {
-    let room = Math.floor(limit + maxDebt - (previous * weight + current) + EPSILON);
-    if (room < 0) room = 0;
-    const taken = Math.min(cost, room);
+    const taken = chargeTaken(weighted(previous, weight, current), cost, limit, maxDebt);
     current = current + taken;
     write = taken > 0;
-    const estimate = previous * weight + current;
-    const retry =
-      estimate + 1 > limit + EPSILON ? untilRoom(previous, current, 1, limit, windowMs, elapsed) : 0;
-    const debt = Math.ceil(estimate - limit - EPSILON);
-    fields = [retry, Math.max(debt, 0), cost - taken];
-  } else {
-    const estimate = previous * weight + current;
-    if (estimate + cost > limit + EPSILON) {
-      allowed = false;
-      retryAfterMs = untilRoom(previous, current, cost, limit, windowMs, elapsed);
-    } else if (operation === 'limit') {
-      current = current + cost;
-      write = true;
-    }
+    const estimate = weighted(previous, weight, current);
+    fields = chargeFields(previous, current, estimate, cost - taken, limit, windowMs, elapsed);
+  } else if (weighted(previous, weight, current) + cost > limit + EPSILON) {
+    allowed = false;
+    retryAfterMs = untilRoom(previous, current, cost, limit, windowMs, elapsed);
+  } else if (operation === 'limit') {
+    current = current + cost;
+    write = true;
   }
-  // Until the end of the next window while there is a current count (on the server's clock the Lua
-  // twin then keeps an expiry already set to that moment, with KEEPTTL), else until the end of this one.
-  let keepFor = 0;
-  if (current > 0) keepFor = Math.ceil(2 * windowMs - elapsed);
-  else if (previous > 0) keepFor = Math.ceil(windowMs - elapsed);
-  let remaining = Math.floor(limit - (previous * weight + current) + EPSILON);
-  if (remaining < 0) remaining = 0;
+  const keepFor = keepForMs(previous, current, windowMs, elapsed);
   const outcome: Outcome<SlidingWindowState> = {
     allowed,
-    remaining,
+    remaining: remainingUnits(weighted(previous, weight, current), limit),
     resetMs: keepFor,
     retryAfterMs,
     state: write && keepFor > 0 ? keep(stored, index, previous, current) : stored,

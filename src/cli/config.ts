@@ -193,10 +193,24 @@ export function parseConfig(where: string, document: unknown, path: string | und
       `expected printable ASCII without spaces or braces, got ${JSON.stringify(prefix)}.`,
     );
   }
+  const { policies, failure, overrides } = policySections(where, root.policies);
+  return {
+    path,
+    prefix,
+    policies,
+    failure,
+    overrides,
+    serve: serveSettings(where, root.serve, policies),
+    budget: budgetSettings(`${where}: budget`, root.budget, policies),
+  };
+}
+
+/** The `policies` section: each named policy, its failure settings, and whether it reads overrides. */
+function policySections(where: string, section: unknown): Pick<Config, 'policies' | 'failure' | 'overrides'> {
   const policies = new Map<string, Policy>();
   const failure = new Map<string, FailureSettings>();
   const overrides = new Set<string>();
-  const specs = objectAt(`${where}: policies`, root.policies ?? {});
+  const specs = objectAt(`${where}: policies`, section ?? {});
   for (const [name, spec] of Object.entries(specs)) {
     if (!/^[\x21-\x7a|~]{1,128}$/.test(name)) {
       fail(
@@ -208,7 +222,16 @@ export function parseConfig(where: string, document: unknown, path: string | und
     failure.set(name, failureFromSpec(`${where}: policies.${name}`, spec));
     if (overridesFromSpec(`${where}: policies.${name}`, spec)) overrides.add(name);
   }
-  const serveRaw = objectAt(`${where}: serve`, root.serve ?? {});
+  return { policies, failure, overrides };
+}
+
+/** The `serve` section, its demo policy checked against the policies defined. */
+function serveSettings(
+  where: string,
+  section: unknown,
+  policies: ReadonlyMap<string, Policy>,
+): ServeSettings {
+  const serveRaw = objectAt(`${where}: serve`, section ?? {});
   onlyKeys(`${where}: serve`, serveRaw, ['host', 'port', 'demoPolicy', 'headers']);
   const host = serveRaw.host ?? DEFAULT_CONFIG.serve.host;
   const port = serveRaw.port ?? DEFAULT_CONFIG.serve.port;
@@ -237,15 +260,7 @@ export function parseConfig(where: string, document: unknown, path: string | und
       `expected a list of ${HEADER_STYLES.map((style) => JSON.stringify(style)).join(', ')}, got ${JSON.stringify(headerList)}.`,
     );
   }
-  return {
-    path,
-    prefix,
-    policies,
-    failure,
-    overrides,
-    serve: { host, port, demoPolicy: demo, headers: headers as HeaderStyle[] },
-    budget: budgetSettings(`${where}: budget`, root.budget, policies),
-  };
+  return { host, port, demoPolicy: demo, headers: headers as HeaderStyle[] };
 }
 
 function stringList(where: string, value: unknown): readonly string[] | undefined {

@@ -12,7 +12,7 @@ import {
   resolveRateLimitOptions,
 } from './options.js';
 import { type Finished, settleOnAbort, trackedResponse } from './settle.js';
-import { fetchRequestView } from './view.js';
+import { fetchRequestView, type RequestView } from './view.js';
 
 export { type ClientIpOptions, clientIp, headerKey } from './client-key.js';
 export type { DenialInfo } from './handle.js';
@@ -118,6 +118,47 @@ function wrapper(
     };
 }
 
+/** Each allowed request's `finished`, and whether it waits for the body's end (`settle`). */
+type Finishers = WeakMap<Request, { readonly finished: Finished; readonly tracks: boolean }>;
+
+/** A request's view, from the request and whatever the runtime passed after it. */
+type ViewOf = (request: Request, context: readonly unknown[]) => RequestView;
+
+/** Builds views, asking `remoteAddress` for the peer's address when one is given. */
+function viewFunction(remoteAddress: FetchRateLimitOptions['remoteAddress']): ViewOf {
+  // The caller's functions declare what their runtime passes; we forward it untouched.
+  return (request, context) =>
+    fetchRequestView(
+      request,
+      remoteAddress === undefined ? undefined : remoteAddress(request, ...(context as never[])),
+    );
+}
+
+/** The bare guard: `undefined` for a request that may go on (its `finished` kept), else the refusal. */
+function guardFunction(
+  config: ResolvedOptions<Request>,
+  onDenied: FetchRateLimitOptions['onDenied'],
+  viewOf: ViewOf,
+  finishers: Finishers,
+): (request: Request, ...context: unknown[]) => Promise<Response | undefined> {
+  return async (request, ...context) => {
+    const evaluation = await evaluate(config, request, viewOf(request, context), request);
+    if (evaluation.kind === 'skip') return undefined;
+    if (evaluation.kind === 'allow') {
+      const { finished, countsBytes } = evaluation;
+      if (finished !== undefined) finishers.set(request, { finished, tracks: countsBytes });
+      // A client that goes away before the handler ends frees the request's slots at once.
+      settleOnAbort(request.signal, finished);
+      return undefined;
+    }
+    const { refusal } = evaluation;
+    if (onDenied === undefined) {
+      return new Response(refusal.body, { status: refusal.status, headers: refusal.headers });
+    }
+    return withHeaders(await onDenied(request, denialInfo(evaluation)), refusal.headers, true);
+  };
+}
+
 /**
  * Rate limits any runtime built on web standards (Deno, Bun, Cloudflare Workers, Node's fetch
  * servers).
@@ -140,30 +181,9 @@ export function rateLimit(options: FetchRateLimitOptions): FetchRateLimiter {
   );
   const onDenied = adapterFunction('onDenied', options.onDenied);
   const remoteAddress = addressFunction(config, options.remoteAddress);
-  /** Each allowed request's `finished`, and whether it waits for the body's end (`settle`). */
-  const finishers = new WeakMap<Request, { readonly finished: Finished; readonly tracks: boolean }>();
-  // The caller's functions declare what their runtime passes; we forward it untouched.
-  const viewOf = (request: Request, context: readonly unknown[]) =>
-    fetchRequestView(
-      request,
-      remoteAddress === undefined ? undefined : remoteAddress(request, ...(context as never[])),
-    );
-  const guard = async (request: Request, ...context: unknown[]): Promise<Response | undefined> => {
-    const evaluation = await evaluate(config, request, viewOf(request, context), request);
-    if (evaluation.kind === 'skip') return undefined;
-    if (evaluation.kind === 'allow') {
-      const { finished, countsBytes } = evaluation;
-      if (finished !== undefined) finishers.set(request, { finished, tracks: countsBytes });
-      // A client that goes away before the handler ends frees the request's slots at once.
-      settleOnAbort(request.signal, finished);
-      return undefined;
-    }
-    const { refusal } = evaluation;
-    if (onDenied === undefined) {
-      return new Response(refusal.body, { status: refusal.status, headers: refusal.headers });
-    }
-    return withHeaders(await onDenied(request, denialInfo(evaluation)), refusal.headers, true);
-  };
+  const finishers: Finishers = new WeakMap();
+  const viewOf = viewFunction(remoteAddress);
+  const guard = guardFunction(config, onDenied, viewOf, finishers);
   const headersFor = (request: Request): Record<string, string> =>
     headersIn(decisionsOn(request), config.styles);
   /** The request's `finished`, taken once. */
