@@ -1,24 +1,21 @@
 // openTelemetryMetrics(): the same instruments on an OpenTelemetry meter, counters observed at collection time.
 import { invalidOption } from '../errors.js';
 import type { WaitEvent } from '../hooks.js';
+import { INSTRUMENTS, STORE_SECONDS_BUCKETS, WAIT_SECONDS_BUCKETS } from './definitions.js';
 import {
-  DENY_LISTS,
-  INSTRUMENTS,
-  OUTCOMES,
-  SKIP_REASONS,
-  STORE_SECONDS_BUCKETS,
-  WAIT_SECONDS_BUCKETS,
-} from './definitions.js';
+  type Attributes,
+  budgetInstruments,
+  chargeInstruments,
+  decisionInstruments,
+  healthInstruments,
+  type InstrumentOptions,
+  type Instruments,
+  instrumentOptions,
+  leaseInstruments,
+  waitInstruments,
+} from './opentelemetry-families.js';
 import { type HotOptions, resolveMetricsOptions } from './options.js';
 import { DecisionMetrics, type DecisionMetricsOptions, type LimiterTally } from './tally.js';
-
-type Attributes = Record<string, string>;
-
-interface InstrumentOptions {
-  description?: string;
-  unit?: string;
-  advice?: { explicitBucketBoundaries?: number[] };
-}
 
 /**
  * An OpenTelemetry `Meter` (`metrics.getMeter('my-service')` from `@opentelemetry/api`), typed by
@@ -53,105 +50,37 @@ class OpenTelemetryRecorder extends DecisionMetrics {
 
   constructor(hot: HotOptions, meter: OpenTelemetryMeter) {
     super(hot);
-    const options = (instrument: keyof typeof INSTRUMENTS): InstrumentOptions => ({
-      description: INSTRUMENTS[instrument].help,
-      unit: INSTRUMENTS[instrument].unit,
-    });
+    const make: Instruments = {
+      counter: (instrument) =>
+        meter.createObservableCounter(INSTRUMENTS[instrument].openTelemetry, instrumentOptions(instrument)),
+      gauge: (instrument) =>
+        meter.createObservableGauge(INSTRUMENTS[instrument].openTelemetry, instrumentOptions(instrument)),
+    };
+    // Instruments are made in the order an exporter lists them.
     this.#histogram = meter.createHistogram(INSTRUMENTS.storeSeconds.openTelemetry, {
-      ...options('storeSeconds'),
+      ...instrumentOptions('storeSeconds'),
       advice: { explicitBucketBoundaries: [...STORE_SECONDS_BUCKETS] },
     });
-    const counter = (instrument: keyof typeof INSTRUMENTS): object =>
-      meter.createObservableCounter(INSTRUMENTS[instrument].openTelemetry, options(instrument));
-    const decisions = counter('decisions');
-    const units = counter('units');
-    const skipped = counter('skipped');
-    const cacheHits = counter('cacheHits');
-    const nearLimit = counter('nearLimit');
-    const listDenials = counter('listDenials');
-    const charges = counter('charges');
-    const chargedUnits = counter('chargedUnits');
-    const cutOff = counter('cutOff');
-    const up = meter.createObservableGauge(INSTRUMENTS.storeUp.openTelemetry, options('storeUp'));
-    const slots = meter.createObservableGauge(INSTRUMENTS.leaseSlots.openTelemetry, options('leaseSlots'));
-    const expired = counter('leaseSlotsExpired');
-    const waiting = meter.createObservableGauge(INSTRUMENTS.waiting.openTelemetry, options('waiting'));
-    const pauses = counter('pauses');
+    const families = [
+      decisionInstruments(make),
+      chargeInstruments(make),
+      healthInstruments(make),
+      leaseInstruments(make),
+      waitInstruments(make),
+    ];
     this.#waits = meter.createHistogram(INSTRUMENTS.waitSeconds.openTelemetry, {
-      ...options('waitSeconds'),
+      ...instrumentOptions('waitSeconds'),
       advice: { explicitBucketBoundaries: [...WAIT_SECONDS_BUCKETS] },
     });
-    const gauge = (instrument: keyof typeof INSTRUMENTS): object =>
-      meter.createObservableGauge(INSTRUMENTS[instrument].openTelemetry, options(instrument));
-    const budget = {
-      granted: gauge('budgetGranted'),
-      demand: gauge('budgetDemand'),
-      identifiers: gauge('budgetIdentifiers'),
-      calls: counter('budgetLedgerCalls'),
-      entries: counter('budgetLedgerEntries'),
-      seconds: gauge('budgetLedgerSeconds'),
-      up: gauge('budgetLedgerUp'),
-    };
+    families.push(budgetInstruments(make));
     // Counts are cumulative in the tallies: observing them at collection time costs nothing per decision.
     meter.addBatchObservableCallback(
       (result) => {
-        for (const t of this.tallies) {
-          const limiter = t.name;
-          const outcomes = [t.allowed, t.denied, t.shadowDenied];
-          OUTCOMES.forEach((outcome, i) => {
-            result.observe(decisions, outcomes[i] as number, { limiter, outcome });
-          });
-          const reasons = [t.timeout, t.storeError, t.skipped, t.fallback];
-          SKIP_REASONS.forEach((reason, i) => {
-            result.observe(skipped, reasons[i] as number, { limiter, reason });
-          });
-          result.observe(units, t.units, { limiter });
-          result.observe(cacheHits, t.cacheHits, { limiter });
-          result.observe(nearLimit, t.nearLimit, { limiter });
-          result.observe(charges, t.charges, { limiter });
-          result.observe(chargedUnits, t.chargedUnits, { limiter });
-          result.observe(cutOff, t.cutOff, { limiter });
-          for (const list of DENY_LISTS) {
-            const value = list === 'store' ? t.storeListDenials : t.middlewareListDenials;
-            result.observe(listDenials, value, { limiter, list });
-          }
-          result.observe(up, t.downShards.size === 0 ? 1 : 0, { limiter });
-          if (t.leases !== undefined) {
-            result.observe(slots, t.leases.slotsInUse(), { limiter });
-            result.observe(expired, t.leases.expired, { limiter });
-          }
-          result.observe(waiting, t.waits.waiting, { limiter });
-          result.observe(pauses, t.waits.pauses, { limiter });
-          const view = t.readBudget();
-          if (view === undefined) continue;
-          const at = { limiter, region: view.region };
-          result.observe(budget.granted, view.granted, at);
-          result.observe(budget.demand, view.demand, at);
-          result.observe(budget.identifiers, view.identifiers, at);
-          result.observe(budget.calls, view.ledgerCalls - view.ledgerErrors, { ...at, outcome: 'ok' });
-          result.observe(budget.calls, view.ledgerErrors, { ...at, outcome: 'failed' });
-          result.observe(budget.entries, view.ledgerEntries, at);
-          result.observe(budget.seconds, view.ledgerMs / 1000, at);
-          result.observe(budget.up, view.ledgerUp ? 1 : 0, at);
+        for (const tally of this.tallies) {
+          for (const family of families) family.observe(result, tally);
         }
       },
-      [
-        decisions,
-        units,
-        skipped,
-        cacheHits,
-        nearLimit,
-        listDenials,
-        charges,
-        chargedUnits,
-        cutOff,
-        up,
-        slots,
-        expired,
-        waiting,
-        pauses,
-        ...Object.values(budget),
-      ],
+      families.flatMap((family) => family.observables),
     );
   }
 

@@ -1,50 +1,11 @@
 // openTelemetryMetrics(): the same counts through the OpenTelemetry SDK, read with its in-memory exporter.
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
-import {
-  AggregationTemporality,
-  type DataPoint,
-  type Histogram,
-  InMemoryMetricExporter,
-  MeterProvider,
-  type MetricData,
-  PeriodicExportingMetricReader,
-} from '@opentelemetry/sdk-metrics';
+import type { Histogram } from '@opentelemetry/sdk-metrics';
 import { MemoryStore, SluiceError } from '../../src/index.js';
 import { openTelemetryMetrics, STORE_SECONDS_BUCKETS } from '../../src/metrics/index.js';
 import { countedLimiter } from '../helpers/metrics/limiters.js';
-
-async function collect(): Promise<{
-  exporter: InMemoryMetricExporter;
-  provider: MeterProvider;
-  read(): Promise<Map<string, MetricData>>;
-}> {
-  const exporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE);
-  const reader = new PeriodicExportingMetricReader({ exporter, exportIntervalMillis: 3_600_000 });
-  const provider = new MeterProvider({ readers: [reader] });
-  return {
-    exporter,
-    provider,
-    async read() {
-      exporter.reset();
-      await reader.forceFlush();
-      const metrics = exporter
-        .getMetrics()
-        .flatMap((resource) => resource.scopeMetrics.flatMap((s) => s.metrics));
-      return new Map(metrics.map((metric) => [metric.descriptor.name, metric]));
-    },
-  };
-}
-
-/** The value of the data point with exactly these attributes. */
-function point<T>(metric: MetricData | undefined, attributes: Record<string, string>): T {
-  assert.ok(metric !== undefined);
-  const found = (metric.dataPoints as DataPoint<T>[]).find(
-    (p) => JSON.stringify(p.attributes) === JSON.stringify(attributes),
-  );
-  assert.ok(found !== undefined, `no point ${JSON.stringify(attributes)} in ${metric.descriptor.name}`);
-  return found.value;
-}
+import { collect, point } from '../helpers/metrics/otel.js';
 
 describe('openTelemetryMetrics', () => {
   const store = new MemoryStore();
