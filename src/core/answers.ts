@@ -85,6 +85,7 @@ export class Answers {
 
   /** Notes when the store is asked, for `storeMs`: one decision in 16 is timed, NaN for the others. */
   asking(call: Call): void {
+    call.outagesSeen = this.#health.begun;
     // Reading the clock twice costs about what an in-process decision does.
     if (this.#observed) call.askedAt = this.#reporting.timesThisOne() ? performance.now() : Number.NaN;
   }
@@ -94,6 +95,7 @@ export class Answers {
    * call that no failure policy may answer (a charge: OperationEntry.onStoreFailure) always goes.
    */
   ask(call: Call): boolean {
+    call.outagesSeen = this.#health.begun;
     if (this.#down && OPERATIONS[call.operation].onStoreFailure === 'policy' && !this.admit(call))
       return false;
     if (this.#observed) call.askedAt = this.#reporting.timesThisOne() ? performance.now() : Number.NaN;
@@ -127,6 +129,7 @@ export class Answers {
    * answer without asking. Shards are looked up only during an outage.
    */
   admit(call: Call): boolean {
+    call.outagesSeen = this.#health.begun;
     if (!this.#down) return true;
     call.shard = this.#store.shardOf?.(call);
     const admitted = this.#health.admit(call.shard);
@@ -141,7 +144,7 @@ export class Answers {
 
   /** The decision the store's result makes, reported and enforced. */
   decision(call: Call, result: StoreResult): Decision {
-    if (this.#down) this.#health.answered(call.shard ?? this.#store.shardOf?.(call));
+    if (this.#down) this.#health.answered(call.shard ?? this.#store.shardOf?.(call), call.outagesSeen);
     if (result.stored !== undefined) underStoredLimit(call, result);
     const decision = decisionOf(result, call);
     const observed = this.#observed;

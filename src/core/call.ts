@@ -35,6 +35,8 @@ export class Call implements StoreRequest, Expiring {
   startedAt = 0;
   /** The deny cache's epoch when the call started (see DenyCache.epoch). */
   epoch = 0;
+  /** How many store outages had begun when the call was sent (see Health.answered). */
+  outagesSeen = 0;
   /** `performance.now()` when the store was asked, for `storeMs`; NaN when not timed. */
   askedAt = 0;
   /** The shard that decides the call; looked up only while some shard fails, or when it fails. */
@@ -85,6 +87,7 @@ export class Call implements StoreRequest, Expiring {
     this.operands = operandsFor(operation, policy);
     this.startedAt = 0;
     this.epoch = 0;
+    this.outagesSeen = 0;
     this.askedAt = 0;
     this.shard = undefined;
     this.probe = false;

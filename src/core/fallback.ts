@@ -1,4 +1,5 @@
 // The fallback store: an in-process MemoryStore of the limiter's own policy, deciding while its store fails.
+import { withFields } from '../copy.js';
 import { MemoryStore } from '../stores/memory.js';
 import type { Decision, StoreRequest } from '../types.js';
 import { decisionOf } from './result.js';
@@ -14,7 +15,7 @@ export class Fallback {
   decide(request: StoreRequest): Decision {
     // Created on the first failure: a limiter whose store never fails never holds one.
     this.#store ??= new MemoryStore({ prefix: 'fallback' });
-    return { ...decisionOf(this.#store.decideNow(request), request), reason: 'fallback' };
+    return withFields(decisionOf(this.#store.decideNow(request), request), { reason: 'fallback' as const });
   }
 
   /**
@@ -25,7 +26,7 @@ export class Fallback {
     const store = this.#store;
     return store === undefined
       ? undefined
-      : { ...decisionOf(store.decideNow(request), request), reason: 'fallback' };
+      : withFields(decisionOf(store.decideNow(request), request), { reason: 'fallback' as const });
   }
 
   /** Forgets an identifier (on `reset`). */

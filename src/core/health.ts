@@ -21,6 +21,8 @@ interface Outage {
   error: SluiceError | undefined;
   /** A call is out to the shard as the probe: the others are answered by the failure policy. */
   probing: boolean;
+  /** Health.begun when it began: answers to calls sent before then say nothing of the store now. */
+  readonly since: number;
 }
 
 /**
@@ -37,6 +39,7 @@ export class Health {
   /** Where `fallback` decides; cleared when every shard is back. */
   readonly #fallback: Fallback;
   readonly #changed: (up: boolean, shard: string | undefined) => void;
+  #begun = 0;
 
   /** `changed` hears each shard going down and coming back. */
   constructor(
@@ -47,6 +50,11 @@ export class Health {
     this.mode = mode;
     this.#fallback = fallback;
     this.#changed = changed;
+  }
+
+  /** How many outages have begun: a call notes it when it is sent (Call.outagesSeen). */
+  get begun(): number {
+    return this.#begun;
   }
 
   /** Whether some shard is failing. */
@@ -75,9 +83,18 @@ export class Health {
     return this.#outages.get(shard ?? WHOLE_STORE) ?? { reason: 'store-error', error: undefined };
   }
 
-  /** The shard answered in time (a probe or not). */
-  answered(shard: string | undefined): void {
-    if (this.#outages.size === 0 || !this.#outages.delete(shard ?? WHOLE_STORE)) return;
+  /**
+   * The shard answered in time a call sent when `seen` outages had begun (a probe or not). An
+   * answer to a call sent before the shard's outage began (a reply already on its way when another
+   * call failed) does not end it: the outage would end and begin again, and with it the fallback
+   * store's count, granting a second allowance within one outage.
+   */
+  answered(shard: string | undefined, seen: number): void {
+    if (this.#outages.size === 0) return;
+    const key = shard ?? WHOLE_STORE;
+    const outage = this.#outages.get(key);
+    if (outage === undefined || seen < outage.since) return;
+    this.#outages.delete(key);
     this.#changed(true, shard);
     // The next outage starts from a full allowance rather than from what this one left behind.
     if (this.#outages.size === 0) this.#fallback.clear();
@@ -98,7 +115,8 @@ export class Health {
       if (probe) outage.probing = false;
       return;
     }
-    this.#outages.set(key, { reason, error, probing: false });
+    this.#begun++;
+    this.#outages.set(key, { reason, error, probing: false, since: this.#begun });
     this.#changed(false, shard);
   }
 
