@@ -35,10 +35,9 @@ local function gcra_decode(value)
   return value
 end
 
--- The TAT, and the pause an upstream asked for while it holds (throttle()): then the key holds
--- "<tat> <paused until, whole ms> <shift, whole ms>", in the same key so that no other is read.
-local function gcra_read(key, now)
-  local stored = get(key)
+-- The TAT from a key's value, and the pause an upstream asked for while it holds (throttle()):
+-- then the key holds "<tat> <paused until, whole ms> <shift, whole ms>", in the same key so that no other is read.
+local function gcra_read(stored, now)
   local value = tonumber(stored)
   if value == nil and stored then
     local tat, paused_until, shift = string.match(stored, '^(%S+) (%d+) (%d+)$')
@@ -107,7 +106,14 @@ local function gcra_schedule(key, tat, paused_until, shift, now, cost, interval,
 end
 
 local function gcra(key, now, op, cost, interval, tolerance, operand, operand2)
-  local tat, paused_until, shift = gcra_read(key, now)
+  -- The usual value is a number, read here rather than through gcra_read (a decision's hot path).
+  local stored = get(key)
+  local tat, paused_until, shift = tonumber(stored), nil, nil
+  if tat == nil and stored then
+    tat, paused_until, shift = gcra_read(stored, now)
+  elseif tat and tat < 0 then
+    tat = -tat / 1000
+  end
   tat = tat or now
   if tat < now then tat = now end
   if op == '4' then
@@ -151,6 +157,12 @@ local function gcra(key, now, op, cost, interval, tolerance, operand, operand2)
       write = true
     end
   end
-  if write then gcra_write(key, tat, now, paused_until, shift) end
+  if write then
+    if paused_until == nil and tat > now then
+      call('SET', key, gcra_encode(tat), 'PX', int(ceil(tat - now)))
+    else
+      gcra_write(key, tat, now, paused_until, shift)
+    end
+  end
   return allowed, gcra_units(tat, now, interval, tolerance), ceil(tat - now), retry, debt, cut
 end
