@@ -1,7 +1,7 @@
 // What a concurrency policy's leases do, on Redis and in memory alike: slots held and freed, expiry
 // by the deciding clock, fencing tokens, and the calls it refuses.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import {
   concurrency,
   createLimiter,
@@ -13,20 +13,9 @@ import {
   RedisStore,
   type Store,
 } from '../../src/index.js';
-import { type Connected, connect } from '../helpers/clients.js';
-import { type RedisServer, startRedis } from '../helpers/redis-server.js';
-import { EXACT, unique } from '../helpers/suites.js';
+import { EXACT, redisForSuite, unique } from '../helpers/suites.js';
 
-let server: RedisServer;
-let redis: Connected;
-before(async () => {
-  server = await startRedis();
-  redis = await connect('ioredis', server.port);
-});
-after(async () => {
-  await redis.close();
-  await server.stop();
-});
+const suite = redisForSuite();
 
 const T0 = 1_700_000_000_000;
 
@@ -37,7 +26,7 @@ function leaseOf(decision: Decision): Lease {
 
 const STORES: ReadonlyArray<[string, () => Store]> = [
   ['memory', () => new MemoryStore()],
-  ['redis', () => new RedisStore({ client: redis.client })],
+  ['redis', () => new RedisStore({ client: suite.redis.client })],
 ];
 
 for (const [kind, makeStore] of STORES) {
@@ -215,7 +204,7 @@ describe('fencing tokens when the deciding clock steps back after the key expire
     let now = T0;
     const name = unique('lease-clock');
     const limiter = createLimiter({
-      store: new RedisStore({ client: redis.client }),
+      store: new RedisStore({ client: suite.redis.client }),
       policy: concurrency({ limit: 5, leaseMs: 50 }),
       name,
       clock: () => now,
@@ -227,7 +216,7 @@ describe('fencing tokens when the deciding clock steps back after the key expire
       const lease = leaseOf(await limiter.limit('u'));
       await limiter.release('u', lease);
       const key = limiter.store.keyFor(name, 'u');
-      while ((await redis.command('PTTL', key)) !== -2)
+      while ((await suite.redis.command('PTTL', key)) !== -2)
         await new Promise((resolve) => setTimeout(resolve, 10));
       return lease.token;
     };

@@ -1,8 +1,10 @@
 // What every Redis-backed suite shares: the store variants to run under, and the end-of-suite hygiene checks.
 import assert from 'node:assert/strict';
+import { after, before } from 'node:test';
 import { fixedWindow, RedisStore } from '../../src/index.js';
 import type { StoreRequest } from '../../src/types.js';
 import { CLIENT_KINDS, type ClientKind, type Connected, connect } from './clients.js';
+import { type RedisServer, startRedis } from './redis-server.js';
 
 export type Mode = 'scripts' | 'functions';
 
@@ -76,4 +78,24 @@ let names = 0;
 export function unique(label: string): string {
   names++;
   return `${label}${names}`;
+}
+
+/** A suite's redis-server and its ioredis connection, started before the file's tests and stopped after. */
+export interface SuiteRedis {
+  readonly server: RedisServer;
+  readonly redis: Connected;
+}
+
+/** Starts a redis-server and connects ioredis to it for the calling file's tests (top-level hooks). */
+export function redisForSuite(): SuiteRedis {
+  const suite = {} as { server: RedisServer; redis: Connected };
+  before(async () => {
+    suite.server = await startRedis();
+    suite.redis = await connect('ioredis', suite.server.port);
+  });
+  after(async () => {
+    await suite.redis.close();
+    await suite.server.stop();
+  });
+  return suite;
 }

@@ -3,29 +3,19 @@
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import express from 'express';
 import { rateLimit } from '../../src/http/express.js';
 import { rateLimit as nodeRateLimit } from '../../src/http/node.js';
 import { all, createLimiter, ERROR_CODES, fixedWindow, type Limiter, RedisStore } from '../../src/index.js';
-import { type Connected, connect } from '../helpers/clients.js';
-import { type RedisServer, startRedis } from '../helpers/redis-server.js';
+import { redisForSuite } from '../helpers/suites.js';
 
 const USERS = 5;
 const PER_USER = 100;
 const USER_LIMIT = 100;
 const TENANT_LIMIT = 150;
 
-let server: RedisServer;
-let redis: Connected;
-before(async () => {
-  server = await startRedis();
-  redis = await connect('ioredis', server.port);
-});
-after(async () => {
-  await redis.close();
-  await server.stop();
-});
+const suite = redisForSuite();
 
 async function listen(app: Parameters<typeof createServer>[1]): Promise<{ url: string; server: Server }> {
   const http = createServer(app);
@@ -40,14 +30,14 @@ function close(http: Server): Promise<void> {
 
 /** Units counted in a fixed window key (the packed integer form: index × 2^21 + count). */
 async function counted(key: string): Promise<number> {
-  const value = (await redis.command('GET', key)) as string | null;
+  const value = (await suite.redis.command('GET', key)) as string | null;
   if (value === null) return 0;
   const packed = Number(value);
   return Number.isFinite(packed) ? packed % 2 ** 21 : Number(value.split(':')[1]);
 }
 
 function limiters(label: string): { user: Limiter; tenant: Limiter; store: RedisStore } {
-  const store = new RedisStore({ client: redis.client, prefix: label });
+  const store = new RedisStore({ client: suite.redis.client, prefix: label });
   const make = (name: string, limit: number) =>
     createLimiter({ store, policy: fixedWindow({ limit, windowMs: 3_600_000 }), name, timeoutMs: 60_000 });
   return { user: make('user', USER_LIMIT), tenant: make('tenant', TENANT_LIMIT), store };
@@ -109,7 +99,7 @@ describe('the middleware with several limiters on one store', () => {
     try {
       assert.equal((await fetch(url)).status, 500);
       assert.equal((errors[0] as { code?: string }).code, ERROR_CODES.CROSS_SLOT);
-      assert.deepEqual(await redis.command('KEYS', 'slots:*'), []);
+      assert.deepEqual(await suite.redis.command('KEYS', 'slots:*'), []);
       assert.equal(store.calls, 0);
     } finally {
       await close(http);

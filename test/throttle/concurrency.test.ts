@@ -1,29 +1,18 @@
 // throttle({ concurrency }) on Redis: at most `limit` calls run at once, each lease released when its
 // call returns or throws, renewed while it runs past half its length; a bad `concurrency` is refused.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import { concurrency, createLimiter, ERROR_CODES, gcra, type Limiter, RedisStore } from '../../src/index.js';
 import { throttle } from '../../src/throttle/index.js';
-import { type Connected, connect } from '../helpers/clients.js';
 import { isCode } from '../helpers/errors.js';
-import { type RedisServer, startRedis } from '../helpers/redis-server.js';
-import { unique } from '../helpers/suites.js';
+import { redisForSuite, unique } from '../helpers/suites.js';
 
-let server: RedisServer;
-let redis: Connected;
-before(async () => {
-  server = await startRedis();
-  redis = await connect('ioredis', server.port);
-});
-after(async () => {
-  await redis.close();
-  await server.stop();
-});
+const suite = redisForSuite();
 
 /** A rate that is never the bottleneck here, so that only the concurrency limiter holds calls back. */
 function fastRate(): Limiter {
-  const store = new RedisStore({ client: redis.client });
+  const store = new RedisStore({ client: suite.redis.client });
   return createLimiter({
     store,
     policy: gcra({ limit: 1000, periodMs: 1000, burst: 20 }),
@@ -32,7 +21,7 @@ function fastRate(): Limiter {
 }
 
 function slots(limit: number, leaseMs: number): Limiter {
-  const store = new RedisStore({ client: redis.client });
+  const store = new RedisStore({ client: suite.redis.client });
   // Decisions from Redis however loaded the machine (the default 50 ms would let the failure policy answer).
   return createLimiter({
     store,
