@@ -14,10 +14,13 @@ const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', {
 });
 
 // 1000 tokens a minute per user. A user may owe up to a minute's worth; its requests wait until paid.
+// An answer takes seconds, so the store may take up to 500 ms (the default is 50): a usage charge
+// that times out is reported, not recorded, and the user's count stays short by it.
 const tokens = createLimiter({
   store: new RedisStore({ client: redis }),
   policy: tokenBucket({ capacity: 1000, refillPerSecond: 1000 / 60, unit: 'tokens' }),
   name: 'tokens',
+  timeoutMs: 500,
 });
 const ESTIMATE = 100;
 
@@ -58,6 +61,8 @@ app.post(
     key: headerKey('x-user'),
     cost: ESTIMATE,
     settle: (_req, res) => res.locals.usage ?? ESTIMATE,
+    // Usage the store did not record: the user was served it without paying.
+    onRefundError: (error) => console.error('usage not charged:', error),
   }),
   async (req, res) => {
     const upstream = await fetch(`${upstreamUrl}/v1/chat/completions`, {

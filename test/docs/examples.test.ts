@@ -332,7 +332,7 @@ describe('examples against a real Redis', () => {
         if (check(seen)) return seen;
         await new Promise((resolve) => setTimeout(resolve, 25));
       }
-      assert.fail(`the quota of ${user} never got there`);
+      assert.fail(`the quota of ${user} never got there; the proxy printed:\n${app.output()}`);
     };
     try {
       const first = await ask('alice', 600);

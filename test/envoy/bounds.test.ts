@@ -1,12 +1,14 @@
 // The bounds of one ShouldRateLimit call, over gRPC and POST /json: a request at each bound is decided, one just past
 // it is refused at once with a message naming the bound and its flag, counted, and takes nothing.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { after, before, beforeEach, describe, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
 import { runCli } from '../helpers/cli.js';
 import {
+  awayFromWindowEnd,
   type Descriptor,
   type EnvoyServe,
+  HOUR_MS,
   httpCall,
   metric,
   OK,
@@ -15,6 +17,9 @@ import {
   startEnvoyServe,
 } from '../helpers/envoy/support.js';
 import { CONFIG, deep, requestOfSize, user } from './bounds-support.js';
+
+// Counts are read within one fixed window: no test starts in the last seconds of an hour's.
+beforeEach(() => awayFromWindowEnd(HOUR_MS));
 
 const REFUSALS = 'ratelimit_service_should_rate_limit_error';
 

@@ -2,15 +2,17 @@
 // decided together, hits, overrides, refusals, the HTTP twins and the metrics they leave.
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { after, before, beforeEach, describe, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
 import { parseList } from 'structured-headers';
 import {
   awayFromMinuteEnd,
+  awayFromWindowEnd,
   type Descriptor,
   type EnvoyServe,
   envoyOnRedis,
   FIXTURES,
+  HOUR_MS,
   httpCall,
   metric,
   OK,
@@ -21,6 +23,9 @@ import {
   UNIT,
 } from '../helpers/envoy/support.js';
 import { type RedisServer, startRedis } from '../helpers/redis-server.js';
+
+// Counts are read within one fixed window: no test starts in the last seconds of an hour's.
+beforeEach(() => awayFromWindowEnd(HOUR_MS));
 
 const CONFIG = join(FIXTURES, 'limits.yaml');
 

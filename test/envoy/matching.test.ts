@@ -1,16 +1,21 @@
 // Which rule a descriptor selects, rule by rule, through a real gRPC client and a real server process.
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { after, before, beforeEach, describe, test } from 'node:test';
 import {
+  awayFromWindowEnd,
   type Entry,
   type EnvoyServe,
   FIXTURES,
+  MINUTE_MS,
   OK,
   OVER_LIMIT,
   startEnvoyServe,
   UNIT,
 } from '../helpers/envoy/support.js';
+
+// Counts are read within one fixed window: no test starts in the last seconds of a minute's.
+beforeEach(() => awayFromWindowEnd(MINUTE_MS, 3_000));
 
 /** What a descriptor is expected to get: a limit (requests per unit, unit, name), unlimited, or nothing. */
 type Expected = { rpu: number; unit: number; name?: string } | 'unlimited' | 'none';

@@ -2,12 +2,14 @@
 // rule for the request, sluice's for what is taken (nothing from a refused request, one group for a passing one).
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { after, before, beforeEach, describe, test } from 'node:test';
 import {
+  awayFromWindowEnd,
   type Descriptor,
   type EnvoyServe,
   envoyOnRedis,
   FIXTURES,
+  HOUR_MS,
   httpCall,
   OK,
   OVER_LIMIT,
@@ -17,6 +19,9 @@ import {
   structToJson,
 } from '../helpers/envoy/support.js';
 import { type RedisServer, startRedis } from '../helpers/redis-server.js';
+
+// Counts are read within one fixed window: no test starts in the last seconds of an hour's.
+beforeEach(() => awayFromWindowEnd(HOUR_MS));
 
 const CONFIG = join(FIXTURES, 'quota.yaml');
 

@@ -2,15 +2,20 @@
 import assert from 'node:assert/strict';
 import { renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, test } from 'node:test';
+import { beforeEach, describe, test } from 'node:test';
 import {
+  awayFromWindowEnd,
   configDir,
   configMapDir,
   type EnvoyServe,
   eventually,
+  HOUR_MS,
   metric,
   startEnvoyServe,
 } from '../helpers/envoy/support.js';
+
+// Counts are read within one fixed window: no test starts in the last seconds of an hour's.
+beforeEach(() => awayFromWindowEnd(HOUR_MS));
 
 function config(limit: number): string {
   return `domain: reload\ndescriptors:\n  - key: client\n    rate_limit:\n      unit: hour\n      requests_per_unit: ${limit}\n`;

@@ -2,20 +2,25 @@
 // for a descriptor decide its next call; a descriptor's own limit still wins; a rule without it reads nothing.
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { after, before, beforeEach, describe, test } from 'node:test';
 import { limiterName } from '../../src/envoy/limiters.js';
 import { createLimiter, fixedWindow, type Limiter, RedisStore } from '../../src/index.js';
 import { runCli } from '../helpers/cli.js';
 import {
+  awayFromWindowEnd,
   type Descriptor,
   envoyOnRedis,
   FIXTURES,
+  HOUR_MS,
   OK,
   OVER_LIMIT,
   type RateLimitRequest,
   UNIT,
 } from '../helpers/envoy/support.js';
 import { type RedisServer, startRedis } from '../helpers/redis-server.js';
+
+// Counts are read within one fixed window: no test starts in the last seconds of an hour's.
+beforeEach(() => awayFromWindowEnd(HOUR_MS));
 
 const HOUR = 3_600_000;
 

@@ -159,14 +159,23 @@ export async function eventually(
   }
 }
 
+/** The fixed windows of Envoy's units, in milliseconds. */
+export const MINUTE_MS = 60_000;
+export const HOUR_MS = 3_600_000;
+
 /**
- * Waits out the last seconds of a minute (`marginMs` of them), so that a minute's fixed window
- * cannot roll over while a test counts in it.
+ * Waits out the last `marginMs` of a fixed window of `windowMs` (windows start at multiples of it,
+ * as Envoy's units do), so that the window cannot roll over while a test counts in it. An hour's
+ * end is also a day's and a week's.
  */
-export async function awayFromMinuteEnd(marginMs = 10_000): Promise<void> {
-  const intoMinute = Date.now() % 60_000;
-  if (intoMinute > 60_000 - marginMs)
-    await new Promise((resolve) => setTimeout(resolve, 60_500 - intoMinute));
+export async function awayFromWindowEnd(windowMs: number, marginMs = 10_000): Promise<void> {
+  const into = Date.now() % windowMs;
+  if (into > windowMs - marginMs) await new Promise((resolve) => setTimeout(resolve, windowMs - into + 500));
+}
+
+/** `awayFromWindowEnd` for a minute's window. */
+export function awayFromMinuteEnd(marginMs = 10_000): Promise<void> {
+  return awayFromWindowEnd(MINUTE_MS, marginMs);
 }
 
 /** The scripts a Redis server has run so far: EVALSHA and EVAL calls in INFO commandstats. */
