@@ -16,8 +16,10 @@ const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', {
 // 1000 tokens a minute per user. A user may owe up to a minute's worth; its requests wait until paid.
 // An answer takes seconds, so the store may take up to 500 ms (the default is 50): a usage charge
 // that times out is reported, not recorded, and the user's count stays short by it.
+const store = new RedisStore({ client: redis });
+await store.ready(); // connected, and the scripts loaded: the first answer does not load them
 const tokens = createLimiter({
-  store: new RedisStore({ client: redis }),
+  store,
   policy: tokenBucket({ capacity: 1000, refillPerSecond: 1000 / 60, unit: 'tokens' }),
   name: 'tokens',
   timeoutMs: 500,

@@ -1,6 +1,8 @@
 // `sluice serve`'s routes for usage known after the response: POST /v1/charge, /v1/reserve and /v1/settle, on Redis.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { Redis } from 'ioredis';
+import { SCRIPTS } from '../../src/stores/redis/scripts.js';
 import { type ServeProcess, startServe, writeConfig } from '../helpers/cli.js';
 import { httpCall } from '../helpers/envoy/support.js';
 import { ROOT } from '../helpers/paths.js';
@@ -36,10 +38,23 @@ describe('sluice serve: charge, reserve and settle', () => {
     return { status: reply.status, answer: JSON.parse(reply.body) as Answer };
   };
 
+  test('the scripts are loaded before serve listens: its first request loads nothing within its timeout', async () => {
+    const admin = new Redis({ port: redis.port });
+    try {
+      const shas = Object.values(SCRIPTS).map((script) => script.sha);
+      assert.deepEqual(
+        await admin.call('SCRIPT', 'EXISTS', ...shas),
+        shas.map(() => 1),
+      );
+    } finally {
+      admin.disconnect();
+    }
+  });
+
   test('a reservation sent back with a lower actual gives back, with a higher one charges into debt', async () => {
     const reserved = await post('/v1/reserve', { policy: 'tokens', key: 'u1', cost: 100 });
     assert.equal(reserved.status, 200);
-    assert.equal(reserved.answer.remaining, 900);
+    assert.equal(reserved.answer.remaining, 900, serve.running.output().stderr);
     assert.deepEqual(reserved.answer.reservation, { policy: 'tokens', key: 'u1', reserved: 100 });
     // Tokens are no unit the IETF fields can name: none is written rather than a count of requests.
     assert.deepEqual(reserved.answer.headers, {});

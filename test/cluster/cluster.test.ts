@@ -97,6 +97,20 @@ for (const kind of CLIENT_KINDS) {
         assert.deepEqual(store.client, { library: kind, cluster: true });
       });
 
+      test('ready() loads the scripts on every primary', async () => {
+        const primaries = (await cluster.topology()).filter((node) => node.role === 'primary' && !node.failed);
+        const shas = Object.values(SCRIPTS).map((script) => script.sha);
+        const loaded = async (port: number): Promise<boolean> =>
+          mode === 'scripts'
+            ? ((await cluster.command(port, 'SCRIPT', 'EXISTS', ...shas)) as number[]).every((one) => one === 1)
+            : JSON.stringify(await cluster.command(port, 'FUNCTION', 'LIST')).includes(LIBRARY_NAME);
+        for (const primary of primaries) {
+          await cluster.command(primary.port, mode === 'scripts' ? 'SCRIPT' : 'FUNCTION', 'FLUSH');
+        }
+        await store.ready();
+        for (const primary of primaries) assert.ok(await loaded(primary.port), `primary ${primary.port}`);
+      });
+
       test('fixed window: counts 1, 2, 3, 4 with an expiry, on the primary that owns the key', async () => {
         const limiter = createLimiter({
           ...EXACT,

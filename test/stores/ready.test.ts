@@ -6,6 +6,7 @@ import { Redis } from 'ioredis';
 import { Valkey } from 'iovalkey';
 import { createClient } from 'redis';
 import { createLimiter, ERROR_CODES, fixedWindow, RedisStore, SluiceError } from '../../src/index.js';
+import { LIBRARY_NAME, SCRIPTS } from '../../src/stores/redis/scripts.js';
 import type { StoreRequest } from '../../src/types.js';
 import { CLIENT_KINDS, connect } from '../helpers/clients.js';
 
@@ -185,4 +186,55 @@ describe('a fresh client', () => {
       client.disconnect();
     }
   });
+});
+
+describe('ready() loads the scripts', () => {
+  /** SCRIPT LOAD and FUNCTION LOAD calls, and NOSCRIPT replies, so far. */
+  const loads = async (admin: Redis): Promise<{ loaded: number; noscript: number }> => {
+    const stats = `${await admin.info('commandstats')}\n${await admin.info('errorstats')}`;
+    const calls = (name: string): number => Number(new RegExp(`${name}:calls=(\\d+)`).exec(stats)?.[1] ?? 0);
+    const noscript = Number(/errorstat_NOSCRIPT:count=(\d+)/.exec(stats)?.[1] ?? 0);
+    return { loaded: calls('cmdstat_script\\|load') + calls('cmdstat_function\\|load'), noscript };
+  };
+
+  for (const mode of ['scripts', 'functions'] as const) {
+    test(`${mode}: after ready() on a server that has none, every script is there and the first decision loads nothing`, async () => {
+      const admin = new Redis({ port: server.port });
+      try {
+        for (const kind of CLIENT_KINDS) {
+          await admin.call('SCRIPT', 'FLUSH');
+          await admin.call('FUNCTION', 'FLUSH');
+          const connected = await connect(kind, server.port);
+          try {
+            const store = new RedisStore({ client: connected.client, mode });
+            const before = await loads(admin);
+            await store.ready();
+            const ready = await loads(admin);
+            assert.ok(ready.loaded > before.loaded, `${kind}: ready() loaded`);
+            if (mode === 'scripts') {
+              const shas = Object.values(SCRIPTS).map((script) => script.sha);
+              const exist = (await admin.call('SCRIPT', 'EXISTS', ...shas)) as number[];
+              assert.deepEqual(
+                exist,
+                shas.map(() => 1),
+                kind,
+              );
+            } else {
+              const listed = JSON.stringify(
+                await admin.call('FUNCTION', 'LIST', 'LIBRARYNAME', LIBRARY_NAME),
+              );
+              assert.ok(listed.includes(LIBRARY_NAME), `${kind}: ${LIBRARY_NAME} listed`);
+            }
+            const decided = await store.decide(request(`first-${kind}-${mode}`));
+            assert.equal(decided.remaining, 9, kind);
+            assert.deepEqual(await loads(admin), ready, `${kind}: the first decision loaded nothing`);
+          } finally {
+            await connected.close();
+          }
+        }
+      } finally {
+        admin.disconnect();
+      }
+    });
+  }
 });

@@ -170,16 +170,32 @@ export class RedisStore implements Store {
   }
 
   /**
-   * Resolves once the client is connected; rejects with ERR_SLUICE_STORE, naming the address, when
-   * it cannot connect within `connectTimeoutMs`. For apps that would rather not start serving before
-   * their store can decide (limiters wait for the first connection by themselves).
+   * Resolves once the client is connected and the scripts (in `functions` mode, the library) are
+   * loaded on the server, on every primary of a cluster it can reach; rejects with
+   * ERR_SLUICE_STORE, naming the address, when it cannot connect within `connectTimeoutMs`. For
+   * apps that would rather not start serving before their store can decide: without it, limiters
+   * wait for the first connection by themselves, but the first decision loads the scripts within
+   * its `timeoutMs`. A load the server refuses is not an error here: decisions load them then.
    *
    * @example
    * const store = new RedisStore({ client: new Redis() });
    * await store.ready(); // throws if Redis cannot be reached within 5 s
    */
-  ready(): Promise<void> {
-    return this.#readiness.ready();
+  async ready(): Promise<void> {
+    await this.#readiness.ready();
+    const loads = this.#loads(this.mode === 'functions' ? 'function' : 'noscript');
+    await Promise.allSettled(
+      loads.map((args) =>
+        this.#commander.cluster ? this.#commander.broadcast(args) : this.#commander.sendToOwner(args, ''),
+      ),
+    );
+  }
+
+  /** The commands that load what a call missed: the function library, or every script. */
+  #loads(reason: 'function' | 'noscript'): string[][] {
+    return reason === 'function'
+      ? [['FUNCTION', 'LOAD', 'REPLACE', LIBRARY_CODE]]
+      : Object.values(SCRIPTS).map((script) => ['SCRIPT', 'LOAD', script.body]);
   }
 
   /** Warns once per client when a GLIDE client holds commands longer than a limiter waits for them. */
@@ -366,10 +382,7 @@ export class RedisStore implements Store {
       await new Promise((resolve) => setTimeout(resolve, REDIRECT_WAIT_MS));
       return;
     }
-    const loads =
-      reason === 'function'
-        ? [['FUNCTION', 'LOAD', 'REPLACE', LIBRARY_CODE]]
-        : Object.values(SCRIPTS).map((script) => ['SCRIPT', 'LOAD', script.body]);
+    const loads = this.#loads(reason === 'function' ? 'function' : 'noscript');
     // The owner must have them; every other primary, as far as it can be reached, gets them too: a
     // call reached by ASK runs on a node that does not own the slot yet.
     await Promise.all([
