@@ -98,11 +98,15 @@ for (const kind of CLIENT_KINDS) {
       });
 
       test('ready() loads the scripts on every primary', async () => {
-        const primaries = (await cluster.topology()).filter((node) => node.role === 'primary' && !node.failed);
+        const primaries = (await cluster.topology()).filter(
+          (node) => node.role === 'primary' && !node.failed,
+        );
         const shas = Object.values(SCRIPTS).map((script) => script.sha);
         const loaded = async (port: number): Promise<boolean> =>
           mode === 'scripts'
-            ? ((await cluster.command(port, 'SCRIPT', 'EXISTS', ...shas)) as number[]).every((one) => one === 1)
+            ? ((await cluster.command(port, 'SCRIPT', 'EXISTS', ...shas)) as number[]).every(
+                (one) => one === 1,
+              )
             : JSON.stringify(await cluster.command(port, 'FUNCTION', 'LIST')).includes(LIBRARY_NAME);
         for (const primary of primaries) {
           await cluster.command(primary.port, mode === 'scripts' ? 'SCRIPT' : 'FUNCTION', 'FLUSH');
