@@ -312,10 +312,11 @@ export interface Store {
    */
   decideNow?(request: StoreRequest): StoreResult;
   /**
-   * `undefined` when the store can decide now. While its first connection is still being made, a
-   * promise that resolves once it is made, or rejects (a SluiceError) when it cannot be within the
-   * store's connect timeout. The limiter waits for it before its `timeoutMs` starts, so a process
-   * that has just started does not answer its first requests with the failure policy.
+   * `undefined` when the store can decide now. While its first connection is still being made (and,
+   * for Redis, its scripts loaded), a promise that resolves once it is, or rejects (a SluiceError)
+   * when the connection cannot be made within the store's connect timeout. The limiter waits for
+   * it before its `timeoutMs` starts, so a process that has just started does not answer its first
+   * requests with the failure policy.
    */
   untilReady?(): Promise<void> | undefined;
   /**

@@ -444,6 +444,8 @@ test('ioredis: a NOSCRIPT wrapped in "Too many Cluster redirections" still reloa
       name: 'wrapped',
     });
     const owner = await cluster.primaryOf(keySlot(store.keyFor('wrapped', 'a')));
+    // Loaded first (as a limiter's first decision waits for), then flushed: the call meets NOSCRIPT.
+    await store.ready();
     await cluster.command(owner.port, 'SCRIPT', 'FLUSH');
     const decision = await limiter.limit('a');
     assert.equal(decision.allowed, true);

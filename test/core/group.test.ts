@@ -163,6 +163,7 @@ test('a fallback grant is given back to the fallback store when another member r
   const gone = await startRedis();
   const dead = await connect('ioredis', gone.port);
   const store = new RedisStore({ client: dead.client });
+  await store.ready();
   assert.equal(store.untilReady(), undefined);
   await gone.stop();
   try {

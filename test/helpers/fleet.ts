@@ -75,7 +75,10 @@ export async function runFleet(options: FleetOptions): Promise<FleetRun> {
     return {
       arrivals,
       reports,
-      storeCalls: clientCommands(monitor),
+      // A process's load of the scripts when it connects (SCRIPT EXISTS, SCRIPT LOAD) is no call's.
+      storeCalls: clientCommands(monitor).filter(
+        (command) => !/^(SCRIPT|FUNCTION)$/i.test(command.args[0] ?? ''),
+      ),
       busiest: busiestSpan(arrivals),
       elapsedMs,
     };

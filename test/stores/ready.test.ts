@@ -127,11 +127,15 @@ describe('a fresh client', () => {
     }
   });
 
-  test('an already connected client: nothing to wait for', async () => {
+  test('an already connected client: only the scripts to load, once', async () => {
     for (const kind of CLIENT_KINDS) {
       const connected = await connect(kind, server.port);
       try {
         const store = new RedisStore({ client: connected.client });
+        const loading = store.untilReady();
+        assert.ok(loading instanceof Promise, kind);
+        assert.equal(store.untilReady(), loading, `${kind}: one load for every caller`);
+        await loading;
         assert.equal(store.untilReady(), undefined, kind);
         await store.ready();
       } finally {
@@ -197,7 +201,43 @@ describe('ready() loads the scripts', () => {
     return { loaded: calls('cmdstat_script\\|load') + calls('cmdstat_function\\|load'), noscript };
   };
 
+  /** Error replies of every kind the server has sent so far (NOSCRIPT, a missing function's ERR). */
+  const errorReplies = async (admin: Redis): Promise<number> =>
+    [...(await admin.info('errorstats')).matchAll(/count=(\d+)/g)].reduce((sum, m) => sum + Number(m[1]), 0);
+
   for (const mode of ['scripts', 'functions'] as const) {
+    test(`${mode}: without ready(), a limiter's first decisions wait for the load and meet no missing script`, async () => {
+      const admin = new Redis({ port: server.port });
+      try {
+        for (const kind of CLIENT_KINDS) {
+          await admin.call('SCRIPT', 'FLUSH');
+          await admin.call('FUNCTION', 'FLUSH');
+          const connected = await connect(kind, server.port);
+          try {
+            const store = new RedisStore({ client: connected.client, mode });
+            const limiter = createLimiter({
+              store,
+              policy: fixedWindow({ limit: 10, windowMs: HOUR }),
+              name: `first-${mode}`,
+            });
+            const before = { loads: await loads(admin), errors: await errorReplies(admin) };
+            const first = await Promise.all(Array.from({ length: 5 }, () => limiter.limit(kind)));
+            assert.deepEqual(
+              first.map((decision) => [decision.remaining, decision.reason]),
+              [9, 8, 7, 6, 5].map((left) => [left, undefined]),
+              kind,
+            );
+            assert.equal(await errorReplies(admin), before.errors, `${kind}: no error reply`);
+            assert.ok((await loads(admin)).loaded > before.loads.loaded, `${kind}: loaded before deciding`);
+          } finally {
+            await connected.close();
+          }
+        }
+      } finally {
+        admin.disconnect();
+      }
+    });
+
     test(`${mode}: after ready() on a server that has none, every script is there and the first decision loads nothing`, async () => {
       const admin = new Redis({ port: server.port });
       try {

@@ -111,6 +111,9 @@ export class RedisStore implements Store {
   /** The client as given, whose settings are checked against each limiter's timeoutMs. */
   readonly #client: unknown;
   readonly #readiness: Readiness;
+  /** Whether the scripts have been loaded for the first decisions (see untilReady). */
+  #loaded = false;
+  #loading: Promise<void> | undefined;
   readonly #recovery = new Recovery((reason, key) => this.#repair(reason, key));
   #queue: Items = noItems();
   #scheduled = false;
@@ -173,9 +176,9 @@ export class RedisStore implements Store {
    * Resolves once the client is connected and the scripts (in `functions` mode, the library) are
    * loaded on the server, on every primary of a cluster it can reach; rejects with
    * ERR_SLUICE_STORE, naming the address, when it cannot connect within `connectTimeoutMs`. For
-   * apps that would rather not start serving before their store can decide: without it, limiters
-   * wait for the first connection by themselves, but the first decision loads the scripts within
-   * its `timeoutMs`. A load the server refuses is not an error here: decisions load them then.
+   * apps that would rather not start serving before their store can decide (limiters wait for the
+   * same by themselves, see `untilReady`). A load the server refuses is not an error here:
+   * decisions load the scripts then.
    *
    * @example
    * const store = new RedisStore({ client: new Redis() });
@@ -183,11 +186,61 @@ export class RedisStore implements Store {
    */
   async ready(): Promise<void> {
     await this.#readiness.ready();
-    const loads = this.#loads(this.mode === 'functions' ? 'function' : 'noscript');
+    await this.#load();
+    this.#loaded = true;
+  }
+
+  /**
+   * `undefined` once the scripts have been loaded for the first decisions. Before that, the wait
+   * for the first connection (see Readiness), then for the scripts' load, which is not waited for
+   * longer than `connectTimeoutMs`: a first decision that had to load them would do it within its
+   * limiter's `timeoutMs`, and a busy server could turn it into the failure policy's answer.
+   */
+  untilReady(): Promise<void> | undefined {
+    if (this.#loaded) return undefined;
+    const connecting = this.#readiness.untilReady();
+    return connecting === undefined ? this.#loadOnce() : connecting.then(() => this.#loadOnce());
+  }
+
+  #loadOnce(): Promise<void> {
+    this.#loading ??= new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, this.connectTimeoutMs);
+      // A process with nothing else to do need not stay up for this timer.
+      timer.unref();
+      this.#load().then(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    }).then(() => {
+      this.#loaded = true;
+    });
+    return this.#loading;
+  }
+
+  /**
+   * Loads what the server lacks: on one node, the scripts SCRIPT EXISTS does not find (one short
+   * command when another process has loaded them), or the library (FUNCTION LOAD without REPLACE:
+   * one that exists is refused before it is compiled); on a cluster, the same loads as a repair,
+   * sent to every primary. Settles whatever the replies.
+   */
+  async #load(): Promise<void> {
+    const functions = this.mode === 'functions';
+    if (this.#commander.cluster) {
+      await Promise.allSettled(
+        this.#loads(functions ? 'function' : 'noscript').map((args) => this.#commander.broadcast(args)),
+      );
+      return;
+    }
+    const send = (args: readonly string[]): Promise<unknown> => this.#commander.sendToOwner(args, '');
+    if (functions) {
+      await send(['FUNCTION', 'LOAD', LIBRARY_CODE]).catch(() => {});
+      return;
+    }
+    const scripts = Object.values(SCRIPTS);
+    const exist = await send(['SCRIPT', 'EXISTS', ...scripts.map((script) => script.sha)]).catch(() => []);
+    const found = Array.isArray(exist) ? exist : [];
     await Promise.allSettled(
-      loads.map((args) =>
-        this.#commander.cluster ? this.#commander.broadcast(args) : this.#commander.sendToOwner(args, ''),
-      ),
+      scripts.filter((_, i) => !found[i]).map((script) => send(['SCRIPT', 'LOAD', script.body])),
     );
   }
 
@@ -201,10 +254,6 @@ export class RedisStore implements Store {
   /** Warns once per client when a GLIDE client holds commands longer than a limiter waits for them. */
   attached(limiter: LimiterDeadline): void {
     warnAboutRequestTimeout(this.#client, this.#commander.library, limiter);
-  }
-
-  untilReady(): Promise<void> | undefined {
-    return this.#readiness.untilReady();
   }
 
   /** On a cluster, the primary (`host:port`) that owns the request's slot in the client's slot table. */
