@@ -47,8 +47,9 @@ async function acquire(limiter: Limiter, identifier: string, count: number): Pro
 }
 
 test('a primary killed before replicating 5 leases: 5 more in flight than the limit, until those would have lapsed', async (t) => {
+  const store = new RedisStore({ client: client.client });
   const limiter = createLimiter({
-    store: new RedisStore({ client: client.client }),
+    store,
     policy: concurrency({ limit: LIMIT, leaseMs: LEASE_MS }),
     name: 'failover',
     ...EXACT,
@@ -73,6 +74,10 @@ test('a primary killed before replicating 5 leases: 5 more in flight than the li
     (await cluster.primaryOf(victim.slots[0]?.[0] ?? 0)).id === replica.id ? true : undefined,
   );
   await cluster.waitUntilHealthy();
+  // Before any call reaches it, the promoted replica holds what it acknowledged: the kept leases and
+  // the token counter, none of the lost ones. (Should this fail, replication lost them, not sluice.)
+  const held = await cluster.command(replica.port, 'ZCARD', store.keyFor('failover', identifier));
+  assert.equal(Number(held), KEPT + 1, 'the promoted replica holds the kept leases and the token');
 
   // The new primary grants every slot it does not know is held: the lost leases' holders still run.
   const granted: Lease[] = [];
