@@ -351,8 +351,7 @@ async function run(context: Context): Promise<number> {
     connection === undefined ? 'the memory store' : `${connection.server} at ${connection.label}`;
   let parts: Awaited<ReturnType<typeof startParts>>;
   try {
-    // Connected already: this loads the scripts, which the first request would otherwise load
-    // within its policy's timeout.
+    // Loads the scripts now, not while the first request waits (see RedisStore.ready).
     if (store instanceof RedisStore) await store.ready();
     parts = await startParts(context, options, store, connection, storeText);
   } catch (error) {
