@@ -205,76 +205,70 @@ describe('ready() loads the scripts', () => {
   const errorReplies = async (admin: Redis): Promise<number> =>
     [...(await admin.info('errorstats')).matchAll(/count=(\d+)/g)].reduce((sum, m) => sum + Number(m[1]), 0);
 
+  /** For each client kind in turn: a store of `mode` on a server that holds no script and no library. */
+  const onFlushedServer = async (
+    mode: 'scripts' | 'functions',
+    body: (admin: Redis, store: RedisStore, kind: (typeof CLIENT_KINDS)[number]) => Promise<void>,
+  ): Promise<void> => {
+    const admin = new Redis({ port: server.port });
+    try {
+      for (const kind of CLIENT_KINDS) {
+        await admin.call('SCRIPT', 'FLUSH');
+        await admin.call('FUNCTION', 'FLUSH');
+        const connected = await connect(kind, server.port);
+        try {
+          await body(admin, new RedisStore({ client: connected.client, mode }), kind);
+        } finally {
+          await connected.close();
+        }
+      }
+    } finally {
+      admin.disconnect();
+    }
+  };
+
   for (const mode of ['scripts', 'functions'] as const) {
     test(`${mode}: without ready(), a limiter's first decisions wait for the load and meet no missing script`, async () => {
-      const admin = new Redis({ port: server.port });
-      try {
-        for (const kind of CLIENT_KINDS) {
-          await admin.call('SCRIPT', 'FLUSH');
-          await admin.call('FUNCTION', 'FLUSH');
-          const connected = await connect(kind, server.port);
-          try {
-            const store = new RedisStore({ client: connected.client, mode });
-            const limiter = createLimiter({
-              store,
-              policy: fixedWindow({ limit: 10, windowMs: HOUR }),
-              name: `first-${mode}`,
-            });
-            const before = { loads: await loads(admin), errors: await errorReplies(admin) };
-            const first = await Promise.all(Array.from({ length: 5 }, () => limiter.limit(kind)));
-            assert.deepEqual(
-              first.map((decision) => [decision.remaining, decision.reason]),
-              [9, 8, 7, 6, 5].map((left) => [left, undefined]),
-              kind,
-            );
-            assert.equal(await errorReplies(admin), before.errors, `${kind}: no error reply`);
-            assert.ok((await loads(admin)).loaded > before.loads.loaded, `${kind}: loaded before deciding`);
-          } finally {
-            await connected.close();
-          }
-        }
-      } finally {
-        admin.disconnect();
-      }
+      await onFlushedServer(mode, async (admin, store, kind) => {
+        const limiter = createLimiter({
+          store,
+          policy: fixedWindow({ limit: 10, windowMs: HOUR }),
+          name: `first-${mode}`,
+        });
+        const before = { loads: await loads(admin), errors: await errorReplies(admin) };
+        const first = await Promise.all(Array.from({ length: 5 }, () => limiter.limit(kind)));
+        assert.deepEqual(
+          first.map((decision) => [decision.remaining, decision.reason]),
+          [9, 8, 7, 6, 5].map((left) => [left, undefined]),
+          kind,
+        );
+        assert.equal(await errorReplies(admin), before.errors, `${kind}: no error reply`);
+        assert.ok((await loads(admin)).loaded > before.loads.loaded, `${kind}: loaded before deciding`);
+      });
     });
 
     test(`${mode}: after ready() on a server that has none, every script is there and the first decision loads nothing`, async () => {
-      const admin = new Redis({ port: server.port });
-      try {
-        for (const kind of CLIENT_KINDS) {
-          await admin.call('SCRIPT', 'FLUSH');
-          await admin.call('FUNCTION', 'FLUSH');
-          const connected = await connect(kind, server.port);
-          try {
-            const store = new RedisStore({ client: connected.client, mode });
-            const before = await loads(admin);
-            await store.ready();
-            const ready = await loads(admin);
-            assert.ok(ready.loaded > before.loaded, `${kind}: ready() loaded`);
-            if (mode === 'scripts') {
-              const shas = Object.values(SCRIPTS).map((script) => script.sha);
-              const exist = (await admin.call('SCRIPT', 'EXISTS', ...shas)) as number[];
-              assert.deepEqual(
-                exist,
-                shas.map(() => 1),
-                kind,
-              );
-            } else {
-              const listed = JSON.stringify(
-                await admin.call('FUNCTION', 'LIST', 'LIBRARYNAME', LIBRARY_NAME),
-              );
-              assert.ok(listed.includes(LIBRARY_NAME), `${kind}: ${LIBRARY_NAME} listed`);
-            }
-            const decided = await store.decide(request(`first-${kind}-${mode}`));
-            assert.equal(decided.remaining, 9, kind);
-            assert.deepEqual(await loads(admin), ready, `${kind}: the first decision loaded nothing`);
-          } finally {
-            await connected.close();
-          }
+      await onFlushedServer(mode, async (admin, store, kind) => {
+        const before = await loads(admin);
+        await store.ready();
+        const ready = await loads(admin);
+        assert.ok(ready.loaded > before.loaded, `${kind}: ready() loaded`);
+        if (mode === 'scripts') {
+          const shas = Object.values(SCRIPTS).map((script) => script.sha);
+          const exist = (await admin.call('SCRIPT', 'EXISTS', ...shas)) as number[];
+          assert.deepEqual(
+            exist,
+            shas.map(() => 1),
+            kind,
+          );
+        } else {
+          const listed = JSON.stringify(await admin.call('FUNCTION', 'LIST', 'LIBRARYNAME', LIBRARY_NAME));
+          assert.ok(listed.includes(LIBRARY_NAME), `${kind}: ${LIBRARY_NAME} listed`);
         }
-      } finally {
-        admin.disconnect();
-      }
+        const decided = await store.decide(request(`first-${kind}-${mode}`));
+        assert.equal(decided.remaining, 9, kind);
+        assert.deepEqual(await loads(admin), ready, `${kind}: the first decision loaded nothing`);
+      });
     });
   }
 });

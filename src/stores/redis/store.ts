@@ -226,9 +226,7 @@ export class RedisStore implements Store {
   async #load(): Promise<void> {
     const functions = this.mode === 'functions';
     if (this.#commander.cluster) {
-      await Promise.allSettled(
-        this.#loads(functions ? 'function' : 'noscript').map((args) => this.#commander.broadcast(args)),
-      );
+      await Promise.allSettled(this.#loads(functions).map((args) => this.#commander.broadcast(args)));
       return;
     }
     const send = (args: readonly string[]): Promise<unknown> => this.#commander.sendToOwner(args, '');
@@ -245,8 +243,8 @@ export class RedisStore implements Store {
   }
 
   /** The commands that load what a call missed: the function library, or every script. */
-  #loads(reason: 'function' | 'noscript'): string[][] {
-    return reason === 'function'
+  #loads(functions: boolean): string[][] {
+    return functions
       ? [['FUNCTION', 'LOAD', 'REPLACE', LIBRARY_CODE]]
       : Object.values(SCRIPTS).map((script) => ['SCRIPT', 'LOAD', script.body]);
   }
@@ -431,7 +429,7 @@ export class RedisStore implements Store {
       await new Promise((resolve) => setTimeout(resolve, REDIRECT_WAIT_MS));
       return;
     }
-    const loads = this.#loads(reason === 'function' ? 'function' : 'noscript');
+    const loads = this.#loads(reason === 'function');
     // The owner must have them; every other primary, as far as it can be reached, gets them too: a
     // call reached by ASK runs on a node that does not own the slot yet.
     await Promise.all([
