@@ -36,6 +36,8 @@ export class Deadlines<E extends Expiring = Racer> {
   #unsettled = 0;
   #timer: NodeJS.Timeout | undefined;
   #sweeping = false;
+  /** When the sweep first saw a call out of time; it looks again one turn of the loop later. */
+  #lookedAt: number | undefined;
 
   /** `expired` hears of each entry that ran out of time; `race`'s entries bring their own. */
   constructor(
@@ -141,16 +143,44 @@ export class Deadlines<E extends Expiring = Racer> {
     setImmediate(this.#sweep);
   };
 
+  /**
+   * Whether the unsettled call at the head ran out of time by `now`. A call that did is only a
+   * candidate: its reply may have arrived while this thread was busy after the poll phase of this
+   * turn had looked at the sockets (a handler that started it, then a long callback). The sweep
+   * looks again in the next turn, whose poll phase reads what is waiting, and expires only the
+   * calls still unanswered then, whose deadlines passed before the first look.
+   */
+  #dueBy(now: number): boolean {
+    const queue = this.#queue;
+    for (let at = this.#head; at < queue.length; at++) {
+      const call = queue[at] as E;
+      if (!call.settled) return call.deadline <= now;
+    }
+    return false;
+  }
+
   readonly #sweep = (): void => {
+    const now = performance.now();
+    // Expire up to the time of the first look, never past it: see #dueBy.
+    const cutoff = this.#lookedAt;
+    if (cutoff === undefined) {
+      if (this.#dueBy(now)) {
+        this.#lookedAt = now;
+        setImmediate(this.#sweep);
+        return;
+      }
+    } else {
+      this.#lookedAt = undefined;
+    }
+    const until = cutoff ?? now;
     this.#timer = undefined;
     this.#sweeping = true;
-    const now = performance.now();
     const queue = this.#queue;
     let head = this.#head;
     while (head < queue.length) {
       const call = queue[head] as E;
       if (!call.settled) {
-        if (call.deadline > now) break;
+        if (call.deadline > until) break;
         this.stop(call);
         try {
           this.#expired(call);
