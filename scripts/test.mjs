@@ -14,6 +14,7 @@ function run(command, args) {
 // The suites start real servers and a real browser: install them from Debian's packages when missing.
 run('bash', ['scripts/ensure-redis.sh']);
 run('bash', ['scripts/ensure-chromium.sh']);
+run('bash', ['scripts/ensure-grpc-clients.sh']);
 if (process.env.SLUICE_TEST_SERVER === 'valkey') {
   // Valkey lives in a private folder (no system service): put its binaries first on the suites' PATH.
   const valkey = spawnSync('bash', ['scripts/ensure-valkey.sh'], { stdio: ['ignore', 'pipe', 'inherit'] });
