@@ -10,13 +10,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Server, ServerCredentials } from '@grpc/grpc-js';
-import { loadServices } from '../src/envoy/grpc.js';
+import { loadServices } from '../packages/server/src/envoy/grpc.js';
 import { EnvoyClient, type RateLimitRequest } from '../test/helpers/envoy/client.js';
 import { startRedis } from '../test/helpers/redis-server.js';
 import { count, table } from './format.js';
 import type { Section } from './section.js';
 
-const CLI = fileURLToPath(new URL('../src/cli/index.js', import.meta.url));
+const CLI = fileURLToPath(new URL('../packages/server/src/cli/index.js', import.meta.url));
 const SELF = fileURLToPath(import.meta.url);
 
 /** Distinct identifiers the calls cycle through, each built per call as a proxy would send it. */

@@ -216,7 +216,7 @@ export const serviceSection: Section<ServiceResult> = {
           policies: { bench: { algorithm: 'fixedWindow', limit: LIMIT, windowMs: WINDOW_MS } },
         }),
       );
-      const cli = fileURLToPath(new URL('../src/cli/index.js', import.meta.url));
+      const cli = fileURLToPath(new URL('../packages/server/src/cli/index.js', import.meta.url));
       const serve = async (extra: readonly string[]): Promise<number> => {
         const started = await startProcess(
           process.execPath,

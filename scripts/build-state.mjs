@@ -9,7 +9,7 @@ export const ROOT = fileURLToPath(new URL('..', import.meta.url));
 /** Written last by a successful build (scripts/finish-build.mjs): its time is the build's. */
 export const BUILD_STAMP = join('dist', 'cjs', 'package.json');
 
-/** What a build reads besides src/ and docs/: a change to any of them makes dist/ stale. */
+/** What a build reads besides src/, packages/server/src/ and docs/: a change to any of them makes dist/ stale. */
 const INPUT_FILES = [
   'package.json',
   'tsconfig.base.json',
@@ -49,6 +49,9 @@ export function buildState(root = ROOT) {
   if (!existsSync(stamp)) return { current: false, why: 'no build yet' };
   const builtMs = statSync(stamp).mtimeMs;
   let newest = newestUnder(join(root, 'src'));
+  // The server package's sources, when the root holds them (a miniature repository in a test may not).
+  const server = join(root, 'packages', 'server', 'src');
+  if (existsSync(server)) newest = Math.max(newest, newestUnder(server));
   // The server package ships a copy of the docs pages.
   if (existsSync(join(root, 'docs'))) newest = Math.max(newest, newestUnder(join(root, 'docs')));
   for (const file of INPUT_FILES) {

@@ -9,7 +9,7 @@ writeFileSync(new URL('dist/cjs/package.json', root), '{ "type": "commonjs" }\n'
 
 // The Envoy service's .proto files, for clients to build from (the service itself carries them
 // embedded, see scripts/gen-protos.mjs).
-cpSync(new URL('src/envoy/proto', root), new URL('dist/proto', server), { recursive: true });
+cpSync(new URL('src/envoy/proto', server), new URL('dist/proto', server), { recursive: true });
 
 // The docs pages (not their images) and the license, which a package ships from its own folder. Error messages
 // point to docs/errors.md; the service's pages link to the others.

@@ -47,3 +47,6 @@ await import('./gen-dashboard.mjs');
 
 // package.json's entry points, from the list of subpaths.
 await import('./gen-exports.mjs');
+
+// build/package.json: in the test build, the server's `sluice` is the library built beside it.
+await import('./gen-build-package.mjs');

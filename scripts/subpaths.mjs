@@ -16,6 +16,8 @@ export const SUBPATHS = {
   './nestjs': 'http/nestjs',
   './metrics': 'metrics/index',
   './throttle': 'throttle/index',
+  // For the server package alone (sluice-server): not covered by semver, see src/internal.ts.
+  './internal': 'internal',
 };
 
 /** The four files one subpath resolves to, relative to the package root. */

@@ -2,7 +2,11 @@
 import assert from 'node:assert/strict';
 import type { IncomingMessage } from 'node:http';
 import { describe, test } from 'node:test';
-import { AdminAccess, checkAdminToken, isLoopbackAddress } from '../../src/cli/dashboard/access.js';
+import {
+  AdminAccess,
+  checkAdminToken,
+  isLoopbackAddress,
+} from '../../packages/server/src/dashboard/access.js';
 import { type RunningCli, runCli, startServe } from '../helpers/cli.js';
 
 const TOKEN = 'a3f9c1d27be04e8f9a6b5c4d3e2f1a0b';

@@ -1,7 +1,7 @@
 // The dashboard's history: decisions per second from once-a-second samples, and percentiles from histogram buckets.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { DecisionHistory, quantileMs } from '../../src/cli/dashboard/history.js';
+import { DecisionHistory, quantileMs } from '../../packages/server/src/dashboard/history.js';
 import { MemoryStore } from '../../src/index.js';
 import { decisionMetrics, STORE_SECONDS_BUCKETS } from '../../src/metrics/index.js';
 import { countedLimiter } from '../helpers/metrics/limiters.js';

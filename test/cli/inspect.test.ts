@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
-import { maxTtlMs, policyFromSpec } from '../../src/cli/config.js';
+import { maxTtlMs, policyFromSpec } from '../../packages/server/src/cli/config.js';
 import { createLimiter, type Limiter, type Policy, RedisStore } from '../../src/index.js';
 import { parseJson, runCli, writeConfig } from '../helpers/cli.js';
 import { type RedisServer, startRedis } from '../helpers/redis-server.js';

@@ -5,7 +5,7 @@ import { request as httpRequest } from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { parseList } from 'structured-headers';
-import { DEFAULT_CONFIG } from '../../src/cli/config.js';
+import { DEFAULT_CONFIG } from '../../packages/server/src/cli/config.js';
 import { type RunningCli, startCli, startServe, writeConfig } from '../helpers/cli.js';
 import { ROOT } from '../helpers/paths.js';
 import { type RedisServer, startRedis } from '../helpers/redis-server.js';

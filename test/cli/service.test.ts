@@ -2,10 +2,10 @@
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import { describe, mock, test } from 'node:test';
-import { RequestLog } from '../../src/cli/request-log.js';
-import { createService, Rejection } from '../../src/cli/service.js';
-import { headerRenderer } from '../../src/cli/service-headers.js';
-import { decisionMembers } from '../../src/cli/service-limit.js';
+import { RequestLog } from '../../packages/server/src/service/request-log.js';
+import { createService, Rejection } from '../../packages/server/src/service/service.js';
+import { headerRenderer } from '../../packages/server/src/service/service-headers.js';
+import { decisionMembers } from '../../packages/server/src/service/service-limit.js';
 import { type HeaderStyle, rateLimitHeaders } from '../../src/http/index.js';
 import { createLimiter, type Decision, fixedWindow, MemoryStore } from '../../src/index.js';
 import { seeded } from '../helpers/random.js';

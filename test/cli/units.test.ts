@@ -1,15 +1,15 @@
 // The CLI's pure helpers: scan progress, key parsing, windows for verify, durations, decoding, config TTLs.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { parseDuration } from '../../src/cli/args.js';
-import { fixFor, judge, limiterOf } from '../../src/cli/audit-judge.js';
-import { Pacer, scanFraction } from '../../src/cli/audit-scan.js';
-import { maxTtlMs, stateType } from '../../src/cli/config.js';
-import { decodeState } from '../../src/cli/decode.js';
-import { progressBar, table } from '../../src/cli/output.js';
-import { parseRedisUrl } from '../../src/cli/redis.js';
-import { closest, editDistance } from '../../src/cli/suggest.js';
-import { chooseWindowMs } from '../../src/cli/verify.js';
+import { parseDuration } from '../../packages/server/src/cli/args.js';
+import { fixFor, judge, limiterOf } from '../../packages/server/src/cli/audit-judge.js';
+import { Pacer, scanFraction } from '../../packages/server/src/cli/audit-scan.js';
+import { maxTtlMs, stateType } from '../../packages/server/src/cli/config.js';
+import { decodeState } from '../../packages/server/src/cli/decode.js';
+import { progressBar, table } from '../../packages/server/src/cli/output.js';
+import { parseRedisUrl } from '../../packages/server/src/cli/redis.js';
+import { closest, editDistance } from '../../packages/server/src/cli/suggest.js';
+import { chooseWindowMs } from '../../packages/server/src/cli/verify.js';
 import { fixedWindow, gcra, slidingLog, slidingWindow, tokenBucket } from '../../src/index.js';
 import { MAX_PAUSE_MS, MAX_WAIT_MS } from '../../src/operations.js';
 

@@ -1,6 +1,6 @@
 // The bounds suites' config (a rule for single descriptors, one 32 levels deep) and requests built to a size.
 import protobuf from 'protobufjs';
-import { PROTO_JSON } from '../../src/envoy/proto.generated.js';
+import { PROTO_JSON } from '../../packages/server/src/envoy/proto.generated.js';
 import { configDir, type Descriptor, type RateLimitRequest } from '../helpers/envoy/support.js';
 
 /** The depth of the deepest rule: a descriptor of 32 entries (the default bound) must match one. */

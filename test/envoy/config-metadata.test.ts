@@ -2,8 +2,12 @@
 // leaves the config untouched; refusals name the line, and a message ending in ")" still ends as a sentence.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { buildConfig } from '../../src/envoy/config.js';
-import { dynamicMetadata, type MetadataObject, mergeMetadata } from '../../src/envoy/metadata.js';
+import { buildConfig } from '../../packages/server/src/envoy/config.js';
+import {
+  dynamicMetadata,
+  type MetadataObject,
+  mergeMetadata,
+} from '../../packages/server/src/envoy/metadata.js';
 
 function load(text: string) {
   return buildConfig([{ file: 'edge.yaml', text }]);

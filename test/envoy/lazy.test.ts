@@ -5,8 +5,8 @@ import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 const LIBRARY = fileURLToPath(new URL('../../src/index.js', import.meta.url));
-const SERVE = fileURLToPath(new URL('../../src/cli/serve.js', import.meta.url));
-const ENVOY = fileURLToPath(new URL('../../src/envoy/index.js', import.meta.url));
+const SERVE = fileURLToPath(new URL('../../packages/server/src/cli/serve.js', import.meta.url));
+const ENVOY = fileURLToPath(new URL('../../packages/server/src/envoy/index.js', import.meta.url));
 
 /** Imports `files` in a fresh process whose resolve hook lists every bare package asked for. */
 function packagesLoadedBy(files: readonly string[]): string[] {

@@ -4,8 +4,8 @@ import assert from 'node:assert/strict';
 import { readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, test } from 'node:test';
-import { buildConfig, type EnvoyConfig } from '../../src/envoy/config.js';
-import { readConfigFiles } from '../../src/envoy/reload.js';
+import { buildConfig, type EnvoyConfig } from '../../packages/server/src/envoy/config.js';
+import { readConfigFiles } from '../../packages/server/src/envoy/reload.js';
 import { FIXTURES } from '../helpers/envoy/support.js';
 
 const REFERENCE = join(FIXTURES, 'reference');

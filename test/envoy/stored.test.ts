@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, beforeEach, describe, test } from 'node:test';
-import { limiterName } from '../../src/envoy/limiters.js';
+import { limiterName } from '../../packages/server/src/envoy/limiters.js';
 import { createLimiter, fixedWindow, type Limiter, RedisStore } from '../../src/index.js';
 import { runCli } from '../helpers/cli.js';
 import {

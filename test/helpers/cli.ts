@@ -5,8 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-/** The CLI entry compiled by `npm test` (tsconfig.json, NodeNext: the same output as dist/esm). */
-export const CLI_PATH = fileURLToPath(new URL('../../src/cli/index.js', import.meta.url));
+/** The CLI entry compiled by `npm test` (tsconfig.json, NodeNext: the same output as the server package's dist). */
+export const CLI_PATH = fileURLToPath(new URL('../../packages/server/src/cli/index.js', import.meta.url));
 
 export interface CliResult {
   readonly code: number | null;

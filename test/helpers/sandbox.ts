@@ -2,7 +2,15 @@
 // build) in a folder of its own, where the examples and the documented code are compiled with strict settings and
 // run, importing 'sluice' by name.
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import type { CodeBlock } from './code-blocks.js';
 import { ROOT } from './paths.js';
@@ -46,12 +54,26 @@ export function buildSandbox(): Sandbox {
   copyFileSync(join(ROOT, 'package.json'), join(root, 'package.json'));
   const built = tsc(['-p', join(ROOT, 'tsconfig.esm.json'), '--outDir', join(root, 'dist', 'esm')], ROOT);
   if (!built.ok) throw new Error(`Building the package failed:\n${built.output}`);
-  // The service and the CLI as the server package builds them (packages/server/tsconfig.json).
+  // The service and the CLI as the server package builds them (packages/server/tsconfig.json), on the sandbox's
+  // library: its types through `paths` here (the repository's own dist/ may be stale), and at run time through the
+  // sandbox's package.json, the nearest one to server/ (a package imports itself by name).
   const server = join(root, 'server');
-  const serverBuilt = tsc(
-    ['-p', join(ROOT, 'packages', 'server', 'tsconfig.json'), '--outDir', server],
-    ROOT,
+  const { exports } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+    exports: Record<string, string | { import: { types: string } }>;
+  };
+  const paths = Object.fromEntries(
+    Object.entries(exports).flatMap(([subpath, target]) =>
+      typeof target === 'string' ? [] : [[`sluice${subpath.slice(1)}`, [target.import.types]]],
+    ),
   );
+  writeFileSync(
+    join(root, 'tsconfig.server.json'),
+    JSON.stringify({
+      extends: join(ROOT, 'packages', 'server', 'tsconfig.json'),
+      compilerOptions: { outDir: server, paths },
+    }),
+  );
+  const serverBuilt = tsc(['-p', join(root, 'tsconfig.server.json')], ROOT);
   if (!serverBuilt.ok) throw new Error(`Building the server package failed:\n${serverBuilt.output}`);
   mkdirSync(join(root, 'examples'));
   for (const name of readdirSync(join(ROOT, 'examples'))) {

@@ -138,7 +138,8 @@ describe('npm install of the packed packages in a fresh folder', () => {
   before(async () => {
     packed = await packBoth();
     // Side by side: the installs wait on the network and the disk, the checks on the CPU.
-    serverInstall = install(packed.server.path, 'server-app');
+    // The server depends on the library of its own version, which the registry would serve: the packed one here.
+    serverInstall = install(packed.server.path, 'server-app', [packed.library.path]);
     nestInstall = install(packed.library.path, 'nest-app', peersAsPinned(RUNTIME_PEERS['./nestjs'] ?? []));
     lints = Promise.all([
       lint('attw', packed.library.path),
@@ -267,7 +268,7 @@ describe('npm install of the packed packages in a fresh folder', () => {
       await redis?.stop();
     });
 
-    test('installs the service with what it needs, without the library package', (t) => {
+    test('installs the service with what it needs, the library once among them', (t) => {
       t.diagnostic(
         `server: ${packed.server.size} B packed, ${server.packages.length} packages, ` +
           `${bytesUnder(join(server.dir, 'node_modules'))} B in node_modules, warnings: ${JSON.stringify(server.warnings)}`,
@@ -282,8 +283,11 @@ describe('npm install of the packed packages in a fresh folder', () => {
       ]) {
         assert.ok(server.packages.includes(name), `${name} installed`);
       }
-      // It carries its own build of the library: an application's `sluice` is never its concern.
-      assert.ok(!server.packages.includes('sluice'));
+      // It builds on the library as a dependency rather than carrying a copy: one `sluice`, at the top.
+      assert.deepEqual(
+        server.packages.filter((name) => name === 'sluice' || name.endsWith('/sluice')),
+        ['sluice'],
+      );
       for (const command of ['sluice', 'sluice-server']) {
         const result = spawnSync(join(server.dir, 'node_modules', '.bin', command), ['--version'], {
           encoding: 'utf8',

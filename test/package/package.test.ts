@@ -17,6 +17,7 @@ interface PackageJson {
   readonly version: string;
   readonly repository?: unknown;
   readonly bin?: Record<string, string>;
+  readonly dependencies?: Record<string, string>;
 }
 
 const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as PackageJson;
@@ -116,8 +117,17 @@ describe('the packed packages', () => {
     assert.deepEqual(serverPkg.bin, { sluice: './bin/sluice.js', 'sluice-server': './bin/sluice.js' });
     assert.ok(packed.server.files.includes('dist/cli/index.js'));
     assert.ok(packed.server.files.some((file) => file.startsWith('dist/proto/') && file.endsWith('.proto')));
-    // Released together: the server's copy of the library is the library of the same version.
+    // Released together: the server depends on the library of its own version, exactly (it imports sluice/internal,
+    // which semver does not cover), and ships none of the library's modules.
     assert.equal(serverPkg.version, pkg.version);
+    assert.equal(serverPkg.dependencies?.sluice, pkg.version);
+    const libraryModules = new Set(
+      packed.library.files.flatMap((file) => /^dist\/esm\/(.+)\.js$/.exec(file)?.slice(1) ?? []),
+    );
+    assert.deepEqual(
+      packed.server.files.filter((file) => libraryModules.has(/^dist\/(.+)\.js$/.exec(file)?.[1] ?? '')),
+      [],
+    );
     assert.equal(pkg.repository, undefined);
     assert.equal(serverPkg.repository, undefined);
   });

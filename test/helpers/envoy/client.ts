@@ -5,7 +5,7 @@ import { credentials, loadPackageDefinition, type ServiceError } from '@grpc/grp
 import { loadSync } from '@grpc/proto-loader';
 import { ROOT } from '../paths.js';
 
-export const PROTO_DIR = join(ROOT, 'src', 'envoy', 'proto');
+export const PROTO_DIR = join(ROOT, 'packages', 'server', 'src', 'envoy', 'proto');
 export const FIXTURES = join(ROOT, 'test', 'envoy', 'fixtures');
 
 export interface Entry {

@@ -1,0 +1,193 @@
+// POST /v1/charge, /v1/reserve and /v1/settle: usage known after the response, for callers in any language.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Decision, Limiter } from 'sluice';
+import type { HeaderStyle } from 'sluice/http';
+import { errorText } from '../cli/errors.js';
+import type { Route, ServiceOptions } from './service.js';
+import {
+  answer,
+  badRequest,
+  bodyObject,
+  countField,
+  decide,
+  decisionMembers,
+  keyField,
+  quote,
+  readBody,
+  rejectionOf,
+  type Served,
+  servedPolicies,
+  servedPolicy,
+} from './service-limit.js';
+
+/** What the routes of this file share: the policies served, and who hears of store failures. */
+interface ChargeRouteOptions {
+  readonly limiters: ReadonlyMap<string, Limiter>;
+  readonly headers: readonly HeaderStyle[];
+  readonly failed: (error: unknown) => void;
+}
+
+type Handler = (request: IncomingMessage, response: ServerResponse) => Promise<void>;
+
+/** The fields of a body: the ones named, and no other. */
+function onlyFields(fields: Record<string, unknown>, names: readonly string[]): void {
+  for (const name in fields) {
+    if (!names.includes(name)) {
+      throw badRequest(
+        `Unknown field ${quote(name)}; expected ${names.map((known) => `"${known}"`).join(', ')}.`,
+      );
+    }
+  }
+}
+
+/** Reads a body of `names` and the policy and key it names. */
+async function read(
+  request: IncomingMessage,
+  options: ChargeRouteOptions,
+  policies: ReadonlyMap<string, Served>,
+  example: string,
+  names: readonly string[],
+): Promise<{ fields: Record<string, unknown>; served: Served; key: string }> {
+  const fields = bodyObject(await readBody(request), example);
+  onlyFields(fields, names);
+  const known = [...options.limiters.keys()].map((name) => JSON.stringify(name)).join(', ');
+  return { fields, served: servedPolicy(fields, policies, known), key: keyField(fields) };
+}
+
+/** Writes a JSON answer with status 200. */
+function sendJson(response: ServerResponse, text: string): void {
+  response.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
+  response.end(text);
+}
+
+const CHARGE_EXAMPLE = '{"policy": "tokens", "key": "user-42", "amount": 350}';
+
+/**
+ * `POST /v1/charge`: takes `amount` whether or not it is there (into debt, up to the policy's
+ * maxDebt) and answers 200 with the decision, its `debt` and `cutOff`; 503 when the store did not
+ * record it (it may be sent again).
+ */
+function chargeHandler(options: ChargeRouteOptions): Handler {
+  const policies = servedPolicies(options.limiters, options.headers);
+  return async (request, response) => {
+    const { fields, served, key } = await read(request, options, policies, CHARGE_EXAMPLE, [
+      'policy',
+      'key',
+      'amount',
+    ]);
+    const amount = countField(fields, 'amount', undefined);
+    let decision: Decision;
+    try {
+      decision = await served.limiter.charge(key, amount);
+    } catch (error) {
+      throw rejectionOf(
+        error,
+        options.failed,
+        'The charge was not recorded: the store failed. Send it again shortly.',
+      );
+    }
+    const text = `{"policy":${served.nameJson},"key":${JSON.stringify(key)},"amount":${amount},${decisionMembers(decision)}}\n`;
+    sendJson(response, text);
+  };
+}
+
+const RESERVE_EXAMPLE = '{"policy": "tokens", "key": "user-42", "cost": 100}';
+
+/**
+ * `POST /v1/reserve`: what `POST /v1/limit` answers for the estimate `cost`, and, when allowed, the
+ * `reservation` to send back to `/v1/settle` with the actual cost. Nothing is kept in the service.
+ */
+function reserveHandler(options: ChargeRouteOptions): Handler {
+  const policies = servedPolicies(options.limiters, options.headers);
+  return async (request, response) => {
+    const { fields, served, key } = await read(request, options, policies, RESERVE_EXAMPLE, [
+      'policy',
+      'key',
+      'cost',
+    ]);
+    const cost = countField(fields, 'cost', 1);
+    const decision = await decide(served, key, cost, options.failed);
+    // A reservation refused, or answered by the failure policy, took nothing: there is nothing to settle.
+    const reservation =
+      decision.allowed && decision.reason === undefined && decision.wouldAllow !== false
+        ? `,"reservation":{"policy":${served.nameJson},"key":${JSON.stringify(key)},"reserved":${cost}}`
+        : '';
+    answer(response, served, key, cost, decision, reservation);
+  };
+}
+
+const SETTLE_EXAMPLE = '{"policy": "tokens", "key": "user-42", "reserved": 100, "actual": 250}';
+
+/**
+ * `POST /v1/settle`: the reservation sent back with the actual cost. The difference is given back
+ * (`actual` lower) or charged (higher, into debt); 200 with `difference` and the decision of the
+ * refund or charge (none when equal). The service keeps nothing: a reservation settled twice is
+ * counted twice, so settle each once. A charge the store did not record answers 503 (send it again).
+ */
+function settleHandler(options: ChargeRouteOptions): Handler {
+  const policies = servedPolicies(options.limiters, options.headers);
+  return async (request, response) => {
+    const { fields, served, key } = await read(request, options, policies, SETTLE_EXAMPLE, [
+      'policy',
+      'key',
+      'reserved',
+      'actual',
+    ]);
+    const reserved = countField(fields, 'reserved', undefined);
+    const actual = countField(fields, 'actual', undefined, 0);
+    const difference = actual - reserved;
+    let members = '';
+    try {
+      if (difference > 0) members = `,${decisionMembers(await served.limiter.charge(key, difference))}`;
+      if (difference < 0) members = `,${decisionMembers(await served.limiter.refund(key, -difference))}`;
+    } catch (error) {
+      throw rejectionOf(
+        error,
+        options.failed,
+        'The settle was not recorded: the store failed. Send it again shortly.',
+      );
+    }
+    const text = `{"policy":${served.nameJson},"key":${JSON.stringify(key)},"reserved":${reserved},"actual":${actual},"difference":${difference}${members}}\n`;
+    sendJson(response, text);
+  };
+}
+
+/** What the routes of usage known after the response are built with. */
+function chargeOptions(options: ServiceOptions): ChargeRouteOptions {
+  return {
+    limiters: options.limiters,
+    headers: options.headers,
+    failed: (error) => options.log.failed(errorText(error)),
+  };
+}
+
+/** `POST /v1/charge`: usage known after the response, taken into debt if need be. */
+export function chargeRoute(options: ServiceOptions): Route {
+  return {
+    method: 'POST',
+    path: '/v1/charge',
+    summary:
+      '{"policy": "<name>", "key": "<whose quota>", "amount": 350} -> taken, past the limit if need be (debt)',
+    handle: chargeHandler(chargeOptions(options)),
+  };
+}
+
+/** `POST /v1/reserve`: an estimate taken now, with the reservation to settle. */
+export function reserveRoute(options: ServiceOptions): Route {
+  return {
+    method: 'POST',
+    path: '/v1/reserve',
+    summary: '{"policy": "<name>", "key": "<whose quota>", "cost": 100} -> the decision and the reservation',
+    handle: reserveHandler(chargeOptions(options)),
+  };
+}
+
+/** `POST /v1/settle`: a reservation sent back with its actual cost. */
+export function settleRoute(options: ServiceOptions): Route {
+  return {
+    method: 'POST',
+    path: '/v1/settle',
+    summary: '{"policy", "key", "reserved": 100, "actual": 250} -> the difference given back or charged',
+    handle: settleHandler(chargeOptions(options)),
+  };
+}

@@ -1,0 +1,305 @@
+// The HTTP service behind `sluice serve`: a route table (POST /v1/limit, policies, health, demo), problem+json refusals.
+import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { Limiter } from 'sluice';
+import { type HeaderStyle, PROBLEM_CONTENT_TYPE } from 'sluice/http';
+import { rateLimit } from 'sluice/node';
+import { errorText } from '../cli/errors.js';
+import type { RequestLog } from './request-log.js';
+import { chargeRoute, reserveRoute, settleRoute } from './service-charge.js';
+import { extendRoute, releaseRoute } from './service-leases.js';
+import { limitRoute, quote, Rejection } from './service-limit.js';
+
+export { type LimitAnswer, MAX_BODY_BYTES } from './service-limit.js';
+
+/** One route: a method and an exact path, and what answers it. */
+export interface Route {
+  readonly method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  readonly path: string;
+  /** One line for the index page (`GET /`); none keeps the route off it. */
+  readonly summary?: string;
+  /**
+   * Answers the request. Throwing (or rejecting with) a {@link Rejection} answers its status with
+   * a problem+json body; anything else answers 500 and is counted in the service's log. Returning
+   * (or resolving to) `false` declines: the route this one replaced answers instead, or a 404.
+   */
+  readonly handle: (request: IncomingMessage, response: ServerResponse) => unknown;
+}
+
+export interface ServiceOptions {
+  /** Policy name -> limiter; the name is what callers send as `policy`. */
+  readonly limiters: ReadonlyMap<string, Limiter>;
+  /** The limiter guarding `GET /demo`, keyed by client address. */
+  readonly demo: Limiter | undefined;
+  /** Header styles in answers and on the demo route. */
+  readonly headers: readonly HeaderStyle[];
+  /** Counts refused and failed requests, and writes a summary now and then rather than a line each. */
+  readonly log: RequestLog;
+  /**
+   * More routes, from the parts of `sluice serve` that add them (metrics, a dashboard). One with
+   * the method and path of a built-in route replaces it.
+   * @default []
+   */
+  readonly routes?: readonly Route[];
+}
+
+/** The service: its request listener, and the server's handler for requests too broken to parse. */
+export interface Service {
+  readonly listener: RequestListener;
+  /** For the server's 'clientError' event: a problem+json 400 (or 408, 431), counted, never logged one by one. */
+  clientError(error: NodeJS.ErrnoException, socket: Duplex): void;
+}
+
+export { Rejection };
+
+function sendProblem(response: ServerResponse, problem: Rejection): void {
+  const text = `${JSON.stringify({ type: 'about:blank', title: problem.title, status: problem.status, detail: problem.message })}\n`;
+  response.writeHead(problem.status, {
+    ...problem.extraHeaders,
+    'Content-Type': PROBLEM_CONTENT_TYPE,
+    'Content-Length': Buffer.byteLength(text),
+  });
+  response.end(text);
+}
+
+function sendText(response: ServerResponse, text: string): void {
+  response.writeHead(200, {
+    'Content-Type': 'text/plain; charset=utf-8',
+    'Content-Length': Buffer.byteLength(text),
+  });
+  response.end(text);
+}
+
+/** `POST /v1/limit`: a decision for a policy and a key, with the headers to forward. */
+function decisionRoute(options: ServiceOptions): Route {
+  return {
+    method: 'POST',
+    path: '/v1/limit',
+    summary:
+      '{"policy": "<name>", "key": "<whose quota>", "cost": 1} -> the decision and headers (200 allowed, 429 denied)',
+    handle: limitRoute(options.limiters, options.headers, (error) => options.log.failed(errorText(error))),
+  };
+}
+
+/** `POST /v1/release`: frees a concurrency policy's lease. */
+function leaseReleaseRoute(options: ServiceOptions): Route {
+  return {
+    method: 'POST',
+    path: '/v1/release',
+    summary:
+      '{"policy": "<name>", "key": "<whose>", "lease": {...}} -> frees the lease /v1/limit gave (released: true)',
+    handle: releaseRoute(options.limiters, options.headers, (error) => options.log.failed(errorText(error))),
+  };
+}
+
+/** `POST /v1/extend`: renews a concurrency policy's lease. */
+function leaseExtendRoute(options: ServiceOptions): Route {
+  return {
+    method: 'POST',
+    path: '/v1/extend',
+    summary:
+      '{"policy": "<name>", "key": "<whose>", "lease": {...}, "leaseMs": 30000} -> renews it (extended: true)',
+    handle: extendRoute(options.limiters, options.headers, (error) => options.log.failed(errorText(error))),
+  };
+}
+
+/** `GET /v1/policies`: each policy's description, limit and window, rendered once. */
+function policiesRoute({ limiters }: ServiceOptions): Route {
+  const text = `${JSON.stringify(
+    Object.fromEntries(
+      [...limiters].map(([name, limiter]) => [
+        name,
+        {
+          description: limiter.policy.description,
+          limit: limiter.policy.limit,
+          windowMs: limiter.policy.windowMs,
+        },
+      ]),
+    ),
+  )}\n`;
+  return {
+    method: 'GET',
+    path: '/v1/policies',
+    summary: `the policies: ${[...limiters.keys()].join(', ')}`,
+    handle: (_, response) => {
+      response.writeHead(200, {
+        'Content-Type': 'application/json',
+        'Content-Length': Buffer.byteLength(text),
+      });
+      response.end(text);
+    },
+  };
+}
+
+function healthRoute(): Route {
+  return {
+    method: 'GET',
+    path: '/healthz',
+    summary: 'ok',
+    handle: (_, response) => sendText(response, 'ok\n'),
+  };
+}
+
+/** `GET /demo`: a page behind the demo limiter, through the node:http middleware; none without one. */
+function demoRoute({ demo, headers }: ServiceOptions): Route | undefined {
+  if (demo === undefined) return undefined;
+  const guard = rateLimit({ limiter: demo, headers: headers.length === 0 ? false : headers });
+  const page = `Allowed by policy "${demo.name}" (${demo.policy.description}). Try again quickly.\n`;
+  return {
+    method: 'GET',
+    path: '/demo',
+    summary: `a page behind policy "${demo.name}", keyed by your address`,
+    handle: async (request, response) => {
+      if (await guard(request, response)) sendText(response, page);
+    },
+  };
+}
+
+/**
+ * The routes every service has, in the order the index lists them: each entry builds its route
+ * from the options, or none. A new operation of the service is one more entry here.
+ */
+const BUILT_IN_ROUTES: ReadonlyArray<(options: ServiceOptions) => Route | undefined> = [
+  decisionRoute,
+  leaseReleaseRoute,
+  leaseExtendRoute,
+  chargeRoute,
+  reserveRoute,
+  settleRoute,
+  policiesRoute,
+  healthRoute,
+  demoRoute,
+];
+
+/** The index page: one line per route that has a summary. */
+function indexRoute(routes: readonly Route[]): Route {
+  const lines = routes
+    .filter((route) => route.summary !== undefined)
+    .map((route) => `  ${route.method.padEnd(4)} ${route.path.padEnd(13)} ${route.summary}`);
+  const text = ['sluice rate-limit service', ...lines, ''].join('\n');
+  return { method: 'GET', path: '/', handle: (_, response) => sendText(response, text) };
+}
+
+type Handler = Route['handle'];
+
+/** `handle`, falling back to `replaced` when it declines (returns or resolves to `false`). */
+function withFallback(handle: Handler, replaced: Handler): Handler {
+  return (request, response) => {
+    const result = handle(request, response);
+    if (result === false) return replaced(request, response);
+    if (result instanceof Promise) {
+      return result.then((value) => (value === false ? replaced(request, response) : value));
+    }
+    return result;
+  };
+}
+
+/** Path -> method -> handler; HEAD is answered by GET's handler (node leaves the body out). */
+function routeTable(routes: readonly Route[]): Map<string, Map<string, Handler>> {
+  const table = new Map<string, Map<string, Handler>>();
+  for (const route of routes) {
+    const methods = table.get(route.path) ?? new Map<string, Handler>();
+    table.set(route.path, methods);
+    const replaced = methods.get(route.method);
+    // Only a route that replaces another pays for the fallback; the decision route is never wrapped.
+    const handle = replaced === undefined ? route.handle : withFallback(route.handle, replaced);
+    methods.set(route.method, handle);
+    if (route.method === 'GET') methods.set('HEAD', handle);
+  }
+  return table;
+}
+
+/** The service's request listener and client-error handler. */
+export function createService(options: ServiceOptions): Service {
+  const routes = [...BUILT_IN_ROUTES.flatMap((build) => build(options) ?? []), ...(options.routes ?? [])];
+  // The index lists what is there, added routes included; an added `GET /` replaces it.
+  const table = routeTable([indexRoute(routes), ...routes]);
+  return {
+    listener: listener(table, options.log, listedPaths(routes)),
+    clientError: clientError(options.log),
+  };
+}
+
+/** The paths the index lists, for a 404 to point to. */
+function listedPaths(routes: readonly Route[]): string {
+  const listed = routes.filter((route) => route.summary !== undefined && route.path !== '/');
+  return [...new Set(listed.map((route) => route.path))].join(', ');
+}
+
+function listener(table: Map<string, Map<string, Handler>>, log: RequestLog, paths: string): RequestListener {
+  const missing = (path: string, methods: Map<string, Handler> | undefined): Rejection => {
+    if (methods === undefined) {
+      return new Rejection(404, 'Not Found', `No route ${quote(path)}; the routes are ${paths}.`);
+    }
+    const allowed = [...methods.keys()].join(', ');
+    return new Rejection(405, 'Method Not Allowed', `${path} answers ${allowed} only.`, { Allow: allowed });
+  };
+  return (request, response) => {
+    const url = request.url ?? '/';
+    const query = url.indexOf('?');
+    const path = query === -1 ? url : url.slice(0, query);
+    const methods = table.get(path);
+    const handle = methods?.get(request.method ?? 'GET');
+    if (handle === undefined) {
+      refuse(log, request, response, missing(path, methods));
+      return;
+    }
+    try {
+      const pending = handle(request, response);
+      if (pending === false) refuse(log, request, response, missing(path, undefined));
+      else if (pending instanceof Promise) {
+        pending.then(
+          (value) => {
+            if (value === false) refuse(log, request, response, missing(path, undefined));
+          },
+          (error: unknown) => fail(log, request, response, error),
+        );
+      }
+    } catch (error) {
+      fail(log, request, response, error);
+    }
+  };
+}
+
+function refuse(
+  log: RequestLog,
+  request: IncomingMessage,
+  response: ServerResponse,
+  rejection: Rejection,
+): void {
+  if (rejection.status < 500) log.refused(rejection.status);
+  // A body left unread would hold the connection: the answer closes it instead.
+  if (!request.complete) response.setHeader('Connection', 'close');
+  sendProblem(response, rejection);
+}
+
+function fail(log: RequestLog, request: IncomingMessage, response: ServerResponse, error: unknown): void {
+  if (error instanceof Rejection) {
+    refuse(log, request, response, error);
+    return;
+  }
+  log.failed(errorText(error));
+  if (response.headersSent) response.end();
+  else
+    sendProblem(response, new Rejection(500, 'Internal Server Error', 'The service failed on this request.'));
+}
+
+function clientError(log: RequestLog): Service['clientError'] {
+  return (error, socket) => {
+    const [status, title] =
+      error.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'Request Header Fields Too Large']
+        : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? [408, 'Request Timeout']
+          : [400, 'Bad Request'];
+    log.refused(status);
+    if (!socket.writable || (socket as Duplex & { _httpMessage?: unknown })._httpMessage) {
+      socket.destroy();
+      return;
+    }
+    const body = `${JSON.stringify({ type: 'about:blank', title, status, detail: 'The request could not be parsed as HTTP/1.1.' })}\n`;
+    socket.end(
+      `HTTP/1.1 ${status} ${title}\r\nContent-Type: ${PROBLEM_CONTENT_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  };
+}
