@@ -9,8 +9,15 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Server, ServerCredentials } from '@grpc/grpc-js';
-import { loadServices } from '../packages/server/src/envoy/grpc.js';
+import {
+  loadPackageDefinition,
+  Server,
+  ServerCredentials,
+  type ServiceClientConstructor,
+} from '@grpc/grpc-js';
+import { fromJSON } from '@grpc/proto-loader';
+import { LOADER_OPTIONS } from '../packages/server/src/envoy/grpc.js';
+import { PROTO_JSON } from '../packages/server/src/envoy/proto.generated.js';
 import { EnvoyClient, type RateLimitRequest } from '../test/helpers/envoy/client.js';
 import { startRedis } from '../test/helpers/redis-server.js';
 import { count, table } from './format.js';
@@ -150,7 +157,10 @@ async function bareServer(): Promise<void> {
     response_headers_to_add: [],
     request_headers_to_add: [],
   };
-  server.addService(loadServices().rateLimit.service, {
+  const root = loadPackageDefinition(fromJSON(PROTO_JSON as never, LOADER_OPTIONS)) as unknown as {
+    envoy: { service: { ratelimit: { v3: { RateLimitService: ServiceClientConstructor } } } };
+  };
+  server.addService(root.envoy.service.ratelimit.v3.RateLimitService.service, {
     ShouldRateLimit: (_call: unknown, callback: (error: null, value: unknown) => void) =>
       callback(null, response),
   });

@@ -27,7 +27,7 @@ export interface EnvoyBounds {
 
 export const DEFAULT_BOUNDS: EnvoyBounds = { maxMessageBytes: 65_536, maxDescriptors: 64, maxEntries: 32 };
 
-/** The largest values the flags take: a group's size for descriptors, grpc-js's own 4 MiB for messages. */
+/** The largest values the flags take: a group's size for descriptors, gRPC servers' usual 4 MiB for messages. */
 export const BOUND_MAXIMUMS: EnvoyBounds = {
   maxMessageBytes: 4 * 1024 * 1024,
   maxDescriptors: MAX_GROUP_SIZE,

@@ -1,4 +1,4 @@
-// The service's messages as grpc-js hands them over (snake_case, enums and 64-bit numbers as numbers), and their JSON twins.
+// The service's messages as the proto loader decodes them (snake_case, enums and 64-bit numbers as numbers), and their JSON twins.
 import type { Entry } from './match.js';
 import { type MetadataObject, type StructMessage, toStruct } from './metadata.js';
 
@@ -48,12 +48,12 @@ export interface RateLimitResponseMessage {
   readonly dynamic_metadata?: MetadataObject | undefined;
 }
 
-/** The response as grpc-js encodes it: the dynamic metadata as a `google.protobuf.Struct`. */
+/** The response as the proto loader encodes it: the dynamic metadata as a `google.protobuf.Struct`. */
 export type WireResponse = Omit<RateLimitResponseMessage, 'dynamic_metadata'> & {
   readonly dynamic_metadata: StructMessage | null;
 };
 
-/** The response as grpc-js encodes it. */
+/** The response as the proto loader encodes it. */
 export function toWire(response: RateLimitResponseMessage): WireResponse {
   const metadata = response.dynamic_metadata;
   return { ...response, dynamic_metadata: metadata === undefined ? null : toStruct(metadata) };

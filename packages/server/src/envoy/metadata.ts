@@ -101,7 +101,7 @@ export function dynamicMetadata(
 }
 
 /**
- * `google.protobuf.Value` as grpc-js encodes it (one field of its `kind` set). Its field names are
+ * `google.protobuf.Value` as the proto loader encodes it (one field of its `kind` set). Its field names are
  * protobufjs's built-in definition's, in camelCase whatever the loader's `keepCase`.
  */
 export type ValueMessage =
@@ -112,7 +112,7 @@ export type ValueMessage =
   | { readonly structValue: StructMessage }
   | { readonly listValue: { readonly values: readonly ValueMessage[] } };
 
-/** `google.protobuf.Struct` as grpc-js encodes it. */
+/** `google.protobuf.Struct` as the proto loader encodes it. */
 export interface StructMessage {
   readonly fields: Readonly<Record<string, ValueMessage>>;
 }
