@@ -7,7 +7,7 @@ import type { StoreRequest, StoreResult } from '../../types.js';
 import { SCRIPTS, type Script } from './scripts.js';
 import { storedArguments } from './stored-entries.js';
 
-/** What to send: the script (the one reading stored entries when a request asks), and its arguments. */
+/** What to send: the script, and its arguments (the last says whether stored entries are read). */
 export interface CombinedCall {
   readonly script: Script;
   /** Slots 0 and 1 are the command and the script's name, which the store fills. */
@@ -31,7 +31,8 @@ export function combinedCall(requests: readonly StoreRequest[], keys: readonly s
     for (let k = 0; k < operands; k++) args.push(request.operands?.[k] ?? '');
     if (stored) args.push(...storedArguments(request.storedReads, request.policy));
   }
-  return { script: stored ? SCRIPTS['all:stored'] : SCRIPTS.all, args, stored };
+  args.push(stored ? '1' : '0');
+  return { script: SCRIPTS.all, args, stored };
 }
 
 /**

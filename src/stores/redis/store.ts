@@ -17,13 +17,14 @@ import { warnAboutClientSettings, warnAboutRequestTimeout } from './client-setti
 import { type Batch, byKey, coalesce, type Items, noItems } from './coalesce.js';
 import { combinedCall, combinedResults } from './combined-call.js';
 import type { ClientLibrary, Commander } from './commander.js';
+import { DECISION_SCRIPTS } from './lua.generated.js';
 import { Readiness } from './readiness.js';
 import { Recovery } from './recovery.js';
 import { answerRecords } from './reply.js';
 import { LIBRARY_CODE, SCRIPTS, type Script } from './scripts.js';
 import { isTryAgain, storeError, type Unrun, unrunReason } from './server-errors.js';
 import { keySlot } from './slot.js';
-import { NO_ARGUMENTS, RedisStoredEntries, storedArguments } from './stored-entries.js';
+import { entryArguments, NO_ENTRIES, RedisStoredEntries } from './stored-entries.js';
 
 /** Options of {@link RedisStore}. */
 export interface RedisStoreOptions {
@@ -344,14 +345,19 @@ export class RedisStore implements Store {
     batch.sent = true;
     const { requests, keys, replies, policy } = batch;
     const stored = batch.storedReads !== 0;
-    const script = stored ? SCRIPTS[`${policy.script}:stored`] : SCRIPTS[policy.script];
+    const script = SCRIPTS[DECISION_SCRIPTS[policy.script]];
+    // A decision function that is not its script's own is named last (lua/single.lua).
+    const named = script.name !== policy.script;
     const entry = OPERATIONS[batch.operation];
     const shape = shapeOf(batch);
     const count = requests.length;
-    const tail = stored ? storedArguments(batch.storedReads, policy) : NO_ARGUMENTS;
-    const args: string[] = new Array(5 + count * (2 + shape.operands) + policy.args.length + tail.length);
+    const tail = stored ? entryArguments(batch.storedReads, policy) : NO_ENTRIES;
+    const args: string[] = new Array(
+      5 + count * (2 + shape.operands) + policy.args.length + tail.length + (named ? 1 : 0),
+    );
     // Slots 0 and 1 are the command and the script's name; run() fills them. Then the keys, the
-    // operation, the time, the policy's parameters, one cost per key, and each key's operands.
+    // operation, the time, the policy's parameters, one cost per key, each key's operands, and what
+    // to read of the entries stored beside the keys (lua/single.lua).
     args[2] = String(count);
     let at = 3;
     for (const key of keys) args[at++] = key;
@@ -365,6 +371,7 @@ export class RedisStore implements Store {
     if (shape.operands > 0)
       for (const request of requests) for (const operand of request.operands ?? []) args[at++] = operand;
     for (const arg of tail) args[at++] = arg;
+    if (named) args[at] = policy.script;
     this.#run(script, args, keys[0] as string).then(
       (reply) => {
         if (answerRecords(reply, requests, replies, shape.fields, stored)) return;

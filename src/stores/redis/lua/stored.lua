@@ -1,3 +1,4 @@
+--! decision-helpers
 -- What an operator stored for an identifier (the limiter option `overrides`), read by the decision's own
 -- script: a denial and a limit, kept beside the state under its key with '%deny' and '%limit' appended
 -- (src/keys.ts), so they share its hash tag and slot. Composed after prelude.lua and the algorithms.
