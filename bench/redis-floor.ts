@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { type Decision, fixedWindow } from '../src/index.js';
 import { stateKey } from '../src/keys.js';
+import { wireOf } from '../src/stores/redis/wire.js';
 import { type Contender, LIMIT, WINDOW_MS } from './contenders.js';
 import type { Decider } from './load.js';
 
@@ -39,7 +40,7 @@ export function transportFloor(redis: Redis, maxBatch = 64): Decider<Decision> {
   const send = (items: Waiting[]): void => {
     const args: string[] = [TRIVIAL_SHA, String(items.length)];
     for (const item of items) args.push(item.key);
-    args.push('0', '', ...policy.args);
+    args.push('0', '', ...wireOf(policy).args);
     for (let i = 0; i < items.length; i++) args.push('1');
     (redis.call('EVALSHA', ...args) as Promise<number[]>).then(
       (reply) => {

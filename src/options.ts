@@ -150,7 +150,8 @@ function isPolicy(value: unknown): value is Policy {
     typeof policy === 'object' &&
     policy !== null &&
     typeof policy.decide === 'function' &&
-    Array.isArray(policy.args)
+    typeof policy.rule === 'object' &&
+    policy.rule !== null
   );
 }
 

@@ -107,8 +107,9 @@ export interface ChargeDecision extends Decision {
 export type Operation = 'limit' | 'peek' | 'refund' | 'charge' | 'schedule' | 'release' | 'extend';
 
 /**
- * The algorithm names, also the names of the Lua scripts (`src/algorithms/<name>.lua`). The
- * `budget-*` ones are a region's part of a global budget (see `budget` in createLimiter's options).
+ * The rules an algorithm's twin decides by, each one function (a store that runs them elsewhere,
+ * such as Redis, implements each by this name). The `budget-*` ones are a region's part of a global
+ * budget (see `budget` in createLimiter's options).
  */
 export type ScriptName =
   | 'fixed-window'
@@ -144,15 +145,13 @@ export interface Outcome<S> {
 
 /**
  * A policy: one algorithm with its parameters. The memory store runs `decide`; the Redis store
- * runs the script named `script` with `args`. Both implement the same rule.
+ * runs its own implementation of `rule`. Both implement the same rule.
  */
 export interface Policy<S = unknown> {
   /** Algorithm name as users wrote it, e.g. `tokenBucket`. */
   readonly algorithm: string;
-  /** The Lua script that implements `decide` on Redis. */
-  readonly script: ScriptName;
-  /** Script parameters after op and time (ARGV[3..]); numbers as Redis should read them. */
-  readonly args: readonly string[];
+  /** The rule `decide` applies and its parameters, for stores that decide outside this process. */
+  readonly rule: PolicyRule;
   /** The `limit` reported in decisions: the most ever granted at once. */
   readonly limit: number;
   /**
@@ -206,16 +205,36 @@ export interface Policy<S = unknown> {
    * and `extend` act on it, and `refund` does not apply.
    */
   readonly leaseMs?: number;
-  /**
-   * How a limit stored for an identifier (`LimiterOptions.overrides`) becomes the script's
-   * parameters, as text the scripts read: `[rule, own limit, share, x, y, follows]`. The rule is
-   * `withLimit`'s: `count` scales the windows' and the log's limit (`x`: the largest allowed, 0 for
-   * none), `rate` GCRA's (`x`: periodMs, `y`: burst), `capacity` the bucket's (`x`:
-   * refillPerSecond); `follows` is '1' when the policy has no `maxDebt` of its own, so a charge may
-   * owe one allowance of the stored limit. Absent: the policy takes no stored limit.
-   */
-  readonly limitRule?: readonly string[];
 }
+
+/** What a policy's `decide` computes, in the algorithm's own terms (see {@link Policy.rule}). */
+export interface PolicyRule {
+  readonly name: ScriptName;
+  /**
+   * The rule's two parameters: a window's (or the log's) limit and length in ms; GCRA's and the
+   * token bucket's interval and tolerance in ms; concurrency's slots and lease in ms.
+   */
+  readonly parameters: readonly [number, number];
+  /**
+   * How a limit stored for an identifier (`LimiterOptions.overrides`) becomes the parameters,
+   * as `withLimit` makes them: `count` scales the windows' and the log's limit (at most `most`, 0
+   * for no ceiling); `rate` GCRA's, from its period and burst; `capacity` the bucket's, from its
+   * refill rate. `followsLimit` when the policy has no `maxDebt` of its own, so that a charge may owe
+   * one allowance of the stored limit. Absent: the policy takes no stored limit.
+   */
+  readonly storedLimit?: StoredLimitRule;
+}
+
+/** See {@link PolicyRule.storedLimit}; `limit` and `share` are the policy's own. */
+export type StoredLimitRule = {
+  readonly limit: number;
+  readonly share: number;
+  readonly followsLimit: boolean;
+} & (
+  | { readonly kind: 'count'; readonly most: number }
+  | { readonly kind: 'rate'; readonly periodMs: number; readonly burst: number }
+  | { readonly kind: 'capacity'; readonly refillPerSecond: number }
+);
 
 /** The raw result of a store: a decision without `limit`, which the limiter adds. */
 export interface StoreResult {

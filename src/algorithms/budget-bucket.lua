@@ -1,3 +1,4 @@
+--! algorithm reads-ahead also=budget-bucket-lease
 -- A region's part of a global token bucket: one value per identifier,
 -- "<tokens>:<last>:<extra>:<until>:<base>", its tokens at `last` (-1 for a full floor: a lease written
 -- before any decision) and the lease it holds beyond its floor (`extra` tokens of capacity, with the

@@ -149,8 +149,7 @@ export function budgetBucketPolicy(
 ): Policy<BudgetBucketState> {
   return {
     algorithm: global.algorithm,
-    script: 'budget-bucket',
-    args: [String(tau), String(base)],
+    rule: { name: 'budget-bucket', parameters: [tau, base] },
     limit: global.limit,
     windowMs: global.windowMs,
     maxCost: global.maxCost,
@@ -163,8 +162,7 @@ export function budgetBucketPolicy(
 export function budgetLeasePolicy(until: number, tau: number): Policy<BudgetBucketState> {
   return {
     algorithm: 'budgetLease',
-    script: 'budget-bucket-lease',
-    args: [String(until), String(tau)],
+    rule: { name: 'budget-bucket-lease', parameters: [until, tau] },
     limit: Number.MAX_SAFE_INTEGER,
     windowMs: Math.ceil(tau),
     maxCost: Number.MAX_SAFE_INTEGER,

@@ -1,3 +1,4 @@
+--! algorithm reads-ahead also=budget-window-grant,budget-window-release,budget-window-sync
 -- A region's part of a global window budget: one value per identifier, "<index>:<count>:<grant>:<next>",
 -- the window, the units admitted in it, what the ledger granted this region for it and for the next.
 -- Twin of budget-window.ts; the two change together. Composed into scripts after stores/redis/lua/prelude.lua.

@@ -206,8 +206,7 @@ export function budgetWindowPolicy(
   const windowMs = global.windowMs;
   return {
     algorithm: global.algorithm,
-    script: 'budget-window',
-    args: [String(floor), String(windowMs)],
+    rule: { name: 'budget-window', parameters: [floor, windowMs] },
     limit: global.limit,
     windowMs,
     maxCost: global.maxCost,
@@ -234,8 +233,7 @@ function writePolicy(
 ): Policy<BudgetWindowState> {
   return {
     algorithm,
-    script,
-    args: [String(target), String(windowMs)],
+    rule: { name: script, parameters: [target, windowMs] },
     limit: Number.MAX_SAFE_INTEGER,
     windowMs,
     maxCost: Number.MAX_SAFE_INTEGER,

@@ -1,3 +1,4 @@
+--! algorithm
 -- Concurrency: leases of slots, one sorted set per identifier. Each slot a lease holds is a member
 -- scored by the lease's expiry in ms (its id, then id/2 .. id/cost); the member '#' keeps the last
 -- fencing token, scored minus the token: expiries are never negative, so trimming the scores from 0

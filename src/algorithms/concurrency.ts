@@ -248,8 +248,7 @@ export function concurrency(options: ConcurrencyOptions): Policy<ConcurrencyStat
   const leaseMs = durationMs('concurrency.leaseMs', raw.leaseMs);
   const body = (slots: number): PolicyBody<ConcurrencyState> => ({
     algorithm: 'concurrency',
-    script: 'concurrency',
-    args: [String(slots), String(leaseMs)],
+    rule: { name: 'concurrency', parameters: [slots, leaseMs] },
     limit: slots,
     // No window: for headers that need one, a lease's length is the period a slot can be held.
     windowMs: leaseMs,

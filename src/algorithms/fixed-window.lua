@@ -1,3 +1,4 @@
+--! algorithm
 -- Fixed window: windows aligned to the clock; one value per identifier, the window's index and count.
 -- Twin of fixed-window.ts; the two change together. Composed into scripts after stores/redis/lua/prelude.lua.
 -- fixed_window(key, now, op, cost, limit, window, max_debt)

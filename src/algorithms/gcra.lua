@@ -1,3 +1,4 @@
+--! algorithm reads-ahead
 -- GCRA, also the token bucket: one number per identifier, the theoretical arrival time (TAT) in ms.
 -- Twin of gcra.ts, gcra-state.ts and gcra-schedule.ts; they change together. Composed into scripts
 -- after stores/redis/lua/prelude.lua.

@@ -206,8 +206,7 @@ function gcraPolicy(
   const maxDebt = debt.maxDebt ?? burst;
   return {
     algorithm,
-    script: 'gcra',
-    args: [String(intervalMs), String(toleranceMs)],
+    rule: { name: 'gcra', parameters: [intervalMs, toleranceMs] },
     limit: burst,
     // The slack absorbs float steps: 3 × (1000 / 3) must stay one second, not become 1001 ms.
     windowMs: Math.ceil(toleranceMs - EPSILON_MS),

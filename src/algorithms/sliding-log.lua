@@ -1,3 +1,4 @@
+--! algorithm
 -- Sliding window log: a sorted set per identifier, one entry per unit used, scored by time in ms.
 -- Members are sequence numbers behind a letter giving their length ("c123" is 123, "d1000" is 1000),
 -- so the highest sorts last; they stay unique even for entries of the same millisecond.

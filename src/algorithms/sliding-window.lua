@@ -1,3 +1,4 @@
+--! algorithm reads-ahead
 -- Sliding window counter: the previous and current clock-aligned windows, weighted by overlap.
 -- One value per identifier, "<current window index>:<previous count>:<current count>".
 -- Twin of sliding-window.ts; the two change together. Composed into scripts after stores/redis/lua/prelude.lua.

@@ -1,7 +1,7 @@
 // Limits per call (plans, tenants): one policy object per limit, made once, so that stores keep
 // batching the calls of one limit together.
 import { ERROR_CODES, SluiceError } from '../errors.js';
-import type { Operation, Outcome, Policy, ScriptName } from '../types.js';
+import type { Operation, Outcome, Policy, ScriptName, StoredLimitRule } from '../types.js';
 import type { ResolvedDebt } from './debt.js';
 
 /** Variants kept per policy. Beyond it the cache starts again: decisions stay right, batches split. */
@@ -35,32 +35,36 @@ export function scaledAtLeastOne(value: number, factor: number): number {
 }
 
 /**
- * A policy's {@link Policy.limitRule}: what the scripts need to turn a stored limit into the
- * parameters `withLimit` would give (src/stores/redis/lua/stored.lua applies it).
+ * A policy's {@link PolicyRule.storedLimit}: how a limit stored per identifier becomes the
+ * parameters `withLimit` would give (the Redis store's scripts apply it, src/stores/redis/lua/stored.lua).
+ * `x` and `y`: the log's largest limit (`count`, 0 for none); the period and burst (`rate`); the
+ * refill per second (`capacity`).
  */
 export function limitRule(
-  rule: 'count' | 'rate' | 'capacity',
+  kind: 'count' | 'rate' | 'capacity',
   requested: number,
   share: number,
   debt: ResolvedDebt,
   x = 0,
   y = 0,
-): readonly string[] {
+): StoredLimitRule {
   // Without a `maxDebt` of its own, a charge may owe one allowance of the limit it runs under.
-  const follows = debt.maxDebt === undefined ? '1' : '0';
-  return Object.freeze([rule, String(requested), String(share), String(x), String(y), follows]);
+  const own = { limit: requested, share, followsLimit: debt.maxDebt === undefined };
+  if (kind === 'count') return Object.freeze({ ...own, kind, most: x });
+  if (kind === 'rate') return Object.freeze({ ...own, kind, periodMs: x, burst: y });
+  return Object.freeze({ ...own, kind, refillPerSecond: x });
 }
 
 /**
  * The policy for a requested limit, with `withLimit` attached: the same limit gives the policy
  * itself, another gives `variant(limit)`, made once and kept (see {@link Policy.withLimit}). With
- * `rule`, the policy also takes limits stored per identifier (see {@link Policy.limitRule}).
+ * `storedLimit`, the policy also takes limits stored per identifier (see {@link PolicyRule.storedLimit}).
  */
 export function withLimits<S>(
   requested: number,
   base: PolicyBody<S>,
   variant: (limit: number) => PolicyBody<S>,
-  rule?: readonly string[],
+  storedLimit?: StoredLimitRule,
 ): Policy<S> {
   const variants = new Map<number, Policy<S>>();
   function withLimit(limit: number): Policy<S> {
@@ -74,17 +78,19 @@ export function withLimits<S>(
     return found;
   }
   const policy: Policy<S> =
-    rule === undefined ? { ...base, withLimit } : { ...base, withLimit, limitRule: rule };
+    storedLimit === undefined
+      ? { ...base, withLimit }
+      : { ...base, withLimit, rule: { ...base.rule, storedLimit } };
   return policy;
 }
 
 /**
- * The policy a limit stored for an identifier gives (see {@link Policy.limitRule}): `withLimit`'s
+ * The policy a limit stored for an identifier gives (see {@link PolicyRule.storedLimit}): `withLimit`'s
  * variant, or undefined when the policy cannot take that limit (a share under one unit, the log's
  * ceiling), which the scripts then do not apply either.
  */
 export function storedVariant<S>(policy: Policy<S>, limit: number): Policy<S> | undefined {
-  if (policy.withLimit === undefined || policy.limitRule === undefined) return undefined;
+  if (policy.withLimit === undefined || policy.rule.storedLimit === undefined) return undefined;
   try {
     return policy.withLimit(limit);
   } catch {
@@ -110,7 +116,7 @@ type WindowTwin<S> = (
  */
 export function windowBody<S>(
   algorithm: string,
-  script: ScriptName,
+  name: ScriptName,
   units: number,
   windowMs: number,
   described: string,
@@ -120,8 +126,7 @@ export function windowBody<S>(
   const maxDebt = debt.maxDebt ?? units;
   return {
     algorithm,
-    script,
-    args: [String(units), String(windowMs)],
+    rule: { name, parameters: [units, windowMs] },
     limit: units,
     windowMs,
     maxCost: units,

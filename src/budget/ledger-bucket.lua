@@ -1,3 +1,4 @@
+--! script
 -- The ledger of a token bucket budget: one hash per identifier. Per region, its leases (capacity beyond
 -- its floor) as a staircase, largest first, each ending later than the one before: `l:<region>:<k>` the
 -- level until `x:<region>:<k>`; and its demand: `d` units this period, `o` the period before, `i` the

@@ -1,3 +1,4 @@
+--! script
 -- The ledger of a window budget (fixed or sliding): one hash per identifier, `g:<window>:<region>` units
 -- granted to a region beyond its floor and `d:<window>:<region>` units it reported asked of it.
 -- Twin of ledger-windows.ts; the two change together. Composed after stores/redis/lua/prelude.lua.

@@ -115,7 +115,7 @@ function regionList(value: unknown): readonly string[] {
 
 /** The budget's kind for a policy, or the error: fixed and sliding windows, token buckets and GCRA take one. */
 function kindOf(policy: Policy): BudgetKind {
-  const kind = KINDS[policy.script];
+  const kind = KINDS[policy.rule.name];
   if (kind === undefined || policy.description.includes('share=')) {
     throw new SluiceError(
       ERROR_CODES.INVALID_OPTION,
@@ -151,7 +151,7 @@ export function resolveBudget(value: unknown, policy: Policy): BudgetConfig {
   const kind = kindOf(policy);
   const floor = fraction('budget.floor', raw.floor, BUDGET_DEFAULTS.floor, kind === 'sliding' ? 0.5 : 1);
   const limit = policy.limit;
-  const tauMs = kind === 'bucket' ? Number(policy.args[1]) : 0;
+  const tauMs = kind === 'bucket' ? policy.rule.parameters[1] : 0;
   return Object.freeze({
     global,
     region,

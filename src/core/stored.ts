@@ -25,7 +25,7 @@ import type { Pipeline } from './pipeline.js';
  */
 export function storedReads(policy: Policy, operation: Operation, callLimit: number | undefined): number {
   const deny = OPERATIONS[operation].denyCache === 'lookup' ? STORED_READS.deny : 0;
-  const limit = callLimit === undefined && policy.limitRule !== undefined ? STORED_READS.limit : 0;
+  const limit = callLimit === undefined && policy.rule.storedLimit !== undefined ? STORED_READS.limit : 0;
   return deny | limit;
 }
 
@@ -67,7 +67,7 @@ export class StoredOverrides {
     const entries = this.#entries('setLimit()');
     const tag = this.#checked(identifier, raw.tag);
     const policy = this.#pipeline.policy;
-    if (policy.limitRule === undefined) {
+    if (policy.rule.storedLimit === undefined) {
       throw invalidOption(
         'policy',
         'a policy that takes a limit per identifier (a built-in one)',

@@ -11,6 +11,7 @@ import {
   slidingWindow,
   tokenBucket,
 } from '../../src/index.js';
+import { wireOf } from '../../src/stores/redis/wire.js';
 import { BACKENDS, type Backend, openBackend } from '../helpers/backends.js';
 import { isCode } from '../helpers/errors.js';
 import { type RedisServer, startRedis } from '../helpers/redis-server.js';
@@ -29,7 +30,7 @@ describe('share: the scaled policy', () => {
     assert.equal(fixedWindow({ limit: 100, windowMs: MINUTE, share: 0.29 }).limit, 29);
     assert.equal(slidingWindow({ limit: 1000, windowMs: MINUTE, share: 0.07 }).limit, 70);
     const scaled = fixedWindow({ limit: 100, windowMs: MINUTE, share: 0.25 });
-    assert.deepEqual(scaled.args, ['25', String(MINUTE)]);
+    assert.deepEqual(wireOf(scaled).args, ['25', String(MINUTE)]);
     assert.equal(scaled.maxCost, 25);
     assert.equal(scaled.description, 'fixedWindow(limit=25,windowMs=60000,share=0.25)');
   });
@@ -71,14 +72,14 @@ describe('share: the scaled policy', () => {
   test('gcra and the token bucket scale the rate exactly and the burst down, to at least 1', () => {
     const regional = gcra({ limit: 100, periodMs: MINUTE, share: 0.25 });
     assert.equal(regional.limit, 25);
-    assert.deepEqual(regional.args, ['2400', '60000']); // 25 per minute: one every 2.4 s, burst 25
+    assert.deepEqual(wireOf(regional).args, ['2400', '60000']); // 25 per minute: one every 2.4 s, burst 25
     assert.equal(regional.description, 'gcra(limit=100,periodMs=60000,burst=100,share=0.25)');
     const smooth = gcra({ limit: 100, periodMs: MINUTE, burst: 1, share: 0.25 });
     assert.equal(smooth.limit, 1);
-    assert.deepEqual(smooth.args, ['2400', '2400']);
+    assert.deepEqual(wireOf(smooth).args, ['2400', '2400']);
     const bucket = tokenBucket({ capacity: 10, refillPerSecond: 2, share: 0.25 });
     assert.equal(bucket.limit, 2);
-    assert.deepEqual(bucket.args, ['2000', '4000']); // half a token per second, two at most
+    assert.deepEqual(wireOf(bucket).args, ['2000', '4000']); // half a token per second, two at most
     assert.equal(bucket.windowMs, 4000);
     assert.equal(tokenBucket({ capacity: 3, refillPerSecond: 1, share: 0.25 }).limit, 1);
   });
@@ -102,8 +103,8 @@ describe('share: the scaled policy', () => {
       const whole = policy(1);
       const unset = policy(undefined);
       assert.deepEqual(
-        [whole.limit, whole.args, whole.description],
-        [unset.limit, unset.args, unset.description],
+        [whole.limit, wireOf(whole).args, whole.description],
+        [unset.limit, wireOf(unset).args, unset.description],
       );
     }
   });

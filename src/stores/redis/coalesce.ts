@@ -38,7 +38,7 @@ const MAX_LOG_BATCH_WORK = 256;
 
 /** Whether a policy's script inserts one sorted-set member per unit of cost (the log, the leases' slots). */
 function insertsPerUnit(policy: Policy): boolean {
-  return policy.script === 'sliding-log' || policy.script === 'concurrency';
+  return policy.rule.name === 'sliding-log' || policy.rule.name === 'concurrency';
 }
 
 /** Whether a flush holds calls of more than one policy. */

@@ -6,8 +6,9 @@ import { OPERATIONS, shapeOf } from '../../operations.js';
 import type { StoreRequest, StoreResult } from '../../types.js';
 import { SCRIPTS, type Script } from './scripts.js';
 import { storedArguments } from './stored-entries.js';
+import { wireOf } from './wire.js';
 
-/** What to send: the script (the one reading stored entries when a request asks), and its arguments. */
+/** What to send: the script, and its arguments (the last says whether stored entries are read). */
 export interface CombinedCall {
   readonly script: Script;
   /** Slots 0 and 1 are the command and the script's name, which the store fills. */
@@ -26,12 +27,14 @@ export function combinedCall(requests: readonly StoreRequest[], keys: readonly s
   const args = ['', '', String(requests.length), ...keys, OPERATIONS[first.operation].code as string];
   args.push(first.now === undefined ? '' : String(first.now), String(operands));
   for (const request of requests) {
-    const [firstParameter, secondParameter] = request.policy.args;
-    args.push(request.policy.script, String(request.cost), firstParameter ?? '', secondParameter ?? '');
+    const wire = wireOf(request.policy);
+    const [firstParameter, secondParameter] = wire.args;
+    args.push(wire.name, String(request.cost), firstParameter ?? '', secondParameter ?? '');
     for (let k = 0; k < operands; k++) args.push(request.operands?.[k] ?? '');
-    if (stored) args.push(...storedArguments(request.storedReads, request.policy));
+    if (stored) args.push(...storedArguments(request.storedReads, wire));
   }
-  return { script: stored ? SCRIPTS['all:stored'] : SCRIPTS.all, args, stored };
+  args.push(stored ? '1' : '0');
+  return { script: SCRIPTS.all, args, stored };
 }
 
 /**

@@ -23,7 +23,8 @@ import { answerRecords } from './reply.js';
 import { LIBRARY_CODE, SCRIPTS, type Script } from './scripts.js';
 import { isTryAgain, storeError, type Unrun, unrunReason } from './server-errors.js';
 import { keySlot } from './slot.js';
-import { NO_ARGUMENTS, RedisStoredEntries, storedArguments } from './stored-entries.js';
+import { entryArguments, NO_ENTRIES, RedisStoredEntries } from './stored-entries.js';
+import { wireOf } from './wire.js';
 
 /** Options of {@link RedisStore}. */
 export interface RedisStoreOptions {
@@ -344,20 +345,26 @@ export class RedisStore implements Store {
     batch.sent = true;
     const { requests, keys, replies, policy } = batch;
     const stored = batch.storedReads !== 0;
-    const script = stored ? SCRIPTS[`${policy.script}:stored`] : SCRIPTS[policy.script];
+    const wire = wireOf(policy);
+    const script = wire.script;
+    // A decision function that is not its script's own is named last (lua/single.lua).
+    const named = wire.named;
     const entry = OPERATIONS[batch.operation];
     const shape = shapeOf(batch);
     const count = requests.length;
-    const tail = stored ? storedArguments(batch.storedReads, policy) : NO_ARGUMENTS;
-    const args: string[] = new Array(5 + count * (2 + shape.operands) + policy.args.length + tail.length);
+    const tail = stored ? entryArguments(batch.storedReads, wire) : NO_ENTRIES;
+    const args: string[] = new Array(
+      5 + count * (2 + shape.operands) + wire.args.length + tail.length + (named === undefined ? 0 : 1),
+    );
     // Slots 0 and 1 are the command and the script's name; run() fills them. Then the keys, the
-    // operation, the time, the policy's parameters, one cost per key, and each key's operands.
+    // operation, the time, the policy's parameters, one cost per key, each key's operands, and what
+    // to read of the entries stored beside the keys (lua/single.lua).
     args[2] = String(count);
     let at = 3;
     for (const key of keys) args[at++] = key;
     args[at++] = entry.code as string;
     args[at++] = batch.now === undefined ? '' : String(batch.now);
-    for (const arg of policy.args) args[at++] = arg;
+    for (const arg of wire.args) args[at++] = arg;
     for (const request of requests) {
       const cost = request.cost;
       args[at++] = cost < COSTS.length ? (COSTS[cost] as string) : String(cost);
@@ -365,6 +372,7 @@ export class RedisStore implements Store {
     if (shape.operands > 0)
       for (const request of requests) for (const operand of request.operands ?? []) args[at++] = operand;
     for (const arg of tail) args[at++] = arg;
+    if (named !== undefined) args[at] = named;
     this.#run(script, args, keys[0] as string).then(
       (reply) => {
         if (answerRecords(reply, requests, replies, shape.fields, stored)) return;

@@ -1,7 +1,8 @@
 // Limits and denials stored per identifier in Redis: their keys beside the state, and one index per limiter for listing.
 import { identifierPart, parseStoredMember, type StoredKind, storedIndexKey, storedKey } from '../../keys.js';
-import type { Policy, StoredEntries, StoredEntry, StoredWrite } from '../../types.js';
+import type { StoredEntries, StoredEntry, StoredWrite } from '../../types.js';
 import type { ScriptKey } from './scripts.js';
+import type { PolicyWire } from './wire.js';
 
 /** What the entries need of their store: a script run, and a command, each routed by a key. */
 export interface EntryTransport {
@@ -9,17 +10,23 @@ export interface EntryTransport {
   command(args: readonly string[], key: string): Promise<unknown>;
 }
 
-/** A policy that takes no stored limit: the rule the scripts read, never applied. */
-const NO_RULE: readonly string[] = ['', '1', '1', '0', '0', '0'];
-
-export const NO_ARGUMENTS: readonly string[] = [];
+/** The last argument of a decision script that reads no stored entry (lua/single.lua). */
+export const NO_ENTRIES: readonly string[] = ['0'];
 
 /**
- * What a script that reads stored entries is told after a request's arguments (lua/stored.lua):
- * what to read, and the policy's limit rule.
+ * What the combined script is told after each request's arguments when it reads stored entries
+ * (lua/all.lua, lua/stored.lua): what to read, and the policy's limit rule.
  */
-export function storedArguments(reads: number | undefined, policy: Policy): readonly string[] {
-  return [String(reads ?? 0), ...(policy.limitRule ?? NO_RULE)];
+export function storedArguments(reads: number | undefined, wire: PolicyWire): readonly string[] {
+  return [String(reads ?? 0), ...wire.limitRule];
+}
+
+/**
+ * What a decision script is told last (lua/single.lua): the policy's limit rule, then what to read
+ * of the entries stored beside each key; {@link NO_ENTRIES} when nothing is read.
+ */
+export function entryArguments(reads: number, wire: PolicyWire): readonly string[] {
+  return [...wire.limitRule, String(reads)];
 }
 
 /**

@@ -111,7 +111,7 @@ function replay(commands: readonly string[][], key: string, t0: number): { exces
     if (step.operation === 'charge') excess += step.cost;
     if (step.operation === 'refund') excess -= step.cost;
   }
-  const intervalMs = Number(twin.args[0]);
+  const intervalMs = twin.rule.parameters[0];
   // No pause is ever written here, but the state's type allows one.
   const tat = typeof state === 'object' ? state.tat : state;
   return { excess, used: tat === undefined ? 0 : Math.round((tat - t0) / intervalMs) };
@@ -216,7 +216,7 @@ export class Scenario {
     const calls = outcomes.flatMap((outcome) => outcome.calls);
     const admitted = calls.filter((call) => call.status === 200);
     const tat = decodeTat(await this.#admin.get(key));
-    const intervalMs = Number(policy().args[0]);
+    const intervalMs = policy().rule.parameters[0];
     const counted = tat === undefined ? 0 : Math.round((tat - t0) / intervalMs);
     const replayed = replay(commands, key, t0);
     if (replayed.used !== counted) {

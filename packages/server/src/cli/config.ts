@@ -346,8 +346,8 @@ export const NO_CONFIG = `no config file was given (--config, $SLUICE_CONFIG) or
  * and two lease lengths for the leases (a lease length past the last slot, which lasts at most one).
  */
 export function maxTtlMs(policy: Policy): number {
-  const parameter = Number(policy.args[1]);
-  switch (policy.script) {
+  const parameter = policy.rule.parameters[1];
+  switch (policy.rule.name) {
     case 'sliding-window':
     case 'concurrency':
       return 2 * parameter;
@@ -361,5 +361,5 @@ export function maxTtlMs(policy: Policy): number {
 
 /** The Redis type a policy's state has. */
 export function stateType(policy: Policy): 'string' | 'zset' {
-  return policy.script === 'sliding-log' || policy.script === 'concurrency' ? 'zset' : 'string';
+  return policy.rule.name === 'sliding-log' || policy.rule.name === 'concurrency' ? 'zset' : 'string';
 }

@@ -107,15 +107,16 @@ function notThisPolicy(policy: Policy, found: string): { error: string } {
  */
 export function decodeState(policy: Policy, raw: RawState, nowMs: number, ttlMs = -1): StateView | null {
   if (raw.type === 'none') return null;
-  const expected = policy.script === 'sliding-log' || policy.script === 'concurrency' ? 'zset' : 'string';
+  const expected =
+    policy.rule.name === 'sliding-log' || policy.rule.name === 'concurrency' ? 'zset' : 'string';
   if (raw.type !== expected) {
     return { error: `expected a ${expected} for ${policy.algorithm}, found a ${raw.type}` };
   }
-  if ('entries' in raw && policy.script === 'concurrency') return concurrencyView(raw.entries, nowMs);
-  if ('entries' in raw) return slidingLogView(raw.entries, Number(policy.args[1]), nowMs);
+  if ('entries' in raw && policy.rule.name === 'concurrency') return concurrencyView(raw.entries, nowMs);
+  if ('entries' in raw) return slidingLogView(raw.entries, policy.rule.parameters[1], nowMs);
   const value = 'value' in raw ? raw.value : '';
-  if (policy.script === 'fixed-window') return fixedWindowView(policy, value, nowMs);
-  if (policy.script === 'sliding-window') return slidingWindowView(policy, value, nowMs);
+  if (policy.rule.name === 'fixed-window') return fixedWindowView(policy, value, nowMs);
+  if (policy.rule.name === 'sliding-window') return slidingWindowView(policy, value, nowMs);
   return gcraView(policy, value, nowMs, ttlMs);
 }
 
@@ -169,7 +170,7 @@ function fixedWindowView(policy: Policy, value: string, nowMs: number): FixedWin
       error: `expected an integer (index × 2^21 + count) or "<window index>:<count>", found ${JSON.stringify(value)}`,
     };
   }
-  const windowMs = Number(policy.args[1]);
+  const windowMs = policy.rule.parameters[1];
   const windowIndex = decoded.index;
   const count = decoded.count;
   if (windowIndex * windowMs > nowMs + CLOCK_SLACK_MS) {
@@ -199,7 +200,7 @@ function slidingWindowView(
   if (match === null) {
     return { error: `expected "<window index>:<previous>:<current>", found ${JSON.stringify(value)}` };
   }
-  const windowMs = Number(policy.args[1]);
+  const windowMs = policy.rule.parameters[1];
   const windowIndex = Number(match[1]);
   const storedPrevious = Number(match[2]);
   const storedCurrent = Number(match[3]);
@@ -232,8 +233,8 @@ function gcraView(policy: Policy, value: string, nowMs: number, ttlMs: number): 
   if (decoded === undefined || tat === undefined || !Number.isFinite(tat)) {
     return { error: `expected a number (the TAT: minus whole µs, or ms), found ${JSON.stringify(value)}` };
   }
-  const intervalMs = Number(policy.args[0]);
-  const toleranceMs = Number(policy.args[1]);
+  const intervalMs = policy.rule.parameters[0];
+  const toleranceMs = policy.rule.parameters[1];
   // The scripts never set a TAT further ahead of now than the tolerance, the longest wait of a
   // scheduled slot and the longest pause, and expire the key at the TAT.
   if (tat - nowMs > toleranceMs + MAX_WAIT_MS + MAX_PAUSE_MS + CLOCK_SLACK_MS) {

@@ -78,7 +78,7 @@ function plan(values: Values, config: Config): BudgetPlan | undefined {
 /** Whether a policy shares the budget: listed in the config, or (no list) any but a sliding log. */
 function shares(config: Config, name: string, policy: Policy): boolean {
   const listed = config.budget.policies;
-  return listed === undefined ? policy.script !== 'sliding-log' : listed.includes(name);
+  return listed === undefined ? policy.rule.name !== 'sliding-log' : listed.includes(name);
 }
 
 /** Connects to the global store when `--region` asks for a budget; undefined otherwise. */

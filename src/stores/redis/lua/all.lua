@@ -1,21 +1,21 @@
--- Body of the combined script, after prelude.lua, every algorithm's function and `local stored =
--- <whether it reads what operators stored>` (with stored.lua before it when true): several policies,
--- one key each (keys sharing a hash tag), granted together or not at all.
+--! combined-body
+-- Body of the combined script (`all`), after prelude.lua, every algorithm file, stored.lua and the
+-- line `local ALGORITHMS = { [<file name>] = <its function>, ... }`: several policies, one key each
+-- (keys sharing a hash tag), granted together or not at all. Each algorithm's function keeps the
+-- contract written at the top of single.lua.
 -- KEYS: one key per policy.
 -- ARGV: op ('0' limit, '1' peek), now in ms ('' reads the server clock), operands per key (k),
 --       then per key: algorithm name, cost, first parameter, second parameter, k operands ('' when
 --       the key's policy takes fewer: only a concurrency policy's acquisition takes one, its lease id),
 --       and when `stored`, what to read (stored.lua) and the policy's limit rule (rule, own limit,
---       share, x, y, follows).
+--       share, x, y, follows); last, `stored`: '1' when entries stored beside the keys are read.
 -- Returns, for each key: allowed, remaining, resetMs, retryAfterMs, when `stored` the stored limit
 -- applied (0, or -1 for a denial), the number of fields, the fields: the grant when every key
 -- allows, otherwise what each would say (a look, which has no fields), with nothing taken from any.
-local ALGORITHMS = { ['fixed-window'] = fixed_window, ['sliding-window'] = sliding_window,
-  ['sliding-log'] = sliding_log, gcra = gcra, concurrency = concurrency,
-  ['budget-window'] = budget_window, ['budget-bucket'] = budget_bucket }
 local op = ARGV[1]
 local now = clock(ARGV[2])
 local operands = tonumber(ARGV[3])
+local stored = ARGV[#ARGV] == '1'
 local stride = 4 + operands + (stored and 7 or 0)
 -- What is stored for every key, both kinds, read once for both passes (stored.lua); each key's own
 -- reads then say which it uses.

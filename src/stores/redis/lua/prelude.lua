@@ -1,3 +1,4 @@
+--! prelude
 -- Shared head of every sluice script: fast locals and the clock.
 local call = redis.call
 local floor, ceil = math.floor, math.ceil

@@ -1,12 +1,47 @@
--- Body of the one-policy script, after prelude.lua, the algorithm's function, `local decide = <it>`,
--- `local read_ahead = <whether it starts with a GET>` and `local stored = <whether it reads what
--- operators stored>` (with stored.lua before it when true).
--- KEYS: one key per identifier, each decided on its own, in order.
--- ARGV: op (see src/operations.ts), now in ms ('' reads the server clock), the policy's two
---       parameters, one cost per key, then each key's operands (OPERANDS[op] each: a charge's
---       max_debt; a schedule's max_wait and pause_ms; a lease's id, and an extension's ms and token; a
---       concurrency policy's acquisition, a limit, carries its new lease's id); when `stored`, last:
---       what to read (stored.lua) and the policy's limit rule (rule, own limit, share, x, y, follows).
+--! decision-body
+-- Body of every decision script: one policy, a batch of keys, each decided on its own, in order.
+--
+-- A decision script is, joined with newlines (scripts/gen-scripts.mjs builds the layout from each
+-- file's first line): prelude.lua, one algorithm file, stored.lua, the line
+-- `local decide, read_ahead, functions = <the file's function>, <whether its decisions start with a
+-- GET>, <nil, or the file's other decision functions by name>`, and this file.
+--
+-- THE CONTRACT OF AN ALGORITHM'S FUNCTION with the scripts around it (single.lua, all.lua, stored.lua):
+--   decide(key, now, op, cost, first, second, operand1, operand2)
+--     -> allowed, remaining, resetMs, retryAfterMs[, field1[, field2[, field3]]]
+--   Inputs. key: the identifier's state key (KEYS[i]); the only key it may read or write (the
+--     entries stored.lua reads beside it share its hash slot and are read before it is called).
+--     now: ms, a float; the caller's clock when the call brings one (tests replay timelines), else
+--     the server's TIME, read once per call by clock() in prelude.lua, which then sets server_clock.
+--     A function never reads TIME itself: every key of a batch is decided at the same `now`.
+--     op: the operation's code as text (src/operations.ts: '0' limit, '1' peek, '2' refund,
+--     '3' charge, '4' schedule, '5' release, '6' extend). A function raises error() for an op it
+--     does not take (the store only sends what the policy takes). cost: a positive whole number.
+--     first, second: the policy's two parameters as numbers (a window's limit and ms; GCRA's
+--     interval and tolerance; ...), or those a stored limit gives (stored.lua's limit_params).
+--     operand1, operand2: the operation's operands: numbers, except a lease's (op '0' of a
+--     concurrency policy, '5', '6'), which stay text; nil when the operation has none.
+--   Returns whole numbers (Redis truncates a Lua number in a reply): allowed 1 or 0; remaining
+--     units >= 0; resetMs, when the state is back to empty (0 when nothing is held); retryAfterMs,
+--     0 when allowed (a charge's, always allowed, is the wait for a cost of 1); then the operation's
+--     fields (FIELDS below: a charge's debt and units cut off, a schedule's wait, pause and shift, a
+--     lease's token, expiry and slots reclaimed), none for limit, peek and refund.
+--   Duties. A denial and a peek take nothing and write nothing that changes a later decision.
+--     Every write sets the key's expiry in the same call, to when its state would read as empty,
+--     never later (PX), so Redis removes idle identifiers; on the server's clock (server_clock) a
+--     key whose expiry is already right may keep it (SET ... KEEPTTL). A function whose file says
+--     `reads-ahead` reads its key first, through get() (prelude.lua): in a batch the keys were
+--     read with one MGET. Functions are `local`, named after their file (`-` becomes `_`), and
+--     their helpers are prefixed the same way: every algorithm shares one chunk in all.lua.
+--
+-- KEYS: one state key per identifier.
+-- ARGV: op, now in ms ('' reads the server clock), the policy's two parameters, one cost per key,
+--       then each key's operands (OPERANDS[op] each: a charge's max_debt; a schedule's max_wait and
+--       pause_ms; a lease's id, and an extension's ms and token; a concurrency policy's
+--       acquisition, a limit, carries its new lease's id); when entries are read, the policy's limit
+--       rule (rule, own limit, share, x, y, follows: stored.lua); then what to read of the entries
+--       stored beside each key (`reads`: 0 nothing, 1 the denial, 2 the limit, 3 both); last, for
+--       a decision function other than the file's own, its name (`functions`).
 -- Returns integers: first the reset shared by the batch (the first allowed key's resetMs, else 0),
 -- then one record per key, in order:
 --   r >= 0              allowed; remaining r, resetMs the shared one, retryAfterMs 0
@@ -17,21 +52,31 @@
 -- An operation with fields (FIELDS[op]) follows each record with that many integers. A charge's
 -- record (always allowed) is followed by the retryAfterMs for a cost of 1, the debt, and the units
 -- cut off; a lease's acquisition's by its token, expiry and the slots it reclaimed.
--- Last, when `stored`, one more integer per record (after the operation's fields): the stored limit
--- applied, 0, or -1 for a denial (stored.lua).
+-- Last, when entries are read, one more integer per record (after the operation's fields): the
+-- stored limit applied, 0, or -1 for a denial (stored.lua).
 local op = ARGV[1]
 -- Each operation's `operands` and `fields` (its entry in src/operations.ts); 0 when absent.
 local OPERANDS = { ['3'] = 1, ['4'] = 2, ['5'] = 1, ['6'] = 3 }
 local FIELDS = { ['3'] = 3, ['4'] = 3, ['5'] = 2, ['6'] = 3 }
 local operands, fields = OPERANDS[op] or 0, FIELDS[op] or 0
+-- One script per algorithm file: a call of another of its functions names it last.
+local last = #ARGV
+if functions and functions[ARGV[last]] then
+  decide = functions[ARGV[last]]
+  last = last - 1
+end
+-- Whether entries stored beside the keys are read: an argument, not a second script, so that the
+-- server holds one script per algorithm file.
+local reads = tonumber(ARGV[last])
+local stored = reads ~= 0
 -- A limit that carries an operand is a concurrency policy's acquisition (shapeOf in
 -- src/operations.ts): its lease's id in, its token, expiry and slots reclaimed out.
-if op == '0' and #ARGV > 4 + #KEYS + (stored and 7 or 0) then operands, fields = 1, 3 end
+if op == '0' and last > 5 + #KEYS + (stored and 6 or 0) then operands, fields = 1, 3 end
 -- A lease's operands stay text (its id; an extension's ms, '' for the policy's): concurrency.lua
 -- reads them. Every other operation's are numbers.
 local numeric = op ~= '0' and op ~= '5' and op ~= '6'
 local now = clock(ARGV[2])
--- Policies that start each decision with a GET (read_ahead: see scripts.ts) read the keys of a batch
+-- Policies that start each decision with a GET (read_ahead: `reads-ahead` on their file's first line) read the keys of a batch
 -- with one MGET instead: one command for the batch rather than one per key.
 if read_ahead and #KEYS > 1 then
   local values = call('MGET', unpack(KEYS))
@@ -39,12 +84,12 @@ if read_ahead and #KEYS > 1 then
   for i = 1, #KEYS do ahead[KEYS[i]] = values[i] end
 end
 local first, second = tonumber(ARGV[3]), tonumber(ARGV[4])
-local reads, rule, own, share, x, y, follows, entries
+local rule, own, share, x, y, follows, entries
 if stored then
-  local at = #ARGV - 6
-  reads, rule, own = tonumber(ARGV[at]), ARGV[at + 1], tonumber(ARGV[at + 2])
-  share, x, y = tonumber(ARGV[at + 3]), tonumber(ARGV[at + 4]), tonumber(ARGV[at + 5])
-  follows = ARGV[at + 6] == '1'
+  local at = last - 6
+  rule, own = ARGV[at], tonumber(ARGV[at + 1])
+  share, x, y = tonumber(ARGV[at + 2]), tonumber(ARGV[at + 3]), tonumber(ARGV[at + 4])
+  follows = ARGV[at + 5] == '1'
   entries = stored_entries(KEYS, reads)
 end
 local out = { 0 }

@@ -1,3 +1,4 @@
+--! script
 -- Body of the script that denies an identifier (limiter.deny), after prelude.lua.
 -- KEYS[1]: the identifier's denial (its state key with '%deny' appended, src/keys.ts).
 -- ARGV: now in ms ('' reads the server clock), how long the denial lasts in ms.

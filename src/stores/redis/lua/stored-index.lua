@@ -1,3 +1,4 @@
+--! script
 -- Body of the script that keeps a limiter's index of stored limits or denials, after prelude.lua.
 -- KEYS[1]: the index, a sorted set (src/keys.ts: `<prefix>:<name>:%limit` or `%deny`).
 -- ARGV: now in ms ('' reads the server clock), an identifier's member, and how long its entry is

@@ -1,3 +1,4 @@
+--! decision-helpers
 -- What an operator stored for an identifier (the limiter option `overrides`), read by the decision's own
 -- script: a denial and a limit, kept beside the state under its key with '%deny' and '%limit' appended
 -- (src/keys.ts), so they share its hash tag and slot. Composed after prelude.lua and the algorithms.
@@ -14,7 +15,7 @@ end
 
 -- The policy's parameters for a stored limit, and the most one request may then ask (its maxCost):
 -- the rule of its withLimit() in TypeScript, computed with the same operations in the same order, so
--- both make the same numbers. `rule` and its operands are the policy's limitRule (variants.ts). A
+-- both make the same numbers. `rule` and its operands are the policy's rule.storedLimit (wire.ts). A
 -- limit the policy cannot take (its share would be under one unit, the log's over its ceiling) is
 -- not applied: nil says so. The policy's own limit gives its own parameters, whose cost was checked.
 local function limit_params(limit, first, second, rule, own, share, x, y)

@@ -1,0 +1,51 @@
+// The script registry generated from the .lua files: one script per algorithm file, bodies without
+// comments, and every line of a body traceable to the line of its file.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { DECISION_SCRIPTS, LUA_FILES } from '../../src/stores/redis/lua.generated.js';
+import { SCRIPTS, type ScriptKey, scriptLine } from '../../src/stores/redis/scripts.js';
+import { ROOT } from '../helpers/paths.js';
+
+const names = Object.keys(SCRIPTS) as ScriptKey[];
+
+describe('the script registry', () => {
+  test('every .lua file says what it is on its first line', () => {
+    for (const file of Object.values(LUA_FILES)) {
+      const first = readFileSync(join(ROOT, file), 'utf8').split('\n')[0] ?? '';
+      assert.match(
+        first,
+        /^--! (prelude|algorithm|decision-helpers|decision-body|combined-body|script)\b/,
+        file,
+      );
+    }
+  });
+
+  test("a decision function that is not its file's own runs in its file's script", () => {
+    assert.equal(DECISION_SCRIPTS['budget-window-grant'], 'budget-window');
+    assert.equal(DECISION_SCRIPTS['budget-bucket-lease'], 'budget-bucket');
+    assert.equal(DECISION_SCRIPTS.gcra, 'gcra');
+    assert.equal(names.includes('budget-window-grant' as ScriptKey), false);
+  });
+
+  test("bodies carry no comment, and each line of a body is its file's line, comments removed", () => {
+    for (const name of names) {
+      const lines = SCRIPTS[name].body.split('\n');
+      lines.forEach((line, i) => {
+        assert.doesNotMatch(line, /^\s*--/, `${name}:${i + 1}`);
+        const from = scriptLine(name, i + 1);
+        if (from === undefined) {
+          // A line the generator wrote: the binding of a decision script, the combined dispatch table.
+          assert.match(line, /^local (decide|ALGORITHMS)\b/, `${name}:${i + 1}`);
+          return;
+        }
+        const original = readFileSync(join(ROOT, from.file), 'utf8').split('\n')[from.line - 1] ?? '';
+        if (line === '')
+          assert.match(original, /^\s*(--.*)?$/, `${name}:${i + 1} is ${from.file}:${from.line}`);
+        else assert.ok(original.startsWith(line), `${name}:${i + 1} is ${from.file}:${from.line}`);
+      });
+      assert.equal(scriptLine(name, lines.length + 1), undefined, name);
+    }
+  });
+});
