@@ -24,7 +24,8 @@ export function table(results) {
     if (!leg.ok) continue;
     const covered = leg.groups.map((group) => GROUPS[group].label).join('; ');
     const row = rows.find((r) => r.runtime === leg.runtime && r.covered === covered);
-    if (row === undefined) rows.push({ runtime: leg.runtime, versions: [leg.version], covered, main: leg.main });
+    if (row === undefined)
+      rows.push({ runtime: leg.runtime, versions: [leg.version], covered, main: leg.main });
     else row.versions.push(leg.version);
   }
   const order = ['node', 'bun', 'deno'];
