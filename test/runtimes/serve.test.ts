@@ -136,6 +136,37 @@ describe(`${RUNTIME.name} ${RUNTIME.version}: served over HTTP on a Redis-backed
     }
   }
 
+  test("count: 'failed' over this runtime's server: a success is given back once its response is sent", async () => {
+    // Deno's server aborts request.signal after a successful response too: that must not count as a failure.
+    const store = new MemoryStore();
+    const limiter = createLimiter({
+      store,
+      policy: fixedWindow({ limit: 1, windowMs: WINDOW_MS }),
+      name: 'api',
+    });
+    const served = await serveHere(
+      fetchRateLimit({ limiter, key: headerKey('x-api-key'), count: 'failed' }).wrap(
+        () => new Response('ok'),
+      ),
+    );
+    try {
+      for (let i = 0; i < 3; i++) {
+        const response = await fetch(`${served.origin}/`, { headers: { 'x-api-key': 'k' } });
+        assert.deepEqual([response.status, await response.text()], [200, 'ok'], `request ${i + 1}`);
+        // The refund follows the response's end; the next request waits for it (or fails here when it never comes).
+        let remaining = 0;
+        for (let polls = 0; polls < 250 && remaining === 0; polls++) {
+          remaining = (await limiter.peek('k')).remaining;
+          if (remaining === 0) await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+        assert.equal(remaining, 1, `request ${i + 1} was given back`);
+      }
+    } finally {
+      await served.close();
+      store.close();
+    }
+  });
+
   test('the fetch adapter keyed by the peer address this runtime passes to the handler', async () => {
     const store = new MemoryStore();
     const limiter = createLimiter({
