@@ -21,10 +21,8 @@ export const RUNTIMES = [
   { id: 'deno', runtime: 'deno', line: '2.9', pkg: '@deno/linux-x64-glibc', version: '2.9.6', bin: 'deno' },
 ];
 
-/** Where runtimes are kept between runs: outside the checkout, since CI starts from a fresh clone. */
-export const CACHE_DIR =
-  process.env.SLUICE_RUNTIMES_DIR ??
-  join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'sluice-runtimes');
+/** Where runtimes are kept between runs, beside Valkey: outside the checkout, since CI starts from a fresh clone. */
+export const CACHE_DIR = process.env.SLUICE_RUNTIMES_DIR ?? join(homedir(), '.cache', 'sluice', 'runtimes');
 
 function runtimeOf(id) {
   const runtime = RUNTIMES.find((r) => r.id === id);
