@@ -21,12 +21,15 @@ if (process.env.SLUICE_TEST_SERVER === 'valkey') {
   if (valkey.status !== 0) process.exit(valkey.status ?? 1);
   process.env.PATH = `${valkey.stdout.toString().trim()}${delimiter}${process.env.PATH ?? ''}`;
 }
-run('node', ['scripts/gen-scripts.mjs']);
-// A suite moved or deleted in the checkout would otherwise still run from its old compiled file.
-rmSync(join('build', 'test'), { recursive: true, force: true });
-run('npx', ['tsc', '-p', 'tsconfig.json']);
-// The Nest suites compile on their own, with the decorator settings Nest needs (see their tsconfig.json).
-run('npx', ['tsc', '-p', 'test/http/nestjs/tsconfig.json']);
+// SLUICE_TEST_BUILT=1: the runtime matrix (scripts/matrix.mjs) compiled the suites once for all its runs.
+if (process.env.SLUICE_TEST_BUILT !== '1') {
+  run('node', ['scripts/gen-scripts.mjs']);
+  // A suite moved or deleted in the checkout would otherwise still run from its old compiled file.
+  rmSync(join('build', 'test'), { recursive: true, force: true });
+  run('npx', ['tsc', '-p', 'tsconfig.json']);
+  // The Nest suites compile on their own, with the decorator settings Nest needs (see their tsconfig.json).
+  run('npx', ['tsc', '-p', 'test/http/nestjs/tsconfig.json']);
+}
 
 function find(dir) {
   return readdirSync(dir).flatMap((name) => {

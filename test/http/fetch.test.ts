@@ -64,7 +64,8 @@ describe('fetch: specifics', () => {
 
   it('headers are added to a response whose headers are immutable', async () => {
     const frozen = Response.redirect('http://example.test/elsewhere', 302);
-    assert.throws(() => frozen.headers.set('x', 'y'), TypeError);
+    // Immutable as the fetch standard has it; Bun's Response.redirect() is not, and the headers are added either way.
+    if (!('Bun' in globalThis)) assert.throws(() => frozen.headers.set('x', 'y'), TypeError);
     const handler = rateLimit({ limiter: limiterOf(2), remoteAddress: () => '192.0.2.1' }).wrap(() => frozen);
     const response = await handler(new Request('http://example.test/'));
     assert.equal(response.status, 302);

@@ -1,6 +1,9 @@
 // The memory store: bounded (LRU), swept without a timer per key, unref'd, with an injectable clock.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { createLimiter, fixedWindow, gcra, MemoryStore, slidingLog } from '../../src/index.js';
@@ -75,7 +78,14 @@ describe('MemoryStore', () => {
       await limiter.limit('a');
       console.log('done');
     });`;
-    const result = spawnSync(process.execPath, ['-e', program], { encoding: 'utf8', timeout: 20_000 });
+    // A file rather than `-e`: Deno runs a file given to its own execPath as Node would, not an eval with import().
+    const dir = mkdtempSync(join(tmpdir(), 'sluice-sweep-'));
+    writeFileSync(join(dir, 'program.mjs'), program);
+    const result = spawnSync(process.execPath, [join(dir, 'program.mjs')], {
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
+    rmSync(dir, { recursive: true, force: true });
     assert.equal(result.signal, null, 'the process ended by itself, not by the timeout');
     assert.equal(result.status, 0, result.stderr);
     assert.equal(result.stdout.trim(), 'done');
