@@ -16,6 +16,7 @@ export const SUBPATHS = {
   './nestjs': 'http/nestjs',
   './metrics': 'metrics/index',
   './throttle': 'throttle/index',
+  './shed': 'shed/index',
 };
 
 /** The four files one subpath resolves to, relative to the package root. */
