@@ -18,6 +18,7 @@ export const SUBPATHS = {
   './throttle': 'throttle/index',
   // For the server package alone (sluice-server): not covered by semver, see src/internal.ts.
   './internal': 'internal',
+  './shed': 'shed/index',
 };
 
 /** The four files one subpath resolves to, relative to the package root. */

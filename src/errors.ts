@@ -42,6 +42,8 @@ export const ERROR_CODES = {
   MAX_WAIT: 'ERR_SLUICE_MAX_WAIT',
   /** A reservation was settled twice (`reserve()`'s `settle`). The second call recorded nothing. */
   ALREADY_SETTLED: 'ERR_SLUICE_ALREADY_SETTLED',
+  /** A load shedder refused a call of `shedder.run()`: its class had no room under the limit. It was not made. */
+  SHED: 'ERR_SLUICE_SHED',
 } as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[keyof typeof ERROR_CODES];

@@ -1,0 +1,108 @@
+// The short wait of requests the limit refused: the most important class first, oldest first within a class, each for at most timeoutMs.
+import type { ResolvedPriority } from './priorities.js';
+
+/** A request waiting for a ticket. */
+export interface Waiter {
+  readonly priority: ResolvedPriority;
+  /** Hands the waiter its answer (a ticket, or a refusal). */
+  readonly settle: (admitted: boolean) => void;
+  timer: ReturnType<typeof setTimeout> | undefined;
+}
+
+/**
+ * Waiters by class. Priority order rather than one FIFO: under overload the important requests
+ * are the ones worth the wait; within a class the oldest goes first, and none waits longer than
+ * `timeoutMs`, so a wait adds at most that much to a request's latency (a deadline per request,
+ * the bound CoDel keeps on a queue's delay).
+ */
+export class WaitQueue {
+  readonly max: number;
+  readonly timeoutMs: number;
+  readonly #byClass: Waiter[][];
+  #size = 0;
+
+  constructor(classes: number, max: number, timeoutMs: number) {
+    this.max = max;
+    this.timeoutMs = timeoutMs;
+    this.#byClass = Array.from({ length: classes }, () => []);
+  }
+
+  /** Waiters now. */
+  get size(): number {
+    return this.#size;
+  }
+
+  /** Waiters of one class now. */
+  sizeOf(index: number): number {
+    return this.#byClass[index]?.length ?? 0;
+  }
+
+  /**
+   * Queues `waiter` when there is room, or when a less important class has a waiter to give up
+   * its place (its newest one, refused). `false`: the queue is full of requests at least as
+   * important, and the newcomer is refused.
+   */
+  add(waiter: Waiter): boolean {
+    if (this.#size >= this.max) {
+      const victim = this.#newestBelow(waiter.priority.index);
+      if (victim === undefined) return false;
+      this.#remove(victim);
+      victim.settle(false);
+    }
+    (this.#byClass[waiter.priority.index] as Waiter[]).push(waiter);
+    this.#size += 1;
+    // Not unref'd: an awaited acquire must settle, and it holds the process for timeoutMs at most.
+    waiter.timer = setTimeout(() => {
+      waiter.timer = undefined;
+      this.#remove(waiter);
+      waiter.settle(false);
+    }, this.timeoutMs);
+    return true;
+  }
+
+  /** The most important class's oldest waiter, taken out of the queue, when `fits` its class; else undefined. */
+  take(fits: (priority: ResolvedPriority) => boolean): Waiter | undefined {
+    for (const waiters of this.#byClass) {
+      const head = waiters[0];
+      if (head === undefined) continue;
+      // A more important class has a higher ceiling: if its head does not fit, nobody below does.
+      if (!fits(head.priority)) return undefined;
+      waiters.shift();
+      this.#size -= 1;
+      if (head.timer !== undefined) clearTimeout(head.timer);
+      head.timer = undefined;
+      return head;
+    }
+    return undefined;
+  }
+
+  /** Refuses every waiter (the shedder is closed). */
+  clear(): void {
+    for (const waiters of this.#byClass) {
+      for (const waiter of waiters.splice(0)) {
+        if (waiter.timer !== undefined) clearTimeout(waiter.timer);
+        waiter.settle(false);
+      }
+    }
+    this.#size = 0;
+  }
+
+  #newestBelow(index: number): Waiter | undefined {
+    for (let below = this.#byClass.length - 1; below > index; below -= 1) {
+      const waiters = this.#byClass[below] as Waiter[];
+      const newest = waiters[waiters.length - 1];
+      if (newest !== undefined) return newest;
+    }
+    return undefined;
+  }
+
+  #remove(waiter: Waiter): void {
+    const waiters = this.#byClass[waiter.priority.index] as Waiter[];
+    const at = waiters.indexOf(waiter);
+    if (at === -1) return;
+    waiters.splice(at, 1);
+    this.#size -= 1;
+    if (waiter.timer !== undefined) clearTimeout(waiter.timer);
+    waiter.timer = undefined;
+  }
+}

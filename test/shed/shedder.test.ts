@@ -1,0 +1,204 @@
+// createShedder() on a clock moved by hand: classes and reserves, windows moving the limit, the queue, run(), options.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { ERROR_CODES } from '../../src/errors.js';
+import {
+  type Admission,
+  createShedder,
+  type Shedder,
+  type ShedderOptions,
+  type Ticket,
+} from '../../src/shed/index.js';
+import { isCode } from '../helpers/errors.js';
+
+function clocked(options: ShedderOptions = {}) {
+  const clock = { nowMs: 0 };
+  const shedder: Shedder = createShedder({ ...options, now: () => clock.nowMs });
+  return { clock, shedder };
+}
+
+function granted(admission: Admission | Promise<Admission>): Ticket {
+  assert.ok(!(admission instanceof Promise), 'answered at once');
+  assert.equal(admission.allowed, true);
+  return admission as Ticket;
+}
+
+/** Takes tickets of `priority` until one is refused; answers how many were granted. */
+function fill(shedder: Shedder, priority: string, into: Ticket[]): number {
+  for (let count = 0; ; count += 1) {
+    const admission = shedder.acquire({ priority });
+    assert.ok(!(admission instanceof Promise));
+    if (!admission.allowed) return count;
+    into.push(admission);
+  }
+}
+
+describe('classes and reserves', () => {
+  test('with the default classes and a limit of 10: sheddable to 7, default to 8, critical to 10', () => {
+    const { shedder } = clocked({ limit: { algorithm: 'aimd', initial: 10 } });
+    const tickets: Ticket[] = [];
+    assert.equal(fill(shedder, 'sheddable', tickets), 7);
+    assert.equal(fill(shedder, 'default', tickets), 1);
+    assert.equal(fill(shedder, 'critical', tickets), 2);
+    assert.equal(shedder.inFlight, 10);
+    const refusal = shedder.acquire({ priority: 'critical' });
+    assert.deepEqual(refusal, { allowed: false, priority: 'critical', retryAfterMs: 1000 });
+    const stats = shedder.stats();
+    assert.deepEqual(stats.priorities.sheddable, {
+      inFlight: 7,
+      queued: 0,
+      admitted: 7,
+      refused: 1,
+      dropped: 0,
+    });
+    assert.deepEqual(stats.priorities.critical, {
+      inFlight: 2,
+      queued: 0,
+      admitted: 2,
+      refused: 2,
+      dropped: 0,
+    });
+    // A release frees room for the class whose ceiling it is under.
+    (tickets[0] as Ticket).release();
+    (tickets[0] as Ticket).release(); // twice: counted once
+    assert.equal(shedder.inFlight, 9);
+    assert.equal((shedder.acquire({ priority: 'default' }) as Admission).allowed, false); // 9 ≥ 8
+    assert.equal((shedder.acquire({ priority: 'critical' }) as Admission).allowed, true);
+  });
+  test('a request without a priority is of the default class; an unknown one throws', () => {
+    const { shedder } = clocked({ priorities: ['gold', 'bronze'] });
+    assert.equal(granted(shedder.acquire()).priority, 'bronze');
+    assert.throws(
+      () => shedder.acquire({ priority: 'silver' }),
+      isCode(ERROR_CODES.INVALID_OPTION, /'gold', 'bronze'/),
+    );
+  });
+});
+
+describe('windows move the limit', () => {
+  test('a window closes after windowMs and windowSamples; latency from grant to release', () => {
+    const { clock, shedder } = clocked({
+      limit: { algorithm: 'gradient2', initial: 10, smoothing: 1, windowMs: 100, windowSamples: 4 },
+    });
+    const round = (latencyMs: number) => {
+      const tickets = Array.from({ length: 10 }, () => granted(shedder.acquire({ priority: 'critical' })));
+      clock.nowMs += latencyMs;
+      for (const ticket of tickets) ticket.release();
+    };
+    round(50); // 10 samples but only 50 ms: still open
+    assert.equal(shedder.limit, 10);
+    round(50); // 100 ms: closes at the first release after; mean 50 ms, busy: + queue (4)
+    assert.equal(shedder.limit, 14);
+    assert.equal(shedder.stats().latencyMs, 50);
+  });
+  test('drops shrink it', () => {
+    const { clock, shedder } = clocked({
+      limit: { algorithm: 'aimd', initial: 10, windowMs: 1, windowSamples: 1 },
+    });
+    const ticket = granted(shedder.acquire());
+    const others = Array.from({ length: 5 }, () => granted(shedder.acquire({ priority: 'critical' })));
+    clock.nowMs += 10;
+    ticket.release({ dropped: true });
+    assert.equal(shedder.limit, 9);
+    assert.equal(shedder.stats().priorities.default?.dropped, 1);
+    for (const other of others) other.release();
+  });
+});
+
+describe('the queue', () => {
+  test('waiters go most important first, oldest first, as tickets come back', async () => {
+    const { shedder } = clocked({
+      limit: { algorithm: 'aimd', initial: 2 },
+      queue: { max: 10, timeoutMs: 60_000 },
+    });
+    const first = granted(shedder.acquire({ priority: 'critical' }));
+    const second = granted(shedder.acquire({ priority: 'critical' }));
+    const order: string[] = [];
+    const wait = (priority: string, label: string) =>
+      Promise.resolve(shedder.acquire({ priority })).then((admission) => {
+        order.push(label);
+        return admission;
+      });
+    const waiting = [
+      wait('sheddable', 's1'),
+      wait('default', 'd1'),
+      wait('critical', 'c1'),
+      wait('default', 'd2'),
+    ];
+    assert.equal(shedder.stats().queued, 4);
+    first.release(); // 1 in flight: c1 (ceiling 2) goes; d1 (ceiling 1.6) does not fit yet
+    second.release(); // 1 in flight again
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(order, ['c1', 'd1']);
+    shedder.close();
+    const answers = await Promise.all(waiting);
+    assert.deepEqual(order, ['c1', 'd1', 'd2', 's1']);
+    assert.deepEqual(
+      answers.map((answer) => answer.allowed),
+      [false, true, true, false],
+    );
+  });
+  test('a full queue gives the newest waiter of a lower class up for a more important newcomer; a wait ends at timeoutMs', async () => {
+    const { shedder } = clocked({
+      limit: { algorithm: 'aimd', initial: 1 },
+      queue: { max: 1, timeoutMs: 20 },
+    });
+    const ticket = granted(shedder.acquire({ priority: 'critical' }));
+    const sheddable = shedder.acquire({ priority: 'sheddable' });
+    const critical = shedder.acquire({ priority: 'critical' });
+    assert.equal((await sheddable).allowed, false); // given up at once
+    const refusedAtOnce = shedder.acquire({ priority: 'sheddable' }); // full of a more important waiter
+    assert.equal((await refusedAtOnce).allowed, false);
+    assert.equal((await critical).allowed, false); // waited timeoutMs
+    assert.equal(shedder.stats().queued, 0);
+    ticket.release();
+  });
+});
+
+describe('run()', () => {
+  test('releases on settle, rejects refused calls with ERR_SLUICE_SHED, counts TimeoutError as dropped', async () => {
+    const { shedder } = clocked({ limit: { algorithm: 'aimd', initial: 1 } });
+    assert.equal(await shedder.run(() => 42, { priority: 'critical' }), 42);
+    assert.equal(shedder.inFlight, 0);
+    const timeout = Object.assign(new Error('slow'), { name: 'TimeoutError' });
+    await assert.rejects(
+      shedder.run(() => Promise.reject(timeout)),
+      /slow/,
+    );
+    assert.equal(shedder.stats().priorities.default?.dropped, 1);
+    const held = granted(shedder.acquire({ priority: 'critical' }));
+    let called = false;
+    await assert.rejects(
+      shedder.run(() => {
+        called = true;
+      }),
+      (error: unknown) =>
+        isCode(ERROR_CODES.SHED, /refused a call of priority "default"/)(error) &&
+        (error as Error).cause !== undefined,
+    );
+    assert.equal(called, false);
+    held.release();
+  });
+});
+
+describe('options', () => {
+  test('bad options throw ERR_SLUICE_INVALID_OPTION naming the option', () => {
+    const cases: Array<[ShedderOptions, RegExp]> = [
+      [{ priorities: [] }, /`priorities`/],
+      [{ priorities: ['a', 'a'] }, /`priorities\[1\].name`/],
+      [{ priorities: [{ name: 'a', reserve: 1.5 }, 'b'] }, /`priorities\[0\].reserve`/],
+      [
+        { priorities: [{ name: 'a', reserve: 0.6 }, { name: 'b', reserve: 0.5 }, 'c'] },
+        /add up to less than 1/,
+      ],
+      [{ defaultPriority: 'nope' }, /`defaultPriority`/],
+      [{ queue: { max: 0, timeoutMs: 10 } }, /`queue.max`/],
+      [{ queue: { max: 5 } as never }, /`queue.timeoutMs`/],
+      [{ retryAfterMs: -1 }, /`retryAfterMs`/],
+      [{ limitt: 'vegas' } as never, /Unknown option `createShedder.limitt`/],
+    ];
+    for (const [options, message] of cases) {
+      assert.throws(() => createShedder(options), isCode(ERROR_CODES.INVALID_OPTION, message));
+    }
+  });
+});
