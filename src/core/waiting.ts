@@ -124,7 +124,10 @@ async function scheduled(
     const slot = await unlessAborted(askSlot(pipeline, identifier, wait.cost, wait.parts, left), signal);
     const { decision } = slot;
     if (!decision.allowed) {
-      if (!isStoreFailure(decision.reason) || decision.retryAfterMs > left) return decision;
+      // A failure policy's denial, and an operator's that ends within reach, are asked again after
+      // their retryAfterMs, as the windows' denials are; any other refusal is final.
+      const passes = isStoreFailure(decision.reason) || decision.reason === 'denied';
+      if (!passes || decision.retryAfterMs > left) return decision;
       await sleep(decision.retryAfterMs, signal);
       continue;
     }
