@@ -7,8 +7,8 @@ import { type Waiter, WaiterQueue } from './queue.js';
 
 /** A call waiting in a lane: started when a slot comes, refused when none comes within reach. */
 export interface LaneWaiter extends Waiter {
-  /** A slot came and no pause holds: the call may go now. */
-  go(): void;
+  /** A slot came and no pause holds: the call may go now; a call that then does not run gives `slot` back. */
+  go(slot: Slot): void;
   /** No slot within `maxWaitMs`: the call will not go. */
   refuse(error: SluiceError): void;
 }
@@ -270,7 +270,7 @@ export class Lane {
   #use(slot: Slot): void {
     const waiter = this.#queue.shift();
     if (waiter === undefined) void slot.giveBack();
-    else waiter.go();
+    else waiter.go(slot);
   }
 
   #drop(held: Held): void {
