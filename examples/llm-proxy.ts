@@ -1,5 +1,6 @@
 // A proxy of a streaming LLM API that limits tokens per user: 100 reserved before each answer, the
 // usage its last event reports settled once the stream has ended (charged past the limit, into debt).
+// A client that hangs up stops the upstream, and pays for the tokens streamed until then.
 // It starts a small upstream of its own (streamed answers of `max_tokens` tokens) unless UPSTREAM_URL is set.
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -26,11 +27,15 @@ const tokens = createLimiter({
 });
 const ESTIMATE = 100;
 
-/** The `total_tokens` of the usage event (OpenAI's last chunk with `stream_options.include_usage`). */
-function usageOf(line: string): number | undefined {
-  if (!line.startsWith('data: {')) return undefined;
-  const event = JSON.parse(line.slice(6)) as { usage?: { total_tokens?: number } | null };
-  return event.usage?.total_tokens;
+/** What an event line reports: the `total_tokens` of the usage event, and the tokens of a delta (about one each). */
+function readEvent(line: string): { usage: number | undefined; tokens: number } {
+  if (!line.startsWith('data: {')) return { usage: undefined, tokens: 0 };
+  const event = JSON.parse(line.slice(6)) as {
+    choices?: Array<{ delta?: { content?: string } }>;
+    usage?: { total_tokens?: number } | null;
+  };
+  const tokens = event.choices?.some((choice) => choice.delta?.content) ? 1 : 0;
+  return { usage: event.usage?.total_tokens ?? undefined, tokens };
 }
 
 /** A stand-in for an LLM API: streams `max_tokens` words, then the usage, then [DONE]. */
@@ -62,27 +67,43 @@ app.post(
     limiter: tokens,
     key: headerKey('x-user'),
     cost: ESTIMATE,
-    settle: (_req, res) => res.locals.usage ?? ESTIMATE,
+    // The usage the upstream reported; when the client hung up before it came, the tokens streamed
+    // until then (the estimate at least: the prompt was read too).
+    settle: (_req, res) => res.locals.usage ?? Math.max(ESTIMATE, res.locals.streamed ?? 0),
     // Usage the store did not record: the user was served it without paying.
     onRefundError: (error) => console.error('usage not charged:', error),
   }),
   async (req, res) => {
-    const upstream = await fetch(`${upstreamUrl}/v1/chat/completions`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ ...req.body, stream: true, stream_options: { include_usage: true } }),
-    });
-    res.status(upstream.status).type('text/event-stream');
-    const decoder = new TextDecoder();
-    let pending = '';
-    for await (const chunk of upstream.body ?? []) {
-      res.write(chunk);
-      pending += decoder.decode(chunk, { stream: true });
-      const lines = pending.split('\n');
-      pending = lines.pop() ?? '';
-      for (const line of lines) res.locals.usage = usageOf(line) ?? res.locals.usage;
+    // A client that goes away stops the upstream: tokens nobody reads are not generated, nor paid for.
+    const gone = new AbortController();
+    res.on('close', () => gone.abort());
+    res.locals.streamed = 0;
+    try {
+      const upstream = await fetch(`${upstreamUrl}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ ...req.body, stream: true, stream_options: { include_usage: true } }),
+        signal: gone.signal,
+      });
+      res.status(upstream.status).type('text/event-stream');
+      const decoder = new TextDecoder();
+      let pending = '';
+      for await (const chunk of upstream.body ?? []) {
+        res.write(chunk);
+        pending += decoder.decode(chunk, { stream: true });
+        const lines = pending.split('\n');
+        pending = lines.pop() ?? '';
+        for (const line of lines) {
+          const { usage, tokens } = readEvent(line);
+          res.locals.streamed += tokens;
+          res.locals.usage = usage ?? res.locals.usage;
+        }
+      }
+      res.end();
+    } catch (error) {
+      // The client went away: the settle already charged what was streamed.
+      if (!gone.signal.aborted) throw error;
     }
-    res.end();
   },
 );
 // What a user has left, and how long it waits while it owes.

@@ -20,11 +20,14 @@ import type { Pipeline } from './pipeline.js';
 
 /**
  * What a call of a limiter with `overrides` has its store read (StoreRequest.storedReads): the
- * denial for the operations that ask for units (those whose denials the deny cache remembers), and
- * the limit unless the call gives its own, which wins.
+ * denial for the operations that ask for units (those whose denials the deny cache remembers, and a
+ * schedule: an operator's block holds for a future slot too, as wait() and throttle() take them),
+ * and the limit unless the call gives its own, which wins. A charge reads no denial: it records
+ * usage already served, which counts against what comes after the denial.
  */
 export function storedReads(policy: Policy, operation: Operation, callLimit: number | undefined): number {
-  const deny = OPERATIONS[operation].denyCache === 'lookup' ? STORED_READS.deny : 0;
+  const asks = OPERATIONS[operation].denyCache === 'lookup' || operation === 'schedule';
+  const deny = asks ? STORED_READS.deny : 0;
   const limit = callLimit === undefined && policy.rule.storedLimit !== undefined ? STORED_READS.limit : 0;
   return deny | limit;
 }

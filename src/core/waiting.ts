@@ -78,24 +78,44 @@ export async function waitFor(
   let allowed = false;
   let waitedMs: number | undefined;
   try {
-    const decision = policy.schedules
+    const { decision, decidedAt } = policy.schedules
       ? await scheduled(pipeline, identifier, wait, startedAt)
       : await polled(pipeline, identifier, wait, startedAt);
     allowed = decision.allowed;
     waitedMs = performance.now() - startedAt;
-    return answer(decision, waitedMs);
+    return answer(decision, waitedMs, Math.max(0, clockNow(pipeline) - decidedAt));
   } finally {
     pipeline.waited({ kind: 'done', waitedMs: waitedMs ?? performance.now() - startedAt, allowed });
   }
 }
 
-/** The decision wait() resolves with: the limiter's fields, how long it waited, and the reset from now. */
-function answer(decision: Decision, waitedMs: number): WaitDecision {
+/** A decision, and the time it was asked at (clockNow()): the store decides it then, or a round trip later. */
+interface Decided {
+  readonly decision: Decision;
+  readonly decidedAt: number;
+}
+
+/**
+ * Now in the clock that measures the decision's times: the limiter's own when it has one (a reset
+ * on a clock the caller moves has come closer only as far as that clock moved), else this process's.
+ */
+function clockNow(pipeline: Pipeline): number {
+  const now = pipeline.time();
+  return typeof now === 'number' ? now : performance.now();
+}
+
+/**
+ * The decision wait() resolves with: the limiter's fields, how long it waited, and the reset from
+ * now. A slot reserved at the start (GCRA, the token bucket) was decided `sinceMs` before the wait
+ * ends, and its reset has come that much closer; a window's decision is taken at the end of the
+ * wait, and its reset is as the store said.
+ */
+function answer(decision: Decision, waitedMs: number, sinceMs: number): WaitDecision {
   const answered: { -readonly [K in keyof WaitDecision]: WaitDecision[K] } = {
     allowed: decision.allowed,
     limit: decision.limit,
     remaining: decision.remaining,
-    resetMs: Math.max(0, Math.ceil(decision.resetMs - waitedMs)),
+    resetMs: Math.max(0, Math.ceil(decision.resetMs - sinceMs)),
     retryAfterMs: decision.retryAfterMs,
     waitedMs,
   };
@@ -117,14 +137,18 @@ async function scheduled(
   identifier: string,
   wait: Resolved,
   startedAt: number,
-): Promise<Decision> {
+): Promise<Decided> {
   const { signal } = wait;
   for (;;) {
     const left = budget(wait, startedAt);
+    const decidedAt = clockNow(pipeline);
     const slot = await unlessAborted(askSlot(pipeline, identifier, wait.cost, wait.parts, left), signal);
     const { decision } = slot;
     if (!decision.allowed) {
-      if (!isStoreFailure(decision.reason) || decision.retryAfterMs > left) return decision;
+      // A failure policy's denial, and an operator's that ends within reach, are asked again after
+      // their retryAfterMs, as the windows' denials are; any other refusal is final.
+      const passes = isStoreFailure(decision.reason) || decision.reason === 'denied';
+      if (!passes || decision.retryAfterMs > left) return { decision, decidedAt };
       await sleep(decision.retryAfterMs, signal);
       continue;
     }
@@ -134,7 +158,7 @@ async function scheduled(
       await slot.giveBack();
       throw reason;
     }
-    return decision;
+    return { decision, decidedAt };
   }
 }
 
@@ -144,18 +168,19 @@ async function polled(
   identifier: string,
   wait: Resolved,
   startedAt: number,
-): Promise<Decision> {
+): Promise<Decided> {
   for (;;) {
     const call = pipeline.prepare('limit', identifier, wait.cost, wait.parts);
     if (call instanceof SluiceError) throw call;
     const now = pipeline.time();
     if (now instanceof SluiceError) throw now;
     call.now = now;
+    const decidedAt = now ?? performance.now();
     const asked = pipeline.decide(call).then((decision) => new Slot(pipeline, call, decision));
     const { decision } = await unlessAborted(asked, wait.signal);
-    if (decision.allowed) return decision;
+    if (decision.allowed) return { decision, decidedAt };
     const left = budget(wait, startedAt);
-    if (decision.retryAfterMs > left) return decision;
+    if (decision.retryAfterMs > left) return { decision, decidedAt };
     const jitter = Math.random() * JITTER * Math.max(1, decision.retryAfterMs);
     await sleep(Math.min(left, decision.retryAfterMs + jitter), wait.signal);
   }

@@ -11,7 +11,7 @@ import {
   type ResolvedOptions,
   resolveRateLimitOptions,
 } from './options.js';
-import { type Finished, settleOnAbort, trackedResponse } from './settle.js';
+import { type Finished, type SentBody, sentBody, settleOnAbort, trackedResponse } from './settle.js';
 import { fetchRequestView, type RequestView } from './view.js';
 
 export { type ClientIpOptions, clientIp, headerKey } from './client-key.js';
@@ -119,7 +119,10 @@ function wrapper(
 }
 
 /** Each allowed request's `finished`, and whether it waits for the body's end (`settle`). */
-type Finishers = WeakMap<Request, { readonly finished: Finished; readonly tracks: boolean }>;
+type Finishers = WeakMap<
+  Request,
+  { readonly finished: Finished; readonly tracks: boolean; readonly sent: SentBody }
+>;
 
 /** A request's view, from the request and whatever the runtime passed after it. */
 type ViewOf = (request: Request, context: readonly unknown[]) => RequestView;
@@ -146,9 +149,10 @@ function guardFunction(
     if (evaluation.kind === 'skip') return undefined;
     if (evaluation.kind === 'allow') {
       const { finished, countsBytes } = evaluation;
-      if (finished !== undefined) finishers.set(request, { finished, tracks: countsBytes });
+      const sent = sentBody();
+      if (finished !== undefined) finishers.set(request, { finished, tracks: countsBytes, sent });
       // A client that goes away before the handler ends frees the request's slots at once.
-      settleOnAbort(request.signal, finished);
+      settleOnAbort(request.signal, finished, sent);
       return undefined;
     }
     const { refusal } = evaluation;
@@ -197,7 +201,7 @@ export function rateLimit(options: FetchRateLimitOptions): FetchRateLimiter {
     const found = finisher(request);
     const sent = withHeaders(response, headersFor(request), false);
     if (found === undefined) return sent;
-    if (found.tracks) return trackedResponse(sent, found.finished, response);
+    if (found.tracks) return trackedResponse(sent, found.finished, response, found.sent);
     found.finished(response.status, true, response, 0);
     return sent;
   };

@@ -6,7 +6,7 @@ import { type DenialInfo, decisionsOn, denialInfo, evaluate, infoOn } from './ha
 import { rateLimitHeaders } from './headers.js';
 import type { RateLimitInfo } from './info.js';
 import { adapterFunction, type RateLimitOptions, resolveRateLimitOptions } from './options.js';
-import { settleOnAbort, trackedResponse } from './settle.js';
+import { sentBody, settleOnAbort, trackedResponse } from './settle.js';
 import { fetchRequestView, type RequestView } from './view.js';
 
 export { type ClientIpOptions, clientIp, headerKey } from './client-key.js';
@@ -111,7 +111,8 @@ export function rateLimit<Name extends string = 'rateLimit'>(
     }
     c.set(variable, evaluation.info);
     // A client that goes away before the handler ends frees the request's slots at once.
-    settleOnAbort(raw.signal, evaluation.finished);
+    const sent = sentBody();
+    settleOnAbort(raw.signal, evaluation.finished, sent);
     await next();
     // Rendered after the handler: limiters further in may have added their own items.
     for (const [name, value] of Object.entries(
@@ -123,7 +124,7 @@ export function rateLimit<Name extends string = 'rateLimit'>(
     // A count mode needs the status alone; `settle` waits until the body has been read to its end
     // (a streamed answer settles after its last event).
     if (finished !== undefined) {
-      if (evaluation.countsBytes) c.res = trackedResponse(c.res, finished);
+      if (evaluation.countsBytes) c.res = trackedResponse(c.res, finished, c.res, sent);
       else finished(c.res.status, true, c.res, 0);
     }
     return undefined;

@@ -81,7 +81,8 @@ export interface RateLimitOptions<Req, Res = unknown> {
   readonly limit?: RequestLimit | ((request: Req) => RequestLimit | Promise<RequestLimit>);
   /**
    * Units a request takes: a number, or a function of the request. 0 lets the request through
-   * without counting it.
+   * without counting it (and, with `settle`, without settling it: `cost: 0` with `settle` is
+   * refused, and a function that answers 0 leaves that request unlimited).
    * @default 1
    */
   readonly cost?: number | ((request: Req) => number | Promise<number>);
@@ -321,6 +322,14 @@ export function resolveRateLimitOptions<Req, Res = unknown>(
   const cost = raw.cost ?? 1;
   if (typeof cost !== 'function' && (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0)) {
     throw invalidOption('cost', 'a whole number of at least 0, or a function of the request', cost);
+  }
+  // A request of cost 0 is let through uncounted, and what is not counted is never settled.
+  if (cost === 0 && raw.settle !== undefined) {
+    throw invalidOption(
+      'cost',
+      'an estimate of at least 1 with `settle` (a request of cost 0 is not counted, so nothing is settled)',
+      cost,
+    );
   }
   const count = raw.count ?? 'all';
   if (count !== 'all' && count !== 'failed' && count !== 'successful') {

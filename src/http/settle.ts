@@ -94,19 +94,20 @@ export function trackedResponse(
   response: Response,
   finished: Finished,
   given: Response = response,
+  sent: SentBody = sentBody(),
 ): Response {
+  sent.response = given;
   const source = response.body;
   if (source === null) {
     finished(response.status, true, given, 0);
     return response;
   }
   const reader = source.getReader();
-  let bytes = 0;
   let ended = false;
   const end = (completed: boolean): void => {
     if (ended) return;
     ended = true;
-    finished(response.status, completed, given, bytes);
+    finished(response.status, completed, given, sent.bytes);
   };
   const body = new ReadableStream<Uint8Array>({
     async pull(controller) {
@@ -117,7 +118,7 @@ export function trackedResponse(
           end(true);
           return;
         }
-        bytes += value.byteLength;
+        sent.bytes += value.byteLength;
         controller.enqueue(value);
       } catch (error) {
         controller.error(error);
@@ -229,14 +230,36 @@ function renewing<Req>(
 }
 
 /**
- * Settles when a web-standard request's client goes away (its signal aborts, as @hono/node-server,
- * Deno and Bun abort it), so that an aborted request does not hold its slots until they lapse.
+ * What a web-standard response has sent of its body so far: the handler's response once it
+ * answered, and the bytes its tracked body handed on (see trackedResponse).
  */
-export function settleOnAbort(signal: AbortSignal | undefined, finished: Finished | undefined): void {
+export interface SentBody {
+  response: Response | undefined;
+  bytes: number;
+}
+
+/** Nothing sent yet: the handler has not answered. */
+export function sentBody(): SentBody {
+  return { response: undefined, bytes: 0 };
+}
+
+/**
+ * Settles when a web-standard request's client goes away (its signal aborts, as @hono/node-server,
+ * Deno and Bun abort it), so that an aborted request does not hold its slots until they lapse. The
+ * runtime aborts before it stops reading the body: what the body sent so far is settled (with the
+ * handler's response, when it had answered), not nothing, so that hanging up mid-body does not
+ * give back a byte quota's whole estimate.
+ */
+export function settleOnAbort(
+  signal: AbortSignal | undefined,
+  finished: Finished | undefined,
+  sent: SentBody,
+): void {
   if (finished === undefined || signal === undefined) return;
+  const abort = (): void => finished(499, false, sent.response, sent.bytes);
   if (signal.aborted) {
-    finished(499, false, undefined, 0);
+    abort();
     return;
   }
-  signal.addEventListener('abort', () => finished(499, false, undefined, 0), { once: true });
+  signal.addEventListener('abort', abort, { once: true });
 }

@@ -1,6 +1,6 @@
 // One throttled call: waits in its lane for a slot, runs, and learns from the upstream's answer (pause, retry).
 import { performance } from 'node:perf_hooks';
-import type { Pipeline } from '../core/index.js';
+import type { Pipeline, Slot } from '../core/index.js';
 import { ERROR_CODES, SluiceError } from '../errors.js';
 import { MAX_PAUSE_MS } from '../operations.js';
 import type { Lane, LaneWaiter } from './lane.js';
@@ -39,6 +39,11 @@ export class ThrottledCall<T> implements LaneWaiter {
   #queuedAt = 0;
   #deadline: NodeJS.Timeout | undefined;
   #settled = false;
+  /**
+   * The upstream's last refusal (429, 503) while the call waits to be made again: what the call
+   * answers, as it came, if it is not made again (no slot in time).
+   */
+  #refused: { readonly value: unknown; readonly threw: boolean } | undefined;
 
   constructor(
     settings: CallSettings,
@@ -64,38 +69,71 @@ export class ThrottledCall<T> implements LaneWaiter {
     else lane.enqueue(this);
   }
 
-  go(): void {
+  go(slot: Slot): void {
     const { concurrency, key, maxWaitMs, signal } = this.#settings;
     // What is left of `maxWaitMs` after the wait for the rate slot is the wait for a concurrency slot.
     const leftMs = maxWaitMs - (performance.now() - this.#queuedAt);
     this.#waited(true);
     if (signal?.aborted === true) {
+      void slot.giveBack();
+      this.#leaveRefused();
       this.#finish(false, signal.reason);
       return;
     }
     this.#tries++;
+    this.#leaveRefused();
+    let made = false;
+    const fn = (): T | PromiseLike<T> => {
+      made = true;
+      return this.#fn();
+    };
     Promise.resolve()
-      .then(() => (concurrency === undefined ? this.#fn() : concurrency.hold(key, this.#fn, leftMs, signal)))
+      .then(() => (concurrency === undefined ? fn() : concurrency.hold(key, fn, leftMs, signal)))
       .then(
         (value) => this.#answered(value, false),
-        (error: unknown) => this.#answered(error, true),
+        (error: unknown) => {
+          // No concurrency slot came (out of time, aborted): the rate slot was not used.
+          if (!made) void slot.giveBack();
+          this.#answered(error, true);
+        },
       );
   }
 
   refuse(error: SluiceError): void {
     this.#waited(false);
-    this.#finish(false, error);
+    this.#endWaiting(error);
   }
 
   readonly #aborted = (): void => {
-    if (!this.gone) this.#leave((this.#settings.signal as AbortSignal).reason);
+    if (!this.gone) {
+      this.#leaveRefused();
+      this.#leave((this.#settings.signal as AbortSignal).reason);
+    }
   };
 
   /** Leaves the queue before a slot came (aborted, out of time). */
   #leave(reason: unknown): void {
     this.#settings.lane.cancel(this);
     this.#waited(false);
-    this.#finish(false, reason);
+    this.#endWaiting(reason);
+  }
+
+  /**
+   * The wait ended without a slot: a call already made answers what the upstream answered it, as it
+   * came; one never made rejects with `reason`.
+   */
+  #endWaiting(reason: unknown): void {
+    const refused = this.#refused;
+    this.#refused = undefined;
+    if (refused === undefined) this.#finish(false, reason);
+    else this.#finish(!refused.threw, refused.value);
+  }
+
+  /** The upstream's refusal kept for the call will not be its answer: its body is let go. */
+  #leaveRefused(): void {
+    const refused = this.#refused;
+    this.#refused = undefined;
+    if (refused !== undefined) void discard(refused.value);
   }
 
   #timedOut(): SluiceError {
@@ -121,9 +159,10 @@ export class ThrottledCall<T> implements LaneWaiter {
     const again = pause?.refused === true && this.#tries <= retries && signal?.aborted !== true;
     const pauseMs = pause === undefined ? 0 : Math.min(pause.pauseMs, MAX_PAUSE_MS);
     if (again) {
-      // The refused answer is dropped (its body would hold the connection), and the call keeps its
-      // turn: the store call that writes the pause takes its slot too.
-      void discard(value);
+      // The refused answer is kept until the call is made again (then its body is let go: it would
+      // hold the connection), and answers if no slot comes in time. The call keeps its turn: the
+      // store call that writes the pause takes its slot too.
+      this.#refused = { value, threw };
       this.queue(true, pauseMs);
       return;
     }

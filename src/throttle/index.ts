@@ -55,7 +55,8 @@ export interface ThrottleOptions {
   readonly maxWaitMs?: number;
   /**
    * How many times a call the upstream refused (429, or 503 with `Retry-After`) is made again, each
-   * after the pause the upstream asked for and a new slot. Then its answer is returned as it came.
+   * after the pause the upstream asked for and a new slot. Then (or when no slot for the next try
+   * comes within `maxWaitMs`) its answer is returned as it came.
    * @default 2
    */
   readonly retries?: number;

@@ -7,8 +7,8 @@ import { type Waiter, WaiterQueue } from './queue.js';
 
 /** A call waiting in a lane: started when a slot comes, refused when none comes within reach. */
 export interface LaneWaiter extends Waiter {
-  /** A slot came and no pause holds: the call may go now. */
-  go(): void;
+  /** A slot came and no pause holds: the call may go now; a call that then does not run gives `slot` back. */
+  go(slot: Slot): void;
   /** No slot within `maxWaitMs`: the call will not go. */
   refuse(error: SluiceError): void;
 }
@@ -156,9 +156,14 @@ export class Lane {
       else this.#hold(slot, performance.now() + decision.waitMs);
       return;
     }
-    if (isStoreFailure(decision.reason)) {
-      // The failure policy denies: asked again after its retryAfterMs (waiters may run out of time
-      // meanwhile); counted in flight until then, so that the pump does not ask at once.
+    if (decision.reason === 'denied' && decision.retryAfterMs > this.#settings.maxWaitMs) {
+      this.#refuseDenied(decision.retryAfterMs);
+      return;
+    }
+    if (isStoreFailure(decision.reason) || decision.reason === 'denied') {
+      // The failure policy denies, or an operator's denial ends within reach: asked again after its
+      // retryAfterMs (waiters may run out of time meanwhile); counted in flight until then, so that
+      // the pump does not ask at once.
       const id = this.#calls++;
       this.#inFlight.set(id, { sentAt: Number.NEGATIVE_INFINITY, taking: true });
       setTimeout(() => {
@@ -192,6 +197,16 @@ export class Lane {
       if (i < covered) this.#queue.restore(waiter);
       else waiter.refuse(refusal);
     });
+  }
+
+  /** The key is denied (`limiter.deny()`) beyond maxWaitMs: no call waiting goes, and no slot held is used. */
+  #refuseDenied(leftMs: number): void {
+    const refusal = new SluiceError(
+      ERROR_CODES.MAX_WAIT,
+      `\`${this.#settings.key}\` is denied for ${leftMs} ms more, beyond \`maxWaitMs\` (${this.#settings.maxWaitMs} ms): the call was not made.`,
+    );
+    for (const waiter of this.#queue.drain()) waiter.refuse(refusal);
+    for (const held of this.#held) this.#drop(held);
   }
 
   #hold(slot: Slot, wakeAt: number): void {
@@ -232,7 +247,11 @@ export class Lane {
    * pause holds, moves on by its shift (every slot handed out before the pause did).
    */
   #checked(sentAt: number, answer: Slot): void {
-    const { pausedMs, shiftMs } = answer.decision;
+    const { decision } = answer;
+    // An operator's denial holds the slots as a pause does, for what is left of it.
+    const denied = decision.reason === 'denied';
+    const pausedMs = denied ? decision.retryAfterMs : decision.pausedMs;
+    const shiftMs = denied ? 0 : decision.shiftMs;
     const now = performance.now();
     for (const held of this.#held) {
       if (!held.checking || held.wakeAt > sentAt) continue;
@@ -251,7 +270,7 @@ export class Lane {
   #use(slot: Slot): void {
     const waiter = this.#queue.shift();
     if (waiter === undefined) void slot.giveBack();
-    else waiter.go();
+    else waiter.go(slot);
   }
 
   #drop(held: Held): void {

@@ -12,9 +12,11 @@ import {
   type Policy,
   type Store,
   slidingLog,
+  slidingWindow,
   tokenBucket,
 } from '../../src/index.js';
 import { keySlot } from '../../src/stores/redis/slot.js';
+import { throttle } from '../../src/throttle/index.js';
 import { BACKENDS, openBackend } from '../helpers/backends.js';
 import { isCode } from '../helpers/errors.js';
 import { type RedisServer, startRedis } from '../helpers/redis-server.js';
@@ -133,6 +135,44 @@ for (const kind of BACKENDS) {
         assert.equal((await limiter.limit('mallory')).retryAfterMs, 3_600_000, 'an hour by default');
         assert.equal(await limiter.undeny('mallory'), true);
         assert.equal((await limiter.limit('mallory')).allowed, true);
+      } finally {
+        await backend.close();
+      }
+    });
+
+    test('a denial stops every operation that takes units on every algorithm: wait(), a scheduled slot, throttle()', async () => {
+      const backend = await openBackend(kind, server);
+      try {
+        const time = { now: 1_700_000_000_000 };
+        const policies: Array<[string, Policy]> = [
+          ['fixedWindow', fixedWindow({ limit: 10, windowMs: 60_000 }) as Policy],
+          ['slidingWindow', slidingWindow({ limit: 10, windowMs: 60_000 }) as Policy],
+          ['slidingLog', slidingLog({ limit: 10, windowMs: 60_000 }) as Policy],
+          ['gcra', gcra({ limit: 10, periodMs: 60_000 }) as Policy],
+          ['tokenBucket', tokenBucket({ capacity: 10, refillPerSecond: 1 }) as Policy],
+        ];
+        for (const [label, policy] of policies) {
+          const limiter = limiterOn(backend.store, time, policy);
+          await limiter.deny('bad', { forMs: 60_000 });
+          const waited = await limiter.wait('bad', { maxWaitMs: 1000 });
+          assert.deepEqual(
+            [waited.allowed, waited.reason, waited.retryAfterMs],
+            [false, 'denied', 60_000],
+            `${label}: wait() is refused by the denial`,
+          );
+          if (policy.schedules === true) {
+            let made = 0;
+            const calls = throttle({ limiter, key: 'bad', maxWaitMs: 1000 });
+            await assert.rejects(
+              calls.run(() => made++),
+              isCode(ERROR_CODES.MAX_WAIT),
+            );
+            assert.equal(made, 0, `${label}: the throttled call was not made`);
+          }
+          assert.equal(await limiter.undeny('bad'), true);
+          const after = await limiter.peek('bad');
+          assert.equal(after.remaining, 10, `${label}: nothing was taken while denied`);
+        }
       } finally {
         await backend.close();
       }

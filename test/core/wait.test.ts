@@ -11,6 +11,8 @@ import {
   type Limiter,
   type Policy,
   type Store,
+  slidingLog,
+  slidingWindow,
   tokenBucket,
 } from '../../src/index.js';
 import { BACKENDS, type Backend, openBackend } from '../helpers/backends.js';
@@ -66,6 +68,37 @@ for (const kind of BACKENDS.slice(0, 2)) {
         assert.equal(await nextSlotMs(limiter, 'a'), 100, 'the refused wait took nothing');
       });
     }
+
+    test('a granted wait answers the reset of the state it returns: a window decided at the end, a slot reserved at the start', async () => {
+      // Each limiter's clock is moved by the test. 1 unit per second, taken at +500 ms into a window;
+      // the wait asks at +500 (refused, or a slot 1000 ms on), and the clock is at +2000 when it asks
+      // again or its slot comes: what it answers must be what the state says at +2000. (The Redis
+      // keys expire in real time: half a window keeps the first grant's key for the wait's first ask.)
+      const cases: Array<[string, Policy, number]> = [
+        // The window [2000, 3000) was opened by the grant.
+        ['fixedWindow', fixedWindow({ limit: 1, windowMs: 1000 }) as Policy, 1000],
+        // The grant counts in [2000, 3000) and, weighted, in the next window, until 4000.
+        ['slidingWindow', slidingWindow({ limit: 1, windowMs: 1000 }) as Policy, 2000],
+        // The entry written at +2000 leaves the log at +3000.
+        ['slidingLog', slidingLog({ limit: 1, windowMs: 1000 }) as Policy, 1000],
+        // The slot at +1500 was reserved at +500: the TAT is +2500, 500 from +2000.
+        ['gcra', gcra({ limit: 1, periodMs: 1000, burst: 1 }) as Policy, 500],
+        ['tokenBucket', tokenBucket({ capacity: 1, refillPerSecond: 1 }) as Policy, 500],
+      ];
+      for (const [label, policy, resetMs] of cases) {
+        const start = 1_700_000_000_000;
+        const time = { now: start + 500 };
+        const limiter = limiterOn(backend.store, policy, () => time.now);
+        assert.equal((await limiter.limit('r')).allowed, true);
+        const waiting = limiter.wait('r', { maxWaitMs: 5000 });
+        // wait() read the clock for its first ask before it returned.
+        time.now = start + 2000;
+        const granted = await waiting;
+        assert.equal(granted.allowed, true, label);
+        assert.ok(granted.waitedMs > 0, `${label}: it waited`);
+        assert.equal(granted.resetMs, resetMs, `${label}: the reset at +2000`);
+      }
+    });
 
     test('an aborted wait rejects with its reason and gives its slot back: the next call moves up one slot', async () => {
       const now = 1_700_000_000_000;

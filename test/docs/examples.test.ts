@@ -3,8 +3,11 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { setTimeout as delay } from 'node:timers/promises';
 import { SCRIPTS } from '../../src/stores/redis/scripts.js';
 import { allCodeBlocks, type CodeBlock, onPages } from '../helpers/code-blocks.js';
 import { runExample, startExample } from '../helpers/example-process.js';
@@ -355,6 +358,71 @@ describe('examples against a real Redis', () => {
       assert.equal((await ask('bob', 10)).status, 200, 'another user has a quota of its own');
     } finally {
       await app.stop();
+    }
+  });
+
+  test('llm-proxy: a client that hangs up stops the upstream and pays for the tokens streamed until then', async (t) => {
+    // An upstream of the test's: up to 5000 token events, 10 per write, until its client goes.
+    const TOKENS = 5000;
+    let sent = 0;
+    let closedEarly = false;
+    const upstream = createServer((request, response) => {
+      request.resume();
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      const event = `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: 'tok ' } }] })}\n\n`;
+      const timer = setInterval(() => {
+        if (sent >= TOKENS) {
+          clearInterval(timer);
+          const usage = { prompt_tokens: 10, completion_tokens: TOKENS, total_tokens: TOKENS + 10 };
+          response.end(`data: ${JSON.stringify({ choices: [], usage })}\n\ndata: [DONE]\n\n`);
+          return;
+        }
+        sent += 10;
+        response.write(event.repeat(10));
+      }, 2);
+      response.on('close', () => {
+        clearInterval(timer);
+        if (sent < TOKENS) closedEarly = true;
+      });
+    });
+    await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+    await redisCommand(redis.port, ['FLUSHALL']);
+    const app = await startExample(process.execPath, [sandbox.example('llm-proxy')], {
+      ...env(),
+      PORT: String(await freePort()),
+      UPSTREAM_URL: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`,
+    });
+    try {
+      const client = new AbortController();
+      const answer = await fetch(`${app.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-user': 'carol' },
+        body: JSON.stringify({ model: 'any', messages: [] }),
+        signal: client.signal,
+      });
+      assert.equal(answer.status, 200);
+      // Read 950 token events of the user's 1000, then hang up.
+      let seen = 0;
+      const decoder = new TextDecoder();
+      for await (const chunk of answer.body ?? []) {
+        seen += decoder.decode(chunk, { stream: true }).split('"delta"').length - 1;
+        if (seen >= 950) break;
+      }
+      client.abort();
+      // The proxy sees the close, charges and aborts the upstream: counted, not timed (a bound of 10 s).
+      for (let i = 0; i < 400 && !closedEarly && sent < TOKENS; i++) await delay(25);
+      assert.ok(closedEarly, `the upstream was stopped: it sent ${sent} of ${TOKENS} tokens`);
+      const quota = (await (
+        await fetch(`${app.url}/v1/quota`, { headers: { 'x-user': 'carol' } })
+      ).json()) as { remaining: number };
+      // At least 950 of 1000 charged (the bucket refills 1000 a minute: 400 is 24 s of refill);
+      // the estimate alone (100) would leave about 900.
+      t.diagnostic(`client read ${seen}, upstream sent ${sent} of ${TOKENS}, ${quota.remaining} of 1000 left`);
+      assert.ok(quota.remaining < 500, `${quota.remaining} left after ${seen} tokens streamed`);
+    } finally {
+      await app.stop();
+      upstream.closeAllConnections();
+      upstream.close();
     }
   });
 

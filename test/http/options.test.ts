@@ -25,6 +25,7 @@ describe('middleware options', () => {
         [{ limiter: [] }, /`limiter`/],
         [{ limiter, cost: -1 }, /`cost`.*-1 \(number\)/],
         [{ limiter, cost: 1.5 }, /`cost`/],
+        [{ limiter, cost: 0, settle: () => 1 }, /`cost`.*at least 1 with `settle`.*0 \(number\)/],
         [{ limiter, count: 'failures' }, /`count`.*"failures"/],
         [{ limiter, headers: 'draft-9' }, /`headers`/],
         [{ limiter, headers: ['ietf', 'draft-7'] }, /`headers`.*at most one/],

@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
+import { askSlot, limiterPipeline, type Pipeline } from '../../src/core/index.js';
 import { concurrency, createLimiter, ERROR_CODES, gcra, type Limiter, RedisStore } from '../../src/index.js';
 import { throttle } from '../../src/throttle/index.js';
 import { isCode } from '../helpers/errors.js';
@@ -95,6 +96,40 @@ describe('throttle({ concurrency }) on Redis', () => {
     letGo?.();
     await holder;
     assert.equal((await inFlight.peek('default')).remaining, 1);
+  });
+
+  test('a call refused for want of a concurrency slot gives its rate slot back', async () => {
+    // The rate's clock stands still: two slots at once, then one a minute; what is taken shows as the
+    // next slot (and the key outlives the test in Redis's own time).
+    const time = { now: 1_700_000_000_000 };
+    const rate = createLimiter({
+      store: new RedisStore({ client: suite.redis.client }),
+      policy: gcra({ limit: 1, periodMs: 60_000, burst: 2 }),
+      name: unique('rate'),
+      clock: () => time.now,
+      timeoutMs: 60_000,
+    });
+    const nextSlotMs = async (): Promise<number> =>
+      (await askSlot(limiterPipeline(rate) as Pipeline, 'default', 1, undefined, -1)).decision.waitMs;
+    const inFlight = slots(1, 60_000);
+    const calls = throttle({ limiter: rate, concurrency: inFlight, maxWaitMs: 400 });
+    let letGo: (() => void) | undefined;
+    const holder = calls.run(() => new Promise<void>((resolve) => (letGo = resolve)));
+    await until(() => letGo !== undefined);
+    assert.equal(await nextSlotMs(), 0, 'the holder took one of the two slots');
+    let made = false;
+    await assert.rejects(
+      calls.run(() => {
+        made = true;
+      }),
+      isCode(ERROR_CODES.MAX_WAIT, /`concurrency`/),
+    );
+    assert.equal(made, false);
+    assert.equal(await nextSlotMs(), 0, 'the refused call took the second slot and gave it back');
+    assert.equal((await rate.limit('default')).allowed, true, 'the slot given back is taken again');
+    assert.equal(await nextSlotMs(), 60_000);
+    letGo?.();
+    await holder;
   });
 
   test('wait() on a concurrency limiter answers the lease it took, which releases the slot', async () => {

@@ -117,6 +117,27 @@ describe('throttle() in one process', () => {
     assert.equal(thrown, 2);
   });
 
+  test('a refused call whose next try gets no slot within maxWaitMs answers the refusal as it came', async () => {
+    // The upstream asks for 5 s; the throttle waits at most 1 s: the call is not made again.
+    const calls = throttle({ limiter: paced(1000), maxWaitMs: 1000, retries: 2 });
+    let tries = 0;
+    const refusal = new Response('slow down', { status: 429, headers: { 'retry-after': '5' } });
+    const answer = await calls.run(() => {
+      tries++;
+      return refusal;
+    });
+    assert.equal(answer, refusal, 'the very answer the upstream gave');
+    assert.equal(await answer.text(), 'slow down', 'its body unread');
+    assert.equal(tries, 1);
+    // A call never made still rejects: the pause holds the key for 5 s.
+    let made = 0;
+    await assert.rejects(
+      calls.run(() => made++),
+      isCode(ERROR_CODES.MAX_WAIT),
+    );
+    assert.equal(made, 0);
+  });
+
   test('fetch() sends a Request again after a refusal (a copy of it each time)', async () => {
     const bodies: string[] = [];
     const fake: typeof fetch = async (input) => {
