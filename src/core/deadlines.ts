@@ -36,6 +36,8 @@ export class Deadlines<E extends Expiring = Racer> {
   #unsettled = 0;
   #timer: NodeJS.Timeout | undefined;
   #sweeping = false;
+  /** Calls tracked since the last check phase, whose clock #restart starts again. */
+  #fresh: E[] = [];
   /** When the sweep first saw a call out of time; it looks again one turn of the loop later. */
   #lookedAt: number | undefined;
 
@@ -93,6 +95,9 @@ export class Deadlines<E extends Expiring = Racer> {
    */
   track(call: E): void {
     call.deadline = performance.now() + this.timeoutMs;
+    // The clock starts again once this turn of the event loop is over (see #restart).
+    this.#fresh.push(call);
+    if (this.#fresh.length === 1) setImmediate(this.#restart);
     // Calls mostly settle in the order they started: drop the settled ones at the head now, so the
     // queue (and the closures its entries hold) stays about the size of what is in flight, not of
     // every call made in the last timeoutMs. A sweep in progress owns the queue: it trims itself.
@@ -107,6 +112,19 @@ export class Deadlines<E extends Expiring = Racer> {
       timer.ref();
     }
   }
+
+  /**
+   * The calls tracked in this turn of the event loop get their full `timeoutMs` from its check
+   * phase: by then the store's client has written them (some clients write on setImmediate), and
+   * the time they spent behind this thread's own work (the rest of a burst being decoded, a long
+   * callback) is not counted as the store's.
+   */
+  readonly #restart = (): void => {
+    const deadline = performance.now() + this.timeoutMs;
+    const fresh = this.#fresh;
+    for (const call of fresh) if (!call.settled) call.deadline = deadline;
+    fresh.length = 0;
+  };
 
   #trim(): void {
     const queue = this.#queue;
