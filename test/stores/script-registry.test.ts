@@ -3,10 +3,12 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
+import { Redis } from 'ioredis';
 import { DECISION_SCRIPTS, LUA_FILES } from '../../src/stores/redis/lua.generated.js';
 import { SCRIPTS, type ScriptKey, scriptLine } from '../../src/stores/redis/scripts.js';
 import { ROOT } from '../helpers/paths.js';
+import { type RedisServer, startRedis } from '../helpers/redis-server.js';
 
 const names = Object.keys(SCRIPTS) as ScriptKey[];
 
@@ -46,6 +48,36 @@ describe('the script registry', () => {
         else assert.ok(original.startsWith(line), `${name}:${i + 1} is ${from.file}:${from.line}`);
       });
       assert.equal(scriptLine(name, lines.length + 1), undefined, name);
+    }
+  });
+});
+
+describe('a Lua error on the server', () => {
+  let server: RedisServer;
+  before(async () => {
+    server = await startRedis();
+  });
+  after(async () => {
+    await server.stop();
+  });
+
+  test('names a line of the script that scriptLine() maps to the line of the .lua file that raised it', async () => {
+    const admin = new Redis({ port: server.port });
+    try {
+      // An operation the concurrency policy does not take: its function raises error().
+      const reply = admin.call('EVAL', SCRIPTS.concurrency.body, '1', 'k', '9', '', '1', '1000', '1', '0');
+      const message = await reply.then(
+        () => '',
+        (error: Error) => error.message,
+      );
+      const line = Number(/user_script:(\d+):/.exec(message)?.[1]);
+      assert.ok(line > 0, message);
+      const from = scriptLine('concurrency', line);
+      assert.ok(from !== undefined, message);
+      const source = readFileSync(join(ROOT, from.file), 'utf8').split('\n')[from.line - 1] ?? '';
+      assert.match(source, /error\('sluice: concurrency\(\) has no operation/, `${from.file}:${from.line}`);
+    } finally {
+      admin.disconnect();
     }
   });
 });

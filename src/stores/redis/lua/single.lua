@@ -16,7 +16,8 @@
 --     A function never reads TIME itself: every key of a batch is decided at the same `now`.
 --     op: the operation's code as text (src/operations.ts: '0' limit, '1' peek, '2' refund,
 --     '3' charge, '4' schedule, '5' release, '6' extend). A function raises error() for an op it
---     does not take (the store only sends what the policy takes). cost: a positive whole number.
+--     does not take (the store only sends what the policy takes). cost: a whole number (units,
+--     or a budget write's amount).
 --     first, second: the policy's two parameters as numbers (a window's limit and ms; GCRA's
 --     interval and tolerance; ...), or those a stored limit gives (stored.lua's limit_params).
 --     operand1, operand2: the operation's operands: numbers, except a lease's (op '0' of a
@@ -27,9 +28,10 @@
 --     fields (FIELDS below: a charge's debt and units cut off, a schedule's wait, pause and shift, a
 --     lease's token, expiry and slots reclaimed), none for limit, peek and refund.
 --   Duties. A denial and a peek take nothing and write nothing that changes a later decision.
---     Every write sets the key's expiry in the same call, to when its state would read as empty,
---     never later (PX), so Redis removes idle identifiers; on the server's clock (server_clock) a
---     key whose expiry is already right may keep it (SET ... KEEPTTL). A function whose file says
+--     Every write sets the key's expiry in the same call (PX), no later than when its state stops
+--     mattering to a decision (each file says when: a window's end, the TAT, a lease length past
+--     the last slot), so Redis removes idle identifiers; on the server's clock (server_clock) a key
+--     whose expiry is already right may keep it (SET ... KEEPTTL). A function whose file says
 --     `reads-ahead` reads its key first, through get() (prelude.lua): in a batch the keys were
 --     read with one MGET. Functions are `local`, named after their file (`-` becomes `_`), and
 --     their helpers are prefixed the same way: every algorithm shares one chunk in all.lua.
