@@ -17,21 +17,25 @@ export const GROUPS = {
     label: "the algorithms' differential (memory store against Redis, each client library)",
     match: ['algorithms/differential.test'],
   },
-  adapters: { label: 'every HTTP adapter, in memory and on Redis', match: ['http/'] },
+  adapters: {
+    label:
+      'every HTTP adapter (Express, Fastify, Koa, NestJS, `node:http`, fetch, Hono), in memory and on Redis',
+    match: ['http/'],
+  },
   service: { label: 'the `sluice serve` decision service', match: ['cli/serve.test'] },
   envoy: { label: "Envoy's gRPC rate limit service", match: ['envoy/limits.test'] },
   install: { label: 'installing the packed packages', match: ['package/install.test'] },
   memory: { label: 'the memory store', match: ['stores/memory.test'] },
   redis: {
-    label: 'the Redis store (ioredis, node-redis, iovalkey, valkey-glide)',
+    label: 'the Redis store (ioredis, node-redis, iovalkey, Valkey GLIDE)',
     match: ['stores/redis.test'],
   },
   fetchHono: {
-    label: 'sluice/fetch and sluice/hono (conformance)',
+    label: '`sluice/fetch` and `sluice/hono` (conformance)',
     match: ['http/fetch.test', 'http/hono.test'],
   },
   served: {
-    label: "sluice/fetch and sluice/hono served by the runtime's own server, on Redis",
+    label: "`sluice/fetch` and `sluice/hono` served by the runtime's own server, on Redis",
     match: ['runtimes/serve.test'],
   },
 };
@@ -179,11 +183,6 @@ async function main() {
   const chosen = args.length === 0 ? LEGS : LEGS.filter((leg) => args.includes(leg.id));
   if (chosen.length === 0) throw new Error(`No leg named ${args.join(', ')}: node scripts/matrix.mjs --list`);
   buildTests();
-  // A partial run keeps the other legs' last results, so that the README's table can be written from them.
-  let kept = [];
-  try {
-    kept = JSON.parse(readFileSync(RESULTS, 'utf8')).filter((r) => !chosen.some((leg) => leg.id === r.id));
-  } catch {}
   const results = [];
   for (const leg of chosen) {
     const runtime = install(leg.id);
@@ -191,7 +190,14 @@ async function main() {
     results.push(...(await runLeg(leg, runtime)));
   }
   mkdirSync(dirname(RESULTS), { recursive: true });
-  const all = [...kept, ...results];
+  // A partial run keeps the other legs' last results, so that the README's table can be written from them.
+  let kept = [];
+  try {
+    kept = JSON.parse(readFileSync(RESULTS, 'utf8')).filter((r) => !chosen.some((leg) => leg.id === r.id));
+  } catch {}
+  const all = [...kept, ...results].sort(
+    (a, b) => LEGS.findIndex((l) => l.id === a.id) - LEGS.findIndex((l) => l.id === b.id),
+  );
   writeFileSync(RESULTS, `${JSON.stringify(all, null, 2)}\n`);
   console.log('\nRuntime matrix (this run):');
   console.log('leg\tversion\tserver\ttests\tpassed\tfailed\tskipped\tseconds\tsuites');
