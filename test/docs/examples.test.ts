@@ -417,7 +417,9 @@ describe('examples against a real Redis', () => {
       ).json()) as { remaining: number };
       // At least 950 of 1000 charged (the bucket refills 1000 a minute: 400 is 24 s of refill);
       // the estimate alone (100) would leave about 900.
-      t.diagnostic(`client read ${seen}, upstream sent ${sent} of ${TOKENS}, ${quota.remaining} of 1000 left`);
+      t.diagnostic(
+        `client read ${seen}, upstream sent ${sent} of ${TOKENS}, ${quota.remaining} of 1000 left`,
+      );
       assert.ok(quota.remaining < 500, `${quota.remaining} left after ${seen} tokens streamed`);
     } finally {
       await app.stop();
