@@ -11,7 +11,14 @@
  * @packageDocumentation
  */
 
-export { type Group, groupFor, hasLeaseFields } from './core/index.js';
+export {
+  type Group,
+  groupFor,
+  hasLeaseFields,
+  limiterPipeline,
+  newSettleId,
+  settleReserved,
+} from './core/index.js';
 export { DEFAULT_DENY_MS } from './core/stored.js';
 export { describeValue, errorDocs } from './errors.js';
 export { describesUnit, STYLE_WRITERS } from './http/header-styles.js';

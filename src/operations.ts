@@ -134,9 +134,19 @@ export function checkCharge(option: string, amount: unknown): SluiceError | unde
   return undefined;
 }
 
-/** The debt a charge may leave, as its script reads it: the policy's `maxDebt`, else one allowance. */
+/**
+ * The settle a refund or a charge carries last, as a decimal integer: a reservation's id, which the
+ * store remembers until the window of the state it settled is over, so that the same settle sent
+ * again (a retry after a lost reply, another process) changes nothing; `NO_SETTLE` for none.
+ */
+export const NO_SETTLE = '0';
+
+/** A refund's operands: no settle, unless a reservation's settle gives its id. */
+const REFUND_OPERANDS: readonly string[] = [NO_SETTLE];
+
+/** The debt a charge may leave, as its script reads it (the policy's `maxDebt`, else one allowance), and no settle. */
 function chargeOperands(policy: Policy): readonly string[] {
-  return [String(policy.maxDebt ?? policy.limit)];
+  return [String(policy.maxDebt ?? policy.limit), NO_SETTLE];
 }
 
 /**
@@ -205,6 +215,9 @@ export const OPERATIONS: Readonly<Record<OperationName, OperationEntry>> = {
     undo: undefined,
     denyCache: 'forget',
     atomic: false,
+    // The settle it belongs to (NO_SETTLE).
+    operands: 1,
+    operandsOf: () => REFUND_OPERANDS,
   },
   schedule: {
     ...DECISION,
@@ -236,7 +249,8 @@ export const OPERATIONS: Readonly<Record<OperationName, OperationEntry>> = {
     // Usage already served that the store did not record must not pass silently: the caller hears of it.
     onStoreFailure: 'reject',
     atomic: false,
-    operands: 1,
+    // The debt it may leave, and the settle it belongs to (NO_SETTLE).
+    operands: 2,
     fields: 3,
     operandsOf: chargeOperands,
     answer: chargeAnswer,

@@ -24,6 +24,12 @@ export { DENY_RETRY_AFTER_MS, type FailureMode } from './health.js';
 export { hasLeaseFields } from './leases.js';
 export { limiterPipeline, RateLimiter } from './limiter.js';
 export { type CallParts, Pipeline } from './pipeline.js';
-export { checkActual, LimiterReservation, settleCall } from './reservation.js';
+export {
+  checkActual,
+  LimiterReservation,
+  newSettleId,
+  settleCall,
+  settleReserved,
+} from './reservation.js';
 export { askSlot, Slot } from './slot.js';
 export { checkMaxWaitMs, WAIT_DEFAULTS, waitFor } from './waiting.js';

@@ -356,7 +356,7 @@ export class Pipeline implements StoreReply<Call> {
     operands: readonly string[] | undefined,
   ): Promise<Decision | undefined> {
     const next = new Call(this.name, call.policy, operation, call.identifier, call.cost, call.tag);
-    next.operands = operands;
+    next.operands = operands ?? next.operands;
     const now = this.time();
     if (now instanceof SluiceError) return undefined;
     if (decision.reason === 'fallback') {
@@ -380,8 +380,12 @@ export class Pipeline implements StoreReply<Call> {
     decision: Decision,
     operation: Operation,
     amount: number,
+    settleId?: string,
   ): Promise<Decision | undefined> {
     const next = new Call(this.name, call.policy, operation, call.identifier, amount, call.tag);
+    // A settle's id goes last (see NO_SETTLE): the store applies it once.
+    if (settleId !== undefined && next.operands !== undefined)
+      next.operands = [...next.operands.slice(0, -1), settleId];
     if (decision.reason === 'fallback') {
       next.now = call.now;
       this.#answers.giveBackFallback(next);

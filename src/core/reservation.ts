@@ -1,4 +1,5 @@
 // A cost known after the response: an estimate reserved now, settled with the actual cost once, by a value the caller holds.
+import { randomInt } from 'node:crypto';
 import { describeValue, ERROR_CODES, SluiceError } from '../errors.js';
 import type { Decision, Reservation } from '../types.js';
 import type { Call } from './call.js';
@@ -16,12 +17,22 @@ export function settleCall(
   call: Call,
   decision: Decision,
   actual: number,
+  settleId?: string,
 ): Promise<Decision | undefined> {
   const difference = actual - call.cost;
   if (difference === 0) return Promise.resolve(undefined);
   return difference < 0
-    ? pipeline.adjust(call, decision, 'refund', -difference)
-    : pipeline.adjust(call, decision, 'charge', difference);
+    ? pipeline.adjust(call, decision, 'refund', -difference, settleId)
+    : pipeline.adjust(call, decision, 'charge', difference, settleId);
+}
+
+/**
+ * A new reservation's settle id: a random whole number (decimal, below 2^48, never the NO_SETTLE
+ * of 0), which the store remembers once the settle is applied, so that sending it again (a retry
+ * whose first reply was lost) changes nothing.
+ */
+export function newSettleId(): string {
+  return String(randomInt(1, 2 ** 48));
 }
 
 /** An actual cost: a whole number of at least 0 (a reservation that used nothing gives all back). */
@@ -43,6 +54,8 @@ export class LimiterReservation implements Reservation {
   readonly #call: Call;
   /** `open` until a settle is under way (`settling`), then `settled` once it was recorded. */
   #state: 'open' | 'settling' | 'settled' = 'open';
+  /** Sent with the settle, and with each retry of it: the store applies it once. */
+  readonly #settleId = newSettleId();
 
   constructor(pipeline: Pipeline, call: Call, decision: Decision) {
     this.#pipeline = pipeline;
@@ -78,15 +91,40 @@ export class LimiterReservation implements Reservation {
     }
     this.#state = 'settling';
     try {
-      const answer = await settleCall(this.#pipeline, this.#call, this.decision, actual);
+      const answer = await settleCall(this.#pipeline, this.#call, this.decision, actual, this.#settleId);
       this.#state = 'settled';
       return answer ?? this.decision;
     } catch (error) {
-      // The charge was not recorded (or, after a timeout, may not have been): the caller may settle again.
+      // The charge was not recorded (or, after a timeout, may have been: a retry carries the same
+      // settle id, which the store applies once): the caller may settle again.
       this.#state = 'open';
       throw error;
     }
   }
+}
+
+/**
+ * Settles a reservation of `reserved` taken elsewhere (by the decision service, whose caller holds
+ * it) with its actual cost: the difference given back or charged, applied once for `settleId`
+ * however often and by whichever process it is sent. `undefined` when there was nothing to adjust.
+ */
+export function settleReserved(
+  pipeline: Pipeline,
+  identifier: string,
+  reserved: number,
+  actual: number,
+  settleId: string | undefined,
+): Promise<Decision | undefined> {
+  const call = pipeline.prepare('limit', identifier, reserved);
+  if (call instanceof SluiceError) return Promise.reject(call);
+  const taken: Decision = {
+    allowed: true,
+    limit: call.policy.limit,
+    remaining: 0,
+    resetMs: 0,
+    retryAfterMs: 0,
+  };
+  return settleCall(pipeline, call, taken, actual, settleId);
 }
 
 /** Reserves `cost` for an identifier: a `limit` call, kept with its decision for settling later. */

@@ -1,6 +1,7 @@
 // The in-process store: runs each policy's pure twin over a bounded LRU map. No timer per key.
 import { storedVariant } from '../algorithms/variants.js';
 import { stateKey } from '../keys.js';
+import { NO_SETTLE } from '../operations.js';
 import {
   type AtomicBatch,
   type Operation,
@@ -66,6 +67,12 @@ export class MemoryStore implements Store {
   #tableNumber = -1;
   #tableName: string | undefined;
   #sweeper: NodeJS.Timeout | undefined;
+  /**
+   * Settles applied (a refund's or a charge's last operand, a reservation's id), by limiter name,
+   * tag, identifier and id: when each is forgotten, the reset of the state it settled. The same
+   * settle sent again changes nothing meanwhile, as the scripts' markers do.
+   */
+  readonly #settled = new Map<string, number>();
   // The sweep judges expiry in the requests' time, which a limiter's own clock may set apart from ours.
   #lastNow = 0;
   #lastClock = 0;
@@ -184,6 +191,20 @@ export class MemoryStore implements Store {
    * refuses without looking at the quota; a stored limit decides by its variant of the policy.
    */
   #decideAt(request: StoreRequest, operation: Operation, now: number): StoreResult {
+    const id = operation === 'refund' || operation === 'charge' ? request.operands?.at(-1) : undefined;
+    if (id === undefined || id === NO_SETTLE) return this.#decideStored(request, operation, now);
+    const marker = `${request.name}\n${request.tag ?? ''}\n${request.identifier}\n${id}`;
+    if ((this.#settled.get(marker) ?? 0) > now) {
+      // Applied before: what the quota is now, as a look at one unit says.
+      return this.#decideUnder(request.policy, request, 'peek', 1, now);
+    }
+    const result = this.#decideStored(request, operation, now);
+    this.#settled.set(marker, now + Math.max(1, Math.ceil(result.resetMs)));
+    return result;
+  }
+
+  /** Decides a request after what is stored for its identifier (see #decideAt). */
+  #decideStored(request: StoreRequest, operation: Operation, now: number): StoreResult {
     const reads = request.storedReads ?? 0;
     if (reads === 0) return this.#decideUnder(request.policy, request, operation, request.cost, now);
     const held = this.stored.find(request.name, request.identifier, request.tag);
@@ -270,6 +291,7 @@ export class MemoryStore implements Store {
       slot = newer;
     }
     this.stored.sweep(now);
+    for (const [marker, until] of this.#settled) if (until <= now) this.#settled.delete(marker);
     return dropped;
   }
 
@@ -278,6 +300,7 @@ export class MemoryStore implements Store {
     for (const table of this.#tables) table.clear();
     this.#slots.clear();
     this.stored.clear();
+    this.#settled.clear();
   }
 
   /** Stops the sweep timer. The store still works; expired state is then dropped only when touched. */

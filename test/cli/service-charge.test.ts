@@ -55,11 +55,16 @@ describe('sluice serve: charge, reserve and settle', () => {
     const reserved = await post('/v1/reserve', { policy: 'tokens', key: 'u1', cost: 100 });
     assert.equal(reserved.status, 200);
     assert.equal(reserved.answer.remaining, 900, serve.running.output().stderr);
-    assert.deepEqual(reserved.answer.reservation, { policy: 'tokens', key: 'u1', reserved: 100 });
+    const { id, ...reservation } = reserved.answer.reservation as { id: string };
+    assert.deepEqual(reservation, { policy: 'tokens', key: 'u1', reserved: 100 });
+    assert.match(id, /^[1-9][0-9]{0,14}$/, 'the id the store knows the settle by');
     // Tokens are no unit the IETF fields can name: none is written rather than a count of requests.
     assert.deepEqual(reserved.answer.headers, {});
     const lower = await post('/v1/settle', { ...(reserved.answer.reservation as object), actual: 40 });
     assert.deepEqual([lower.status, lower.answer.difference, lower.answer.remaining], [200, -60, 960]);
+    // Sent again (a reply lost, another instance): applied once.
+    const again = await post('/v1/settle', { ...(reserved.answer.reservation as object), actual: 40 });
+    assert.deepEqual([again.status, again.answer.difference, again.answer.remaining], [200, -60, 960]);
     await post('/v1/reserve', { policy: 'tokens', key: 'u1', cost: 100 });
     const higher = await post('/v1/settle', { policy: 'tokens', key: 'u1', reserved: 100, actual: 1200 });
     assert.deepEqual(

@@ -1,6 +1,10 @@
 // reserve() and settle(): the estimate taken now, the difference refunded or charged once, in memory and on a real Redis.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { setTimeout as delay } from 'node:timers/promises';
+import type { Call } from '../../src/core/call.js';
+import { limiterPipeline, type Pipeline } from '../../src/core/index.js';
+import { newSettleId } from '../../src/core/reservation.js';
 import {
   createLimiter,
   ERROR_CODES,
@@ -14,6 +18,8 @@ import {
   slidingLog,
 } from '../../src/index.js';
 import { BACKENDS, type Backend, openBackend } from '../helpers/backends.js';
+import { connect } from '../helpers/clients.js';
+import { startDelayProxy } from '../helpers/delay-proxy.js';
 import { isCode } from '../helpers/errors.js';
 import { type RedisServer, startRedis } from '../helpers/redis-server.js';
 import { unique } from '../helpers/suites.js';
@@ -72,6 +78,36 @@ for (const kind of BACKENDS) {
       assert.equal((await limiter.peek('v')).remaining, 980);
     });
 
+    test('a settle sent again, by this process or another, is applied once while its window lasts', async () => {
+      // Two limiters of one name on one store: two processes. Each sends the same settle (one id).
+      const name = unique('settle-once');
+      const limiters = [0, 1].map(() =>
+        createLimiter({
+          store: backend.store,
+          policy: TOKENS(),
+          name,
+          timeoutMs: 60_000,
+          onStoreError: 'deny',
+        }),
+      );
+      const send = async (limiter: Limiter, operation: 'charge' | 'refund', amount: number, id: string) => {
+        const pipeline = limiterPipeline(limiter) as Pipeline;
+        const call = pipeline.prepare(operation, 'u', amount) as Call;
+        call.operands = [...(call.operands ?? []).slice(0, -1), id];
+        return pipeline.decide(call);
+      };
+      const [first, second] = limiters as [Limiter, Limiter];
+      await first.limit('u', { cost: 100 });
+      const charged = await send(first, 'charge', 300, newSettleId());
+      assert.equal(charged.remaining, 600);
+      const refundId = newSettleId();
+      await send(first, 'refund', 50, refundId);
+      const id = newSettleId();
+      for (const limiter of [first, first, second]) await send(limiter, 'charge', 200, id);
+      for (const limiter of [second, first]) await send(limiter, 'refund', 50, refundId);
+      assert.equal((await second.peek('u')).remaining, 450, '100 + 300 - 50 + 200: each settle once');
+    });
+
     test('an equal actual asks nothing; a refused reservation settles to nothing', async () => {
       const limiter = make(backend.store, TOKENS());
       const exact = await limiter.reserve('u', { cost: 100 });
@@ -121,6 +157,41 @@ describe('a sliding log in debt stays bounded', () => {
       assert.ok(Number(await backend.redis?.command('PTTL', key)) > 0);
     } finally {
       await backend.close();
+    }
+  });
+});
+
+describe('a settle whose reply is lost, sent again', () => {
+  test('on Redis: the script ran, the connection was cut before its reply came; the retry is counted once', async () => {
+    // Every chunk takes 2 s each way through the proxy: the script runs 2 s after the settle is
+    // sent, and its reply would come 2 s after that. The test sees the charge on a direct
+    // connection, and cuts the proxy's connections then: the reply is lost.
+    const proxy = await startDelayProxy(server.port, 2000);
+    const through = await connect('ioredis', proxy.port);
+    const direct = await openBackend('ioredis', server);
+    try {
+      const name = unique('lost-reply');
+      const options = { policy: TOKENS(), name, timeoutMs: 60_000, onStoreError: 'deny' } as const;
+      const limiter = createLimiter({ ...options, store: new RedisStore({ client: through.client }) });
+      const observer = createLimiter({ ...options, store: direct.store });
+      const reservation = await limiter.reserve('u', { cost: 100 });
+      assert.equal(reservation.decision.remaining, 900);
+      const settling = reservation.settle(400);
+      settling.catch(() => undefined);
+      while ((await observer.peek('u')).remaining !== 600) await delay(10);
+      proxy.cut();
+      await assert.rejects(settling, isCode(ERROR_CODES.STORE));
+      assert.equal(reservation.settled, false, 'the caller may settle again');
+      proxy.heal();
+      // The client connects again by itself: a look answered by the store says it has.
+      while ((await limiter.peek('u')).reason !== undefined) await delay(50);
+      const retried = await reservation.settle(400);
+      assert.equal(retried.remaining, 600);
+      assert.equal((await observer.peek('u')).remaining, 600, '400 counted once, not 100 + 300 + 300');
+    } finally {
+      await through.close();
+      await direct.close();
+      await proxy.close();
     }
   });
 });

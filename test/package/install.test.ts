@@ -273,13 +273,7 @@ describe('npm install of the packed packages in a fresh folder', () => {
         `server: ${packed.server.size} B packed, ${server.packages.length} packages, ` +
           `${bytesUnder(join(server.dir, 'node_modules'))} B in node_modules, warnings: ${JSON.stringify(server.warnings)}`,
       );
-      for (const name of [
-        'sluice-server',
-        '@grpc/proto-loader',
-        'yaml',
-        'ioredis',
-        'prom-client',
-      ]) {
+      for (const name of ['sluice-server', '@grpc/proto-loader', 'yaml', 'ioredis', 'prom-client']) {
         assert.ok(server.packages.includes(name), `${name} installed`);
       }
       // gRPC is served on node:http2: no gRPC framework comes with it.

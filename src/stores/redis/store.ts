@@ -370,7 +370,11 @@ export class RedisStore implements Store {
       args[at++] = cost < COSTS.length ? (COSTS[cost] as string) : String(cost);
     }
     if (shape.operands > 0)
-      for (const request of requests) for (const operand of request.operands ?? []) args[at++] = operand;
+      for (const request of requests) {
+        // A request made without its operation's operands (a refund's settle) carries the defaults.
+        const operands = request.operands ?? entry.operandsOf?.(request.policy) ?? [];
+        for (const operand of operands) args[at++] = operand;
+      }
     for (const arg of tail) args[at++] = arg;
     if (named !== undefined) args[at] = named;
     this.#run(script, args, keys[0] as string).then(

@@ -2,6 +2,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Decision, Limiter } from 'sluice';
 import type { HeaderStyle } from 'sluice/http';
+import { limiterPipeline, newSettleId, settleReserved } from 'sluice/internal';
 import { errorText } from '../cli/errors.js';
 import type { Route, ServiceOptions } from './service.js';
 import {
@@ -11,6 +12,7 @@ import {
   countField,
   decide,
   decisionMembers,
+  describe,
   keyField,
   quote,
   readBody,
@@ -110,19 +112,33 @@ function reserveHandler(options: ChargeRouteOptions): Handler {
     // A reservation refused, or answered by the failure policy, took nothing: there is nothing to settle.
     const reservation =
       decision.allowed && decision.reason === undefined && decision.wouldAllow !== false
-        ? `,"reservation":{"policy":${served.nameJson},"key":${JSON.stringify(key)},"reserved":${cost}}`
+        ? `,"reservation":{"policy":${served.nameJson},"key":${JSON.stringify(key)},"reserved":${cost},"id":"${newSettleId()}"}`
         : '';
     answer(response, served, key, cost, decision, reservation);
   };
 }
 
-const SETTLE_EXAMPLE = '{"policy": "tokens", "key": "user-42", "reserved": 100, "actual": 250}';
+const SETTLE_EXAMPLE =
+  '{"policy": "tokens", "key": "user-42", "reserved": 100, "id": "81237", "actual": 250}';
+
+/** A reservation's `id` as /v1/reserve wrote it (a decimal whole number, 1 to 15 digits), or none. */
+function settleIdField(fields: Record<string, unknown>): string | undefined {
+  const id = fields.id;
+  if (id === undefined) return undefined;
+  if (typeof id !== 'string' || !/^[1-9][0-9]{0,14}$/.test(id)) {
+    throw badRequest(
+      `Expected "id" to be the reservation's id as /v1/reserve answered it, got ${describe(id)}.`,
+    );
+  }
+  return id;
+}
 
 /**
  * `POST /v1/settle`: the reservation sent back with the actual cost. The difference is given back
  * (`actual` lower) or charged (higher, into debt); 200 with `difference` and the decision of the
- * refund or charge (none when equal). The service keeps nothing: a reservation settled twice is
- * counted twice, so settle each once. A charge the store did not record answers 503 (send it again).
+ * refund or charge (none when equal). The store applies a reservation's settle once (by its `id`)
+ * until the window it settled is over: sent again, by any instance, it changes nothing. A charge the
+ * store did not record answers 503 (send it again).
  */
 function settleHandler(options: ChargeRouteOptions): Handler {
   const policies = servedPolicies(options.limiters, options.headers);
@@ -131,15 +147,17 @@ function settleHandler(options: ChargeRouteOptions): Handler {
       'policy',
       'key',
       'reserved',
+      'id',
       'actual',
     ]);
     const reserved = countField(fields, 'reserved', undefined);
     const actual = countField(fields, 'actual', undefined, 0);
+    const settleId = settleIdField(fields);
     const difference = actual - reserved;
     let members = '';
     try {
-      if (difference > 0) members = `,${decisionMembers(await served.limiter.charge(key, difference))}`;
-      if (difference < 0) members = `,${decisionMembers(await served.limiter.refund(key, -difference))}`;
+      const settled = await settleOn(served.limiter, key, reserved, actual, settleId);
+      if (settled !== undefined) members = `,${decisionMembers(settled)}`;
     } catch (error) {
       throw rejectionOf(
         error,
@@ -150,6 +168,21 @@ function settleHandler(options: ChargeRouteOptions): Handler {
     const text = `{"policy":${served.nameJson},"key":${JSON.stringify(key)},"reserved":${reserved},"actual":${actual},"difference":${difference}${members}}\n`;
     sendJson(response, text);
   };
+}
+
+/** Settles on a limiter made by createLimiter() once per id; on another, as its own refund and charge do. */
+function settleOn(
+  limiter: Limiter,
+  key: string,
+  reserved: number,
+  actual: number,
+  settleId: string | undefined,
+): Promise<Decision | undefined> {
+  const pipeline = limiterPipeline(limiter);
+  if (pipeline !== undefined) return settleReserved(pipeline, key, reserved, actual, settleId);
+  const difference = actual - reserved;
+  if (difference > 0) return limiter.charge(key, difference);
+  return difference < 0 ? limiter.refund(key, -difference) : Promise.resolve(undefined);
 }
 
 /** What the routes of usage known after the response are built with. */

@@ -38,7 +38,8 @@
 --
 -- KEYS: one state key per identifier.
 -- ARGV: op, now in ms ('' reads the server clock), the policy's two parameters, one cost per key,
---       then each key's operands (OPERANDS[op] each: a charge's max_debt; a schedule's max_wait and
+--       then each key's operands (OPERANDS[op] each: a refund's settle id; a charge's max_debt and
+--       settle id (a reservation's settle is applied once: see the marker below); a schedule's max_wait and
 --       pause_ms; a lease's id, and an extension's ms and token; a concurrency policy's
 --       acquisition, a limit, carries its new lease's id); when entries are read, the policy's limit
 --       rule (rule, own limit, share, x, y, follows: stored.lua); then what to read of the entries
@@ -58,7 +59,7 @@
 -- stored limit applied, 0, or -1 for a denial (stored.lua).
 local op = ARGV[1]
 -- Each operation's `operands` and `fields` (its entry in src/operations.ts); 0 when absent.
-local OPERANDS = { ['3'] = 1, ['4'] = 2, ['5'] = 1, ['6'] = 3 }
+local OPERANDS = { ['2'] = 1, ['3'] = 2, ['4'] = 2, ['5'] = 1, ['6'] = 3 }
 local FIELDS = { ['3'] = 3, ['4'] = 3, ['5'] = 2, ['6'] = 3 }
 local operands, fields = OPERANDS[op] or 0, FIELDS[op] or 0
 -- One script per algorithm file: a call of another of its functions names it last.
@@ -101,6 +102,10 @@ local n = 1
 -- before it is parsed again.
 local costText, cost = nil, nil
 local charging = op == '3'
+-- A refund's and a charge's last operand: the settle they belong to ('0' for none). A settle's
+-- marker beside the state (its key with '%settled:<id>' appended: the same hash tag and slot) says
+-- it was applied; it lasts until the state's reset, and the same settle sent again changes nothing.
+local settles = op == '2' or op == '3'
 for i = 1, #KEYS do
   local text = ARGV[4 + i]
   if text ~= costText then
@@ -115,13 +120,26 @@ for i = 1, #KEYS do
     if numeric then operand1, operand2 = tonumber(operand1), tonumber(operand2) end
   end
   local allowed, remaining, reset, retry, field1, field2, field3, applied
-  if stored then
+  local marker = nil
+  if settles then
+    local id = ARGV[4 + #KEYS + i * operands]
+    if id ~= '0' then marker = KEYS[i] .. '%settled:' .. id end
+  end
+  local seen = marker ~= nil and call('EXISTS', marker) == 1
+  if seen then
+    -- Applied before: what the quota is now, as a look at one unit says.
+    allowed, remaining, reset, retry = decide(KEYS[i], now, '1', 1, first, second)
+    applied = 0
+  elseif stored then
     local denial, limit = stored_at(entries, i, reads)
     allowed, remaining, reset, retry, field1, field2, field3, applied = decide_stored(decide, KEYS[i], now,
       op, cost, first, second, operand1, reads, denial, limit, rule, own, share, x, y, follows, operand2)
   else
     allowed, remaining, reset, retry, field1, field2, field3 =
       decide(KEYS[i], now, op, cost, first, second, operand1, operand2)
+  end
+  if marker and not seen then
+    call('SET', marker, '1', 'PX', math.max(1, ceil(reset)))
   end
   if charging then
     -- Its wait is its first field: an allowed record has no room for one.
