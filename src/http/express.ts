@@ -6,12 +6,14 @@ import { type DenialInfo, evaluate, infoOn } from './handle.js';
 import type { RateLimitInfo } from './info.js';
 import { applyToNodeResponse } from './node-response.js';
 import { adapterFunction, type RateLimitOptions, resolveRateLimitOptions } from './options.js';
+import { nodeShedMiddleware, resolveShedOptions, type ShedOptions } from './shed.js';
 import { nodeRequestView, type RequestView } from './view.js';
 
 export { type ClientIpOptions, clientIp, headerKey } from './client-key.js';
 export type { DenialInfo } from './handle.js';
 export type { RateLimitInfo } from './info.js';
 export { bodyBytes } from './settle.js';
+export { type ShedOptions, type ShedRefusal, shedRefusal } from './shed.js';
 
 declare global {
   // Express's own way to extend its Request: importing sluice/express types `req.rateLimit`.
@@ -110,4 +112,21 @@ export function rateLimit(options: ExpressRateLimitOptions): ExpressRateLimiter 
   };
   const controls = keyControls(config, (req: Request) => ({ request: req, view: viewOf(req) }));
   return Object.assign(middleware, controls, { info: (req: Request) => infoOn(req) });
+}
+
+/**
+ * Sheds load in front of an Express app or route: each request takes a ticket of `shedder` (of the
+ * class `priority` names) and gives it back when its response ends (a 5xx, or a client that went
+ * away, counted as dropped). A refused request gets 503 with `Retry-After` and a problem body of
+ * type temporary-reduced-capacity. Mount it after `rateLimit` so that a rate-limited request takes
+ * no ticket (see docs/shedding.md for the order).
+ *
+ * @example
+ * import { createShedder } from 'sluice/shed';
+ * import { shed } from 'sluice/express';
+ * const shedder = createShedder();
+ * app.use(shed({ shedder, priority: (req) => (req.path.startsWith('/checkout') ? 'critical' : 'default') }));
+ */
+export function shed(options: ShedOptions<Request>): RequestHandler {
+  return nodeShedMiddleware<Request, Response>(resolveShedOptions('shed (express)', options));
 }

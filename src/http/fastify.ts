@@ -7,6 +7,8 @@ export {
   type FastifyRouteRateLimit,
   rateLimitPlugin,
 } from './fastify-plugin.js';
+export { shed } from './fastify-shed.js';
 export type { DenialInfo } from './handle.js';
 export type { RateLimitInfo } from './info.js';
 export { bodyBytes } from './settle.js';
+export { type ShedOptions, type ShedRefusal, shedRefusal } from './shed.js';

@@ -12,12 +12,14 @@ import {
   resolveRateLimitOptions,
 } from './options.js';
 import { type Finished, type SentBody, sentBody, settleOnAbort, trackedResponse } from './settle.js';
+import { admit, releaseFor, resolveShedOptions, type ShedOptions, shedRefusal } from './shed.js';
 import { fetchRequestView, type RequestView } from './view.js';
 
 export { type ClientIpOptions, clientIp, headerKey } from './client-key.js';
 export type { DenialInfo } from './handle.js';
 export type { RateLimitInfo } from './info.js';
 export { bodyBytes } from './settle.js';
+export { type ShedOptions, type ShedRefusal, shedRefusal } from './shed.js';
 
 /** Options of the fetch adapter. */
 export interface FetchRateLimitOptions extends RateLimitOptions<Request, Response> {
@@ -216,4 +218,69 @@ export function rateLimit(options: FetchRateLimitOptions): FetchRateLimiter {
     wrap: wrapper(guard, respond, (request) => finisher(request)?.finished(500, false, undefined, 0)),
     info: (request: Request) => infoOn(request),
   });
+}
+
+/** The fetch-style shed guard. */
+export interface FetchShedder {
+  /** A 503 Response for a refused request; `undefined` when it holds a ticket (report its end with `complete`). */
+  (request: Request): Promise<Response | undefined>;
+  /**
+   * With the bare guard: gives the request's ticket back once its response is known (a 5xx
+   * counted as dropped). Without it, the ticket comes back when the client goes away.
+   */
+  complete(request: Request, status: number): void;
+  /** A whole fetch handler: the guard, your handler, and the ticket given back with its status (500 if it throws). */
+  wrap(handler: FetchHandler): WrappedFetchHandler;
+}
+
+/**
+ * Sheds load in front of a fetch handler (Deno, Bun, Workers, Node's fetch servers): each request
+ * takes a ticket of `shedder` and gives it back when the handler has answered (a 5xx, a thrown
+ * error, or a client that went away, counted as dropped); a refused one gets 503 with
+ * `Retry-After` and a problem body of type temporary-reduced-capacity.
+ *
+ * @example
+ * import { createShedder } from 'sluice/shed';
+ * import { shed } from 'sluice/fetch';
+ * const guard = shed({ shedder: createShedder(), priority: (request) => request.headers.get('x-priority') ?? undefined });
+ * export default { fetch: guard.wrap((request) => new Response('ok')) };
+ */
+export function shed(options: ShedOptions<Request>): FetchShedder {
+  const config = resolveShedOptions<Request>('shed (fetch)', options);
+  const tickets = new WeakMap<Request, { release(status: number): void }>();
+  const guard = async (request: Request): Promise<Response | undefined> => {
+    const admission = await admit(config, request);
+    if (!admission.allowed) {
+      const refusal = shedRefusal(admission);
+      return new Response(refusal.body, { status: refusal.status, headers: refusal.headers });
+    }
+    const gone = () => admission.release({ dropped: true });
+    request.signal.addEventListener('abort', gone, { once: true });
+    tickets.set(request, {
+      release: (status) => {
+        request.signal.removeEventListener('abort', gone);
+        releaseFor(admission, status);
+      },
+    });
+    return undefined;
+  };
+  const complete = (request: Request, status: number): void => {
+    tickets.get(request)?.release(status);
+    tickets.delete(request);
+  };
+  const wrap =
+    (handler: FetchHandler): WrappedFetchHandler =>
+    async (request, ...context) => {
+      const refused = await guard(request);
+      if (refused !== undefined) return refused;
+      try {
+        const response = await handler(request, ...(context as never[]));
+        complete(request, response.status);
+        return response;
+      } catch (error) {
+        complete(request, 500);
+        throw error;
+      }
+    };
+  return Object.assign(guard, { complete, wrap });
 }

@@ -7,12 +7,14 @@ import { rateLimitHeaders } from './headers.js';
 import type { RateLimitInfo } from './info.js';
 import { adapterFunction, type RateLimitOptions, resolveRateLimitOptions } from './options.js';
 import { sentBody, settleOnAbort, trackedResponse } from './settle.js';
+import { admit, releaseFor, resolveShedOptions, type ShedOptions, shedRefusal } from './shed.js';
 import { fetchRequestView, type RequestView } from './view.js';
 
 export { type ClientIpOptions, clientIp, headerKey } from './client-key.js';
 export type { DenialInfo } from './handle.js';
 export type { RateLimitInfo } from './info.js';
 export { bodyBytes } from './settle.js';
+export { type ShedOptions, type ShedRefusal, shedRefusal } from './shed.js';
 
 /** Options of the Hono middleware. */
 export interface HonoRateLimitOptions<Name extends string = 'rateLimit'>
@@ -131,4 +133,40 @@ export function rateLimit<Name extends string = 'rateLimit'>(
   };
   const controls = keyControls(config, (c: Context) => ({ request: c, view: viewOf(c) }));
   return Object.assign(middleware, controls, { info: (c: Context) => infoOn(c.req.raw) });
+}
+
+/**
+ * Sheds load in front of a Hono app or route: each request takes a ticket of `shedder` and gives it
+ * back when the handler has answered (a 5xx, a thrown error, or a client that went away, counted
+ * as dropped); a refused one gets 503 with `Retry-After` and a problem body of type
+ * temporary-reduced-capacity.
+ *
+ * @example
+ * import { createShedder } from 'sluice/shed';
+ * import { shed } from 'sluice/hono';
+ * app.use(shed({ shedder: createShedder(), priority: (c) => c.req.header('x-priority') }));
+ */
+export function shed(options: ShedOptions<Context>): MiddlewareHandler {
+  const config = resolveShedOptions<Context>('shed (hono)', options);
+  return async (c, next) => {
+    const admission = await admit(config, c);
+    if (!admission.allowed) {
+      const refusal = shedRefusal(admission);
+      return new Response(refusal.body, { status: refusal.status, headers: refusal.headers });
+    }
+    const signal = c.req.raw.signal;
+    const gone = () => admission.release({ dropped: true });
+    signal.addEventListener('abort', gone, { once: true });
+    try {
+      await next();
+    } catch (error) {
+      admission.release({ dropped: true });
+      throw error;
+    } finally {
+      signal.removeEventListener('abort', gone);
+    }
+    // Hono turns a handler's error into c.error and a 500 response; release() ignores a second call.
+    releaseFor(admission, c.error === undefined ? c.res.status : 500);
+    return undefined;
+  };
 }

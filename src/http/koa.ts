@@ -5,12 +5,14 @@ import { type DenialInfo, denialInfo, evaluate, infoOn } from './handle.js';
 import type { RateLimitInfo } from './info.js';
 import { finishOnEnd, withoutContentType } from './node-response.js';
 import { adapterFunction, type RateLimitOptions, resolveRateLimitOptions } from './options.js';
+import { nodeShed, resolveShedOptions, type ShedOptions } from './shed.js';
 import { nodeRequestView, type RequestView } from './view.js';
 
 export { type ClientIpOptions, clientIp, headerKey } from './client-key.js';
 export type { DenialInfo } from './handle.js';
 export type { RateLimitInfo } from './info.js';
 export { bodyBytes } from './settle.js';
+export { type ShedOptions, type ShedRefusal, shedRefusal } from './shed.js';
 
 declare module 'koa' {
   // Koa's own way to type `ctx.state`: importing sluice/koa types `ctx.state.rateLimit`.
@@ -95,4 +97,26 @@ export function rateLimit(options: KoaRateLimitOptions): KoaRateLimiter {
   };
   const controls = keyControls(config, (ctx: Context) => ({ request: ctx, view: viewOf(ctx) }));
   return Object.assign(middleware, controls, { info: (ctx: Context) => infoOn(ctx.req) });
+}
+
+/**
+ * Sheds load in front of a Koa app or router: each request takes a ticket of `shedder` and gives it
+ * back when its response ends (a 5xx, or a client that went away, counted as dropped); a refused
+ * one gets 503 with `Retry-After` and a problem body of type temporary-reduced-capacity.
+ *
+ * @example
+ * import { createShedder } from 'sluice/shed';
+ * import { shed } from 'sluice/koa';
+ * app.use(shed({ shedder: createShedder(), priority: (ctx) => ctx.get('x-priority') || undefined }));
+ */
+export function shed(options: ShedOptions<Context>): (ctx: Context, next: Next) => Promise<void> {
+  const config = resolveShedOptions<Context>('shed (koa)', options);
+  return async (ctx, next) => {
+    if (await nodeShed(config, ctx, ctx.res)) {
+      await next();
+      return;
+    }
+    // The 503 went out on the Node response: Koa must not answer again.
+    ctx.respond = false;
+  };
 }

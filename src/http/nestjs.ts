@@ -17,9 +17,11 @@ export type {
   NestRateLimitOptions,
   RateLimitSettings,
 } from './nestjs-routes.js';
+export { shed } from './nestjs-shed.js';
 export {
   SluiceThrottlerStorage,
   type SluiceThrottlerStorageOptions,
   type ThrottlerStorageRecord,
 } from './nestjs-throttler.js';
 export { bodyBytes } from './settle.js';
+export { type ShedOptions, type ShedRefusal, shedRefusal } from './shed.js';

@@ -5,12 +5,14 @@ import { type DenialInfo, evaluate, infoOn } from './handle.js';
 import type { RateLimitInfo } from './info.js';
 import { applyToNodeResponse } from './node-response.js';
 import { adapterFunction, type RateLimitOptions, resolveRateLimitOptions } from './options.js';
+import { nodeShed, resolveShedOptions, type ShedOptions } from './shed.js';
 import { nodeRequestView } from './view.js';
 
 export { type ClientIpOptions, clientIp, headerKey } from './client-key.js';
 export type { DenialInfo } from './handle.js';
 export type { RateLimitInfo } from './info.js';
 export { bodyBytes } from './settle.js';
+export { type ShedOptions, type ShedRefusal, shedRefusal } from './shed.js';
 
 /** Options of the node:http adapter. */
 export interface NodeRateLimitOptions extends RateLimitOptions<IncomingMessage, ServerResponse> {
@@ -88,4 +90,37 @@ export function rateLimit(options: NodeRateLimitOptions): NodeRateLimiter {
     view: nodeRequestView(request),
   }));
   return Object.assign(guard, controls, { wrap, info: (request: IncomingMessage) => infoOn(request) });
+}
+
+/** The node:http shed guard: resolves `true` when the request holds a ticket, `false` when it was answered 503. */
+export interface NodeShedder {
+  (request: IncomingMessage, response: ServerResponse): Promise<boolean>;
+  /** A request listener that runs the guard, then `listener`; errors answer 500. */
+  wrap(
+    listener: (request: IncomingMessage, response: ServerResponse) => unknown,
+  ): (request: IncomingMessage, response: ServerResponse) => void;
+}
+
+/**
+ * Sheds load in front of a node:http server: each request takes a ticket of `shedder` and gives it
+ * back when its response ends (a 5xx, or a client that went away, counted as dropped); a refused
+ * one gets 503 with `Retry-After` and a problem body of type temporary-reduced-capacity.
+ *
+ * @example
+ * import { createServer } from 'node:http';
+ * import { createShedder } from 'sluice/shed';
+ * import { shed } from 'sluice/node';
+ * const guard = shed({ shedder: createShedder() });
+ * createServer(guard.wrap((req, res) => res.end('ok'))).listen(3000);
+ */
+export function shed(options: ShedOptions<IncomingMessage>): NodeShedder {
+  const config = resolveShedOptions<IncomingMessage>('shed (node)', options);
+  const guard = async (request: IncomingMessage, response: ServerResponse): Promise<boolean> =>
+    nodeShed(config, request, response);
+  const wrap: NodeShedder['wrap'] = (listener) => (request, response) => {
+    guard(request, response)
+      .then((proceed) => (proceed ? listener(request, response) : undefined))
+      .catch((error: unknown) => answer500(error, request, response));
+  };
+  return Object.assign(guard, { wrap });
 }

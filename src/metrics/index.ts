@@ -20,6 +20,11 @@ export {
   type PrometheusRegistry,
   prometheusMetrics,
 } from './prometheus.js';
+export {
+  openTelemetryShedMetrics,
+  type PrometheusShedMetrics,
+  prometheusShedMetrics,
+} from './shed.js';
 export { type HeavyHitter, RecentHeavyHitters, SpaceSaving } from './space-saving.js';
 export {
   DecisionMetrics,

@@ -23,6 +23,8 @@ export interface Outcome {
   /** [timeMs, limit] at each 100 ms. */
   readonly limits: [number, number][];
   readonly maxQueue: number;
+  /** Every request: [sent ms, class index, status (200 or 503), latency ms, 1]. */
+  readonly answers: [number, number, number, number, 1][];
 }
 
 /** Deterministic pseudo-random numbers in [0, 1) (mulberry32). */
@@ -64,6 +66,8 @@ export function simulate(scenario: Scenario): Outcome {
     refused[name] = 0;
   }
   const latenciesMs: number[] = [];
+  const answers: Outcome['answers'] = [];
+  const indexOf = (name: string) => mix.findIndex(([other]) => other === name);
   const limits: [number, number][] = [];
   const running: Job[] = [];
   const waiting: Job[] = [];
@@ -97,6 +101,7 @@ export function simulate(scenario: Scenario): Outcome {
     if (completionMs <= arrivalMs) {
       const job = running.splice(first, 1)[0] as Job;
       latenciesMs.push(nowMs - job.arrivedMs);
+      answers.push([job.arrivedMs, indexOf(job.priority), 200, nowMs - job.arrivedMs, 1]);
       served[job.priority] = (served[job.priority] ?? 0) + 1;
       job.ticket?.release();
     } else {
@@ -115,6 +120,7 @@ export function simulate(scenario: Scenario): Outcome {
       if (admission instanceof Promise) throw new Error('the simulation runs shedders without a queue');
       if (admission !== undefined && !admission.allowed) {
         refused[priority] = (refused[priority] ?? 0) + 1;
+        answers.push([nowMs, indexOf(priority), 503, 0, 1]);
         continue;
       }
       waiting.push({ priority, arrivedMs: nowMs, ticket: admission, doneMs: 0 });
@@ -125,7 +131,7 @@ export function simulate(scenario: Scenario): Outcome {
     }
     maxQueue = Math.max(maxQueue, waiting.length - waitingHead);
   }
-  return { served, refused, latenciesMs, limits, maxQueue };
+  return { served, refused, latenciesMs, limits, maxQueue, answers };
 }
 
 /** The p-th percentile (0–100) of `values`. */
