@@ -1,11 +1,12 @@
 // A window budget's worker (fixed or sliding): reports demand mid-window, claims the next window's share ahead, asks chunks when low.
+
+import type { Decision, Policy, StoreRequest } from '../types.js';
 import {
   budgetGrantPolicy,
   budgetReleasePolicy,
   budgetSyncPolicy,
   budgetWindowPolicy,
-} from '../algorithms/budget-window.js';
-import type { Decision, Policy, StoreRequest } from '../types.js';
+} from './budget-window.js';
 import type { WindowLedgerRequest, WindowLedgerSettings } from './ledger-windows.js';
 import { describeBudget } from './options.js';
 import { type Tracked, Worker, type WorkerParts } from './worker.js';

@@ -2,13 +2,13 @@
 // Redis and in memory, replaying the same random calls on the same clock, agree on every field.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { budgetBucketPolicy, budgetLeasePolicy } from '../../src/algorithms/budget-bucket.js';
+import { budgetBucketPolicy, budgetLeasePolicy } from '../../src/budget/budget-bucket.js';
 import {
   budgetGrantPolicy,
   budgetReleasePolicy,
   budgetSyncPolicy,
   budgetWindowPolicy,
-} from '../../src/algorithms/budget-window.js';
+} from '../../src/budget/budget-window.js';
 import { ledgerIn, memoryLedgerFields } from '../../src/budget/ledger.js';
 import { fixedWindow, MemoryStore, type Store, tokenBucket } from '../../src/index.js';
 import type { StoreRequest, StoreResult } from '../../src/types.js';

@@ -45,7 +45,7 @@ const FUNCTIONS: Readonly<Record<ScriptName, string>> = {
 };
 const NAMES = Object.keys(FUNCTIONS) as ScriptName[];
 
-/** The file (src/algorithms/<file>.lua) of each script whose file is not named after it. */
+/** The file (src/algorithms/<file>.lua, or src/budget/ for a budget's) of each script whose file is not named after it. */
 const FILES: Readonly<Partial<Record<ScriptName, string>>> = {
   'budget-window-grant': 'budget-window',
   'budget-window-release': 'budget-window',
@@ -79,7 +79,8 @@ const READS_AHEAD: Readonly<Record<ScriptName, boolean>> = {
 };
 
 function source(name: ScriptName): string {
-  return LUA_SOURCES[`algorithms/${FILES[name] ?? name}` as LuaSource];
+  const file = FILES[name] ?? name;
+  return LUA_SOURCES[`${file.startsWith('budget-') ? 'budget' : 'algorithms'}/${file}` as LuaSource];
 }
 
 /** One algorithm's batch script; `stored` reads what operators stored for each key (lua/stored.lua). */
