@@ -117,6 +117,7 @@ class ScriptLedger implements Ledger {
           String(request.want),
           request.claim ? '1' : '0',
           String(request.release),
+          String(request.before ?? -1),
         ];
       },
       (values) => ({
