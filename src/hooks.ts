@@ -107,6 +107,14 @@ export interface DecisionCounter {
 }
 
 /**
+ * Hears every decision of a limiter, on every path (the in-process fast path included), with the
+ * verdict as the policy gave it, before the caller gets it: how a feature built on a limiter watches
+ * it (a global budget's worker) without turning the fast path off as a recorder does. It is called
+ * in the decision's path: keep it cheap and synchronous, never throw, never call the limiter.
+ */
+export type DecisionObserver = (decision: Decision, call: CountedCall, source: DecisionSource) => void;
+
+/**
  * Called once per decision with the verdict as the policy gave it: in shadow mode (`enforce: false`)
  * it sees the denials callers do not. Runs before the caller gets the decision, so keep it cheap.
  */

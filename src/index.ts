@@ -100,5 +100,6 @@ export type {
   StoreReply,
   StoreRequest,
   StoreResult,
+  StoreScripts,
 } from './types.js';
 export { isStoreFailure, STORED_READS } from './types.js';

@@ -77,6 +77,12 @@ function unsupported(operation: Operation, policy: Policy, leases: boolean): Slu
   );
 }
 
+/** The error of an operation the policy refuses (Policy.refuses), or undefined when it takes it. */
+export function refusal(operation: 'charge' | 'reserve', policy: Policy): SluiceError | undefined {
+  const why = policy.refuses?.[operation];
+  return why === undefined ? undefined : new SluiceError(ERROR_CODES.INVALID_OPTION, why);
+}
+
 /** Units a policy spends over time: any but a lease policy's (whose slots are released, not refunded). */
 function checkRefund(option: string, amount: unknown, policy: Policy): SluiceError | undefined {
   return policy.leaseMs === undefined
@@ -241,7 +247,8 @@ export const OPERATIONS: Readonly<Record<OperationName, OperationEntry>> = {
     amountOption: 'amount',
     // A lease policy's slots are held and released, never charged after the fact.
     checkAmount: (option, amount, policy) =>
-      policy.leaseMs === undefined ? checkCharge(option, amount) : unsupported('charge', policy, false),
+      refusal('charge', policy) ??
+      (policy.leaseMs === undefined ? checkCharge(option, amount) : unsupported('charge', policy, false)),
     takes: true,
     undo: 'refund',
     // A charge never refuses, so there is no denial to remember; what it owes shows in later denials.

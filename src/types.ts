@@ -205,6 +205,12 @@ export interface Policy<S = unknown> {
    * and `extend` act on it, and `refund` does not apply.
    */
   readonly leaseMs?: number;
+  /**
+   * Operations a limiter with this policy refuses, each with why (the error's message), checked by
+   * the operation before anything is written: a region's part of a global budget holds only what was
+   * granted to it, which a `charge` (or a reservation, settled by one) could pass. Absent: none.
+   */
+  readonly refuses?: Readonly<Partial<Record<'charge' | 'reserve', string>>>;
 }
 
 /** What a policy's `decide` computes, in the algorithm's own terms (see {@link Policy.rule}). */
@@ -358,6 +364,22 @@ export interface Store {
   readonly stored?: StoredEntries;
   /** The key under which an identifier's state is kept, for tools and tests. */
   keyFor(name: string, identifier: string, tag?: string): string;
+  /**
+   * Runs sluice's scripts that are not decisions (a global budget's ledger) on a server every
+   * process reaches. Absent on a store without one (the memory store keeps such state in process).
+   */
+  readonly scripts?: StoreScripts;
+}
+
+/** A store's way to run one of sluice's scripts that is not a decision, atomically over its keys. */
+export interface StoreScripts {
+  /** Keys are sent together only when this is the same for each: the hash slot on a cluster, else 0. */
+  groupOf(key: string): number;
+  /**
+   * Runs the script `name` over `keys` (all in one group) with `args`, loading it as decisions'
+   * scripts are; the reply as the server gave it. Rejects with ERR_SLUICE_STORE.
+   */
+  run(name: string, keys: readonly string[], args: readonly string[]): Promise<unknown>;
 }
 
 /** Options of one call. */

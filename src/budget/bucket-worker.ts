@@ -1,6 +1,7 @@
 // A bucket budget's worker (tokenBucket, gcra): leases capacity with its share of the rate, renewed while the identifier is busy.
-import { budgetBucketPolicy, budgetLeasePolicy } from '../algorithms/budget-bucket.js';
+
 import type { Decision, Policy, StoreRequest } from '../types.js';
+import { budgetBucketPolicy, budgetLeasePolicy } from './budget-bucket.js';
 import type { BucketLedgerSettings } from './ledger-bucket.js';
 import { describeBudget } from './options.js';
 import { type Tracked, Worker, type WorkerParts } from './worker.js';

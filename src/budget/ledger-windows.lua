@@ -5,7 +5,8 @@
 -- KEYS: one ledger per identifier.
 -- ARGV: now ('' reads the server clock), region, regions, window (ms), limit, floor, reserve
 --       (thousandths), sliding ('1' or '0'), the asker's window index; then per key: demand, want,
---       claim, release.
+--       claim, release, before (a sliding window: what the region admitted in the window before, -1
+--       when not known; that window's grant is lowered to it).
 -- Returns per key: the region's grant for its window and for the next (floor included), all regions'
 -- grants for its window, and what this call granted the region for its window.
 local now = clock(ARGV[1])
@@ -25,14 +26,30 @@ end
 
 local function total(at) return regions * base + sum('g', at) end
 
+-- A region's grant for a window, floor included.
+local function grant(at, s) return base + value('g:' .. at .. ':' .. s) end
+
+-- Units region `region` may be granted for window `at`. A fixed window: what the window's floors and
+-- grants leave of the limit. A sliding one: each region keeps its own estimate within its grant, so
+-- what regions together may admit at a time is the sum over regions of the larger of the grant and
+-- the previous window's grant weighted as the estimate weighs it; both sums below stay within the
+-- limit (see docs/regions.md for the proof): over this window and the previous one at this time,
+-- and over this window and the next one (which weighs this one whole at its start).
 local function available(at)
   if not sliding then return limit - total(at) end
   local elapsed = (now - at * window) / window
   if elapsed < 0 then elapsed = 0 elseif elapsed > 1 then elapsed = 1 end
-  -- What this window may take now, and what it may weigh as the previous one when the next starts
-  -- (with what the next was granted ahead).
-  local room = floor(limit - total(at - 1) * (1 - elapsed) - total(at))
-  return math.min(room, limit - total(at) - total(at + 1))
+  local weight = 1 - elapsed
+  local before, after = 0, 0
+  for s = 0, regions - 1 do
+    if s ~= region then
+      before = before + math.max(grant(at, s), grant(at - 1, s) * weight)
+      after = after + math.max(grant(at, s), grant(at + 1, s))
+    end
+  end
+  local mine = grant(at, region)
+  if grant(at - 1, region) * weight > limit - before or grant(at + 1, region) > limit - after then return 0 end
+  return math.min(floor(limit - before) - mine, limit - after - mine)
 end
 
 local function add(name, amount) fields[name] = value(name) + amount end
@@ -75,9 +92,9 @@ end
 
 local out = {}
 for i = 1, #KEYS do
-  local at = 9 + (i - 1) * 4
+  local at = 9 + (i - 1) * 5
   local demand, want, claim = tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2]), ARGV[at + 3] == '1'
-  local release = tonumber(ARGV[at + 4])
+  local release, before = tonumber(ARGV[at + 4]), tonumber(ARGV[at + 5])
   load(KEYS[i])
   local mine = 'g:' .. index .. ':' .. region
   local mineNext = 'g:' .. (index + 1) .. ':' .. region
@@ -85,6 +102,11 @@ for i = 1, #KEYS do
   if index >= current - 1 and index <= current + 1 then
     if demand > 0 then add('d:' .. index .. ':' .. region, demand) end
     if release > 0 then fields[mine] = math.max(0, value(mine) - release) end
+    -- Its store has moved on: the window before weighs what the region admitted there.
+    local mineBefore = 'g:' .. (index - 1) .. ':' .. region
+    if sliding and before >= 0 and fields[mineBefore] then
+      fields[mineBefore] = math.min(value(mineBefore), math.max(0, before - base))
+    end
     -- A sliding window's past cannot take more: its weight in the estimate was counted without it.
     if want > 0 and ((not sliding) or index >= current) then
       local granted = math.min(want, available(index))
@@ -94,7 +116,12 @@ for i = 1, #KEYS do
       end
     end
     if claim then
-      local granted = math.min(share() - value(mineNext), available(index + 1))
+      local target = share()
+      -- A sliding window: a region whose grant for the next window is below what it admits in this one
+      -- admits nothing there until the weight falls; keeping what it holds and was asked for costs the
+      -- others nothing (the larger of its two grants counts either way).
+      if sliding then target = math.max(target, math.min(value(mine), value('d:' .. index .. ':' .. region))) end
+      local granted = math.min(target - value(mineNext), available(index + 1))
       if granted > 0 then add(mineNext, granted) end
     end
   end

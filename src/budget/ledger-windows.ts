@@ -33,6 +33,12 @@ export interface WindowLedgerRequest {
   readonly claim: boolean;
   /** Units of its window's grant the region gives back (it lowered its own grant first), 0 for none. */
   readonly release: number;
+  /**
+   * A sliding window: what the region admitted in the window before its own, once its store has
+   * moved on (it can admit no more there), or -1 when not known. That window's grant is lowered to
+   * it, so that its weight in the estimate is what was admitted, not what was granted.
+   */
+  readonly before?: number;
 }
 
 /**
@@ -70,8 +76,9 @@ function pruned(fields: LedgerFields, current: number): LedgerFields {
  * Records a region's demand and what it gives back, grants it a chunk of its window and its share
  * of the next, as far as the limit allows, and answers what it holds. The ledger alone grants every unit a region admits
  * beyond its floor, so the sum over regions never passes the limit: for a fixed window, floors and
- * grants of one window add up to at most `limit`; for a sliding window, every grant keeps
- * `granted(previous) × (1 − elapsed) + granted(current) ≤ limit` at its time on the ledger's clock,
+ * grants of one window add up to at most `limit`; for a sliding window (each region keeping its own
+ * estimate within its grant), every grant keeps `Σ max(G(window), G(window − 1) × (1 − elapsed))` and
+ * `Σ max(G(window), G(window + 1))` over regions within `limit`, G being a region's floor and grant,
  * and grants no window before the ledger's own (see docs/regions.md for the proof).
  */
 export function windowLedger(
@@ -90,15 +97,26 @@ export function windowLedger(
     return total;
   };
   const total = (window: number): number => regions * floor + sum('g', window);
+  const grant = (window: number, s: number): number => floor + value(`g:${window}:${s}`);
+  // See available() in ledger-windows.lua: the same sums, in the same order.
   const available = (window: number): number => {
     if (!sliding) return limit - total(window);
     let elapsed = (now - window * windowMs) / windowMs;
     if (elapsed < 0) elapsed = 0;
     else if (elapsed > 1) elapsed = 1;
-    // What this window may take now, and what it may weigh as the previous one when the next
-    // starts (with what the next was granted ahead).
-    const room = Math.floor(limit - total(window - 1) * (1 - elapsed) - total(window));
-    return Math.min(room, limit - total(window) - total(window + 1));
+    const weight = 1 - elapsed;
+    let before = 0;
+    let after = 0;
+    for (let s = 0; s < regions; s++) {
+      if (s === region) continue;
+      before += Math.max(grant(window, s), grant(window - 1, s) * weight);
+      after += Math.max(grant(window, s), grant(window + 1, s));
+    }
+    const mine = grant(window, region);
+    if (grant(window - 1, region) * weight > limit - before || grant(window + 1, region) > limit - after) {
+      return 0;
+    }
+    return Math.min(Math.floor(limit - before) - mine, limit - after - mine);
   };
   const add = (name: string, amount: number): void => {
     fields.set(name, value(name) + amount);
@@ -109,6 +127,11 @@ export function windowLedger(
   if (index >= current - 1 && index <= current + 1) {
     if (request.demand > 0) add(`d:${index}:${region}`, request.demand);
     if (request.release > 0) fields.set(mine, Math.max(0, value(mine) - request.release));
+    const before = request.before ?? -1;
+    const mineBefore = `g:${index - 1}:${region}`;
+    if (sliding && before >= 0 && fields.has(mineBefore)) {
+      fields.set(mineBefore, Math.min(value(mineBefore), Math.max(0, before - floor)));
+    }
     // A sliding window's past cannot take more: its weight in the estimate was counted without it.
     if (request.want > 0 && (!sliding || index >= current)) {
       const granted = Math.min(request.want, available(index));
@@ -118,7 +141,10 @@ export function windowLedger(
       }
     }
     if (request.claim) {
-      const granted = Math.min(share(settings, sum, value) - value(mineNext), available(index + 1));
+      let target = share(settings, sum, value);
+      // See the claim in ledger-windows.lua: a sliding region keeps what it holds and was asked for.
+      if (sliding) target = Math.max(target, Math.min(value(mine), value(`d:${index}:${region}`)));
+      const granted = Math.min(target - value(mineNext), available(index + 1));
       if (granted > 0) add(mineNext, granted);
     }
   }

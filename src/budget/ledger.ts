@@ -1,11 +1,6 @@
-// Where a global budget's ledger lives: its scripts run on a RedisStore every region reaches, or its twins in a MemoryStore's process.
+// Where a global budget's ledger lives: its scripts run by a store that runs scripts (Redis) every region reaches, or its twins in an in-process store's process.
 import { ERROR_CODES, SluiceError } from '../errors.js';
-import { stateKey } from '../keys.js';
-import { MemoryStore } from '../stores/memory.js';
-import { SCRIPTS } from '../stores/redis/scripts.js';
-import { keySlot } from '../stores/redis/slot.js';
-import { RedisStore, runStoreScript } from '../stores/redis/store.js';
-import type { Store } from '../types.js';
+import type { Store, StoreScripts } from '../types.js';
 import { type BucketLedgerReply, type BucketLedgerSettings, bucketLedger } from './ledger-bucket.js';
 import {
   type LedgerFields,
@@ -43,21 +38,30 @@ export interface Ledger {
   ): Promise<BucketLedgerReply[]>;
 }
 
-/** The ledger in `store`: a RedisStore (scripts on the server) or a MemoryStore (the twins, in this process). */
+/**
+ * The ledger in `store`: its scripts, where the store runs scripts (Redis: `Store.scripts`); the
+ * twins in this process, where the store decides in this process (`Store.decideNow`: the memory
+ * store), so that regions made in one process with one store share it.
+ */
 export function ledgerIn(store: Store): Ledger {
-  if (store instanceof RedisStore) return new RedisLedger(store);
-  if (store instanceof MemoryStore) return memoryLedger(store);
+  if (store.scripts !== undefined) return new ScriptLedger(store, store.scripts);
+  if (store.decideNow !== undefined) return memoryLedger(store);
   throw new SluiceError(
     ERROR_CODES.INVALID_OPTION,
     `Expected \`budget.global\` to be a RedisStore or a MemoryStore, got a store of kind ${JSON.stringify(store.kind)}: the ledger runs scripts of its own.`,
   );
 }
 
-/** Indexes of `keys` grouped into calls: by cluster slot when the store is a cluster, at most MAX_KEYS_PER_CALL each. */
-function calls(keys: readonly string[], cluster: boolean): number[][] {
+/** The key of one identifier's ledger: `<prefix>:budget:<name>:{<identifier>}` (or the tag in braces). */
+function ledgerKey(store: Store, name: string, identifier: string, tag: string | undefined): string {
+  return store.keyFor(`budget:${name}`, identifier, tag);
+}
+
+/** Indexes of `keys` grouped into calls: by group (a cluster's slot, see StoreScripts), at most MAX_KEYS_PER_CALL each. */
+function calls(keys: readonly string[], groupOf: (key: string) => number): number[][] {
   const groups = new Map<number, number[][]>();
   keys.forEach((key, i) => {
-    const slot = cluster ? keySlot(key) : 0;
+    const slot = groupOf(key);
     const runs = groups.get(slot) ?? [];
     const last = runs.at(-1);
     if (last === undefined || last.length >= MAX_KEYS_PER_CALL) runs.push([i]);
@@ -74,17 +78,20 @@ function badReply(script: string, expected: number, reply: unknown): SluiceError
   );
 }
 
-class RedisLedger implements Ledger {
-  readonly #store: RedisStore;
+/** The ledger's scripts (ledger-windows.lua, ledger-bucket.lua), run by the global store. */
+class ScriptLedger implements Ledger {
+  readonly #store: Store;
+  readonly #scripts: StoreScripts;
   calls = 0;
   entries = 0;
 
-  constructor(store: RedisStore) {
+  constructor(store: Store, scripts: StoreScripts) {
     this.#store = store;
+    this.#scripts = scripts;
   }
 
   keyFor(name: string, identifier: string, tag?: string): string {
-    return stateKey(`${this.#store.prefix}:budget`, name, identifier, tag);
+    return ledgerKey(this.#store, name, identifier, tag);
   }
 
   windows(
@@ -110,6 +117,7 @@ class RedisLedger implements Ledger {
           String(request.want),
           request.claim ? '1' : '0',
           String(request.release),
+          String(request.before ?? -1),
         ];
       },
       (values) => ({
@@ -154,16 +162,18 @@ class RedisLedger implements Ledger {
     perKey: (i: number) => string[],
     reply: (values: readonly number[]) => R,
   ): Promise<R[]> {
-    const script = SCRIPTS[name];
     const replies: R[] = new Array(keys.length);
     await Promise.all(
-      calls(keys, this.#store.client.cluster).map(async (group) => {
-        const args = ['', '', String(group.length), ...group.map((i) => keys[i] as string)];
-        args.push(now === undefined ? '' : String(now), ...head);
+      calls(keys, this.#scripts.groupOf).map(async (group) => {
+        const args = [now === undefined ? '' : String(now), ...head];
         for (const i of group) args.push(...perKey(i));
         this.calls++;
         this.entries += group.length;
-        const answer = await runStoreScript(this.#store, script, args, keys[group[0] as number] as string);
+        const answer = await this.#scripts.run(
+          name,
+          group.map((i) => keys[i] as string),
+          args,
+        );
         if (!Array.isArray(answer) || answer.length !== group.length * width) {
           throw badReply(name, group.length * width, answer);
         }
@@ -184,13 +194,13 @@ interface Entry {
 /** How often the memory ledger drops expired entries, at most. */
 const SWEEP_MS = 1000;
 
-/** The memory ledger of each MemoryStore: regions made in one process with one store share it. */
-const memoryLedgers = new WeakMap<MemoryStore, Ledger>();
+/** The memory ledger of each in-process store: regions made in one process with one store share it. */
+const memoryLedgers = new WeakMap<Store, MemoryLedger>();
 
-function memoryLedger(store: MemoryStore): Ledger {
+function memoryLedger(store: Store): MemoryLedger {
   let ledger = memoryLedgers.get(store);
   if (ledger === undefined) {
-    ledger = new MemoryLedger(store.prefix);
+    ledger = new MemoryLedger(store);
     memoryLedgers.set(store, ledger);
   }
   return ledger;
@@ -198,18 +208,18 @@ function memoryLedger(store: MemoryStore): Ledger {
 
 /** The twins over a map in this process, for tests, examples and one-process setups. */
 class MemoryLedger implements Ledger {
-  readonly #prefix: string;
+  readonly #store: Store;
   readonly #held = new Map<string, Entry>();
   #sweptAt = 0;
   calls = 0;
   entries = 0;
 
-  constructor(prefix: string) {
-    this.#prefix = prefix;
+  constructor(store: Store) {
+    this.#store = store;
   }
 
   keyFor(name: string, identifier: string, tag?: string): string {
-    return stateKey(`${this.#prefix}:budget`, name, identifier, tag);
+    return ledgerKey(this.#store, name, identifier, tag);
   }
 
   windows(
@@ -245,7 +255,7 @@ class MemoryLedger implements Ledger {
   ): Promise<R[]> {
     const now = given ?? Date.now();
     this.#sweep(now);
-    this.calls += calls(keys, false).length;
+    this.calls += calls(keys, () => 0).length;
     this.entries += keys.length;
     const replies = keys.map((key, i) => {
       const entry = this.#held.get(key);
@@ -266,7 +276,6 @@ class MemoryLedger implements Ledger {
 }
 
 /** The fields the memory ledger of `store` holds for `key` (for tests); undefined when none. */
-export function memoryLedgerFields(store: MemoryStore, key: string, now?: number): LedgerFields | undefined {
-  const ledger = memoryLedger(store);
-  return ledger instanceof MemoryLedger ? ledger.fieldsOf(key, now) : undefined;
+export function memoryLedgerFields(store: Store, key: string, now?: number): LedgerFields | undefined {
+  return memoryLedger(store).fieldsOf(key, now);
 }

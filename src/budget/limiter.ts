@@ -1,9 +1,9 @@
 // A limiter with a global budget: a pipeline deciding against the region's store, and the worker that keeps what the region holds.
 import { Pipeline, RateLimiter } from '../core/index.js';
-import { ERROR_CODES, SluiceError } from '../errors.js';
-import { callHook, type MetricsRecorder } from '../hooks.js';
+import type { SluiceError } from '../errors.js';
+import { callHook } from '../hooks.js';
 import type { ResolvedLimiterOptions } from '../options.js';
-import type { Limiter } from '../types.js';
+import type { Limiter, Policy } from '../types.js';
 import { BucketWorker } from './bucket-worker.js';
 import { ledgerIn } from './ledger.js';
 import type { BudgetConfig } from './options.js';
@@ -24,22 +24,21 @@ export interface BudgetLimiter extends Limiter {
 
 /**
  * A region's scripts know `limit`, `peek` and `refund`: a charge (or a reservation, settled by one)
- * would take units no grant covers, so it is refused, before anything is written.
+ * would take units no grant covers, so the region's policy refuses both (`Policy.refuses`), and the
+ * operations check that before anything is written.
  */
-function notShared(operation: 'charge' | 'reserve'): Promise<never> {
-  return Promise.reject(
-    new SluiceError(
-      ERROR_CODES.INVALID_OPTION,
-      `Expected a limiter without \`budget\` for \`${operation}()\`, got one whose limit regions share: a region holds only what the ledger granted it, which a charge could pass.`,
-    ),
-  );
+function notShared(operation: 'charge' | 'reserve'): string {
+  return `Expected a limiter without \`budget\` for \`${operation}()\`, got one whose limit regions share: a region holds only what the ledger granted it, which a charge could pass.`;
+}
+
+/** The region's policy, refusing what a region cannot honour. */
+function regionPolicy(policy: Policy): Policy {
+  return { ...policy, refuses: { charge: notShared('charge'), reserve: notShared('reserve') } };
 }
 
 class BudgetedLimiter extends RateLimiter implements BudgetLimiter {
   readonly budget: () => BudgetView;
   readonly close: () => void;
-  override readonly charge: Limiter['charge'] = () => notShared('charge');
-  override readonly reserve: Limiter['reserve'] = () => notShared('reserve');
 
   constructor(pipeline: Pipeline, worker: RegionWorker) {
     super(pipeline);
@@ -81,14 +80,10 @@ export function budgetedLimiter(options: ResolvedLimiterOptions, config: BudgetC
     config.kind === 'bucket'
       ? new BucketWorker(parts, options.policy)
       : new WindowWorker(parts, options.policy);
-  const pipeline = new Pipeline({ ...options, policy: worker.policy });
-  pipeline.attach(watching(worker));
+  const pipeline = new Pipeline({ ...options, policy: regionPolicy(worker.policy) });
+  // An observer, not a recorder: the worker sees every decision and the fast path stays on.
+  pipeline.observe((decision, call, source) => worker.count(decision, call, source));
   metrics?.budget?.(name, () => worker.view());
   worker.start();
   return new BudgetedLimiter(pipeline, worker);
-}
-
-/** The worker as a recorder of the limiter's decisions: it counts them (see Worker.count). */
-function watching(worker: RegionWorker): MetricsRecorder {
-  return { register: () => worker, record: () => {}, health: () => {} };
 }

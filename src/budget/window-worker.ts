@@ -1,11 +1,12 @@
 // A window budget's worker (fixed or sliding): reports demand mid-window, claims the next window's share ahead, asks chunks when low.
+
+import type { Decision, Policy, StoreRequest } from '../types.js';
 import {
   budgetGrantPolicy,
   budgetReleasePolicy,
   budgetSyncPolicy,
   budgetWindowPolicy,
-} from '../algorithms/budget-window.js';
-import type { Decision, Policy, StoreRequest } from '../types.js';
+} from './budget-window.js';
 import type { WindowLedgerRequest, WindowLedgerSettings } from './ledger-windows.js';
 import { describeBudget } from './options.js';
 import { type Tracked, Worker, type WorkerParts } from './worker.js';
@@ -40,13 +41,32 @@ interface WindowRecord extends Tracked {
   next: number;
   /** What is left of the grant in the region, as the last decision said; Infinity when unknown. */
   remaining: number;
+  /**
+   * A sliding window: what the region had used of its grant in the window before, as its last
+   * decision there said (about what it admitted), 0 when unknown; the part of its estimate that
+   * falls away as the window goes on.
+   */
+  previousUsed: number;
   /** The last window in which this process reported mid-window, and claimed the next share. */
   reported: number;
   claimed: number;
+  /**
+   * A sliding window: the last window in which it topped its claim up at LATE_CLAIM_AT (what it was
+   * granted since the claim: a region holding less for the next window than it admits in this one
+   * admits nothing there until the weight falls).
+   */
+  toppedUp: number;
   /** The last window in which the ledger had no more to give. */
   dry: number;
+  /**
+   * A sliding window's room opens as the previous window's weight falls: when (on the clock) a
+   * region the ledger had nothing for asks again.
+   */
+  retryAt: number;
   /** The chunk asked by the call under way. */
   asked: number;
+  /** A sliding window: the last window whose predecessor's admitted count the ledger heard of. */
+  toldBefore: number;
   /** Whether this process told the region's store what the ledger granted before (see syncBudgetWindow). */
   synced: boolean;
 }
@@ -56,6 +76,7 @@ export class WindowWorker extends Worker<WindowRecord> {
   readonly policy: Policy;
   readonly #windowMs: number;
   readonly #floor: number;
+  readonly #sliding: boolean;
   readonly #grantPolicies = new Map<number, Policy>();
 
   constructor(parts: WorkerParts, global: Policy) {
@@ -63,7 +84,13 @@ export class WindowWorker extends Worker<WindowRecord> {
     const { config } = parts;
     this.#windowMs = config.windowMs;
     this.#floor = config.floorUnits;
-    this.policy = budgetWindowPolicy(global, config.floorUnits, describeBudget(config, global));
+    this.#sliding = config.kind === 'sliding';
+    this.policy = budgetWindowPolicy(
+      global,
+      config.floorUnits,
+      describeBudget(config, global),
+      this.#sliding,
+    );
   }
 
   protected track(identifier: string, tag: string | undefined, now: number): WindowRecord {
@@ -80,9 +107,13 @@ export class WindowWorker extends Worker<WindowRecord> {
       granted: floor,
       next: floor,
       remaining: Number.POSITIVE_INFINITY,
+      previousUsed: 0,
       reported: window - 1,
       claimed: window - 1,
+      toppedUp: window - 1,
       dry: window - 1,
+      retryAt: 0,
+      toldBefore: window - 1,
       asked: 0,
       synced: false,
     };
@@ -99,7 +130,13 @@ export class WindowWorker extends Worker<WindowRecord> {
     record.demand += cost;
     record.unreported += cost;
     if (fromStore) record.remaining = decision.remaining;
-    return record.dry !== record.window && record.remaining <= this.#lowWater(record, now);
+    return this.#mayAsk(record, now) && record.remaining <= this.#lowWater(record, now);
+  }
+
+  /** Whether a region running low asks now: not again in a window the ledger had nothing more for (a sliding one: not before retryAt). */
+  #mayAsk(record: WindowRecord, now: number): boolean {
+    if (record.dry !== record.window) return true;
+    return this.#sliding && now >= record.retryAt;
   }
 
   protected nextPass(now: number): number {
@@ -118,6 +155,9 @@ export class WindowWorker extends Worker<WindowRecord> {
     // A region the ledger had nothing more for asks again: others may have given some back since.
     if (record.remaining <= this.#lowWater(record, now)) return true;
     const elapsed = now - record.window * this.#windowMs;
+    if (this.#sliding && elapsed >= LATE_CLAIM_AT * this.#windowMs && record.toppedUp < record.window) {
+      return true;
+    }
     if (elapsed >= CLAIM_AT * this.#windowMs) return record.claimed < record.window;
     return elapsed >= REPORT_AT * this.#windowMs && record.reported < record.window;
   }
@@ -131,9 +171,11 @@ export class WindowWorker extends Worker<WindowRecord> {
     const index = this.#index(sentAt);
     const claiming = sentAt - index * this.#windowMs >= CLAIM_AT * this.#windowMs;
     const released = await this.#release(records, index, sentAt);
-    const requests = records.map((record, i) =>
-      this.#request(record, sentAt, index, claiming, released[i] as number),
-    );
+    const before = this.#sliding ? await this.#admittedBefore(records, index) : undefined;
+    const requests = records.map((record, i) => ({
+      ...this.#request(record, sentAt, index, claiming, released[i] as number),
+      before: before?.[i] ?? -1,
+    }));
     const settings: WindowLedgerSettings = {
       region: config.regionIndex,
       regions: config.regions.length,
@@ -162,7 +204,11 @@ export class WindowWorker extends Worker<WindowRecord> {
         // Once per identifier in this process: a store that lost what the ledger granted counts it as used.
         record.synced = true;
         writes.push(
-          this.request(budgetSyncPolicy(index, this.#windowMs), record, reply.granted - reply.gained),
+          this.request(
+            budgetSyncPolicy(index, this.#windowMs, this.#sliding),
+            record,
+            reply.granted - reply.gained,
+          ),
         );
       }
       this.#apply(record, index, reply.granted, reply.next, writes);
@@ -190,7 +236,10 @@ export class WindowWorker extends Worker<WindowRecord> {
   #roll(record: WindowRecord, now: number): void {
     const index = this.#index(now);
     if (record.window === index) return;
-    record.granted = record.window === index - 1 ? Math.max(this.#floor, record.next) : this.#floor;
+    const before = record.window === index - 1;
+    const used = record.remaining === Number.POSITIVE_INFINITY ? 0 : record.granted - record.remaining;
+    record.previousUsed = before ? Math.max(0, used) : 0;
+    record.granted = before ? Math.max(this.#floor, record.next) : this.#floor;
     record.next = this.#floor;
     record.window = index;
     record.demand = 0;
@@ -222,9 +271,19 @@ export class WindowWorker extends Worker<WindowRecord> {
     const start = record.window * this.#windowMs;
     const elapsed = Math.max(1, now - start);
     const left = Math.max(0, start + this.#windowMs - now);
-    const admitted = Math.max(0, record.granted - record.remaining);
-    const need = Math.ceil((admitted / elapsed) * left * RELEASE_MARGIN) + this.#lowWater(record, now);
-    const surplus = Math.min(record.remaining - need, record.granted - this.#floor);
+    const used = Math.max(0, record.granted - record.remaining);
+    let surplus: number;
+    if (this.#sliding) {
+      // The estimate falls as the previous window's weight does; what this window admits stays:
+      // the grant must cover the larger of the estimate now and at the window's end.
+      const admitted = Math.max(0, used - (record.previousUsed * left) / this.#windowMs);
+      const need = Math.max(used, admitted + (admitted / elapsed) * left * RELEASE_MARGIN);
+      surplus = record.granted - Math.ceil(need) - this.#lowWater(record, now);
+    } else {
+      const need = Math.ceil((used / elapsed) * left * RELEASE_MARGIN) + this.#lowWater(record, now);
+      surplus = record.remaining - need;
+    }
+    surplus = Math.min(surplus, record.granted - this.#floor);
     return surplus >= Math.max(1, Math.ceil(record.granted * MIN_RELEASE)) ? surplus : 0;
   }
 
@@ -235,7 +294,7 @@ export class WindowWorker extends Worker<WindowRecord> {
   async #release(records: readonly WindowRecord[], index: number, now: number): Promise<number[]> {
     const amounts = records.map((record) => (record.window === index ? this.#surplus(record, now) : 0));
     if (amounts.every((amount) => amount === 0)) return amounts;
-    const policy = budgetReleasePolicy(index, this.#windowMs);
+    const policy = budgetReleasePolicy(index, this.#windowMs, this.#sliding);
     const asking = records.filter((_, i) => (amounts[i] as number) > 0);
     const results = await this.write(
       asking.map((record) => this.request(policy, record, amounts[records.indexOf(record)] as number)),
@@ -250,6 +309,27 @@ export class WindowWorker extends Worker<WindowRecord> {
       record.remaining = Math.max(0, record.remaining - units);
       return units;
     });
+  }
+
+  /**
+   * A sliding window, once per window and identifier: what the region admitted in the window before
+   * (its store has moved on, so no more can be), read from the store; -1 where not known. The ledger
+   * lowers that window's grant to it, so that it weighs what was admitted in the estimate.
+   */
+  async #admittedBefore(records: readonly WindowRecord[], index: number): Promise<number[]> {
+    const asking = records.filter((record) => record.toldBefore < index && record.window === index);
+    if (asking.length === 0) return records.map(() => -1);
+    const policy = budgetReleasePolicy(index - 1, this.#windowMs, true);
+    // Amount 0: should the store's clock still be in the window before, nothing is given back.
+    const results = await this.write(asking.map((record) => this.request(policy, record, 0)));
+    const known = new Map<WindowRecord, number>();
+    asking.forEach((record, i) => {
+      const result = results[i];
+      if (result?.remaining !== 1) return;
+      known.set(record, result.resetMs);
+      record.toldBefore = index;
+    });
+    return records.map((record) => known.get(record) ?? -1);
   }
 
   #request(
@@ -268,16 +348,23 @@ export class WindowWorker extends Worker<WindowRecord> {
     // Enough for a chunk's time at the rate seen, never more than the rest of the window wants.
     const want = low ? Math.max(1, Math.min(Math.ceil(rate * this.#chunkMs()), Math.ceil(rate * left))) : 0;
     record.asked = want;
-    const claim = claiming && record.claimed < index;
-    if (claim) record.claimed = index;
-    else if (now - index * this.#windowMs >= REPORT_AT * this.#windowMs) record.reported = index;
+    const late = this.#sliding && now - index * this.#windowMs >= LATE_CLAIM_AT * this.#windowMs;
+    const claim = claiming && (record.claimed < index || (late && record.toppedUp < index));
+    if (claim) {
+      record.claimed = index;
+      if (late) record.toppedUp = index;
+    } else if (now - index * this.#windowMs >= REPORT_AT * this.#windowMs) record.reported = index;
     return { demand, want, claim, release };
   }
 
   /** Writes into the region's store what the ledger granted beyond what this process knew. */
   #apply(record: WindowRecord, index: number, granted: number, next: number, writes: StoreRequest[]): void {
     if (record.window !== index) return;
-    if (record.asked > 0 && granted <= record.granted) record.dry = index;
+    if (record.asked > 0 && granted <= record.granted) {
+      record.dry = index;
+      // A quarter of a chunk's time: the room a sliding window opens meanwhile is worth a call.
+      record.retryAt = this.parts.clock() + this.#chunkMs() / 4;
+    }
     if (granted > record.granted) {
       writes.push(this.request(this.#grantPolicy(index), record, granted));
       record.remaining += granted - record.granted;
@@ -294,7 +381,7 @@ export class WindowWorker extends Worker<WindowRecord> {
     if (policy === undefined) {
       // Two targets are in use at a time: the current window and the next.
       if (this.#grantPolicies.size >= 4) this.#grantPolicies.clear();
-      policy = budgetGrantPolicy(target, this.#windowMs);
+      policy = budgetGrantPolicy(target, this.#windowMs, this.#sliding);
       this.#grantPolicies.set(target, policy);
     }
     return policy;

@@ -2,7 +2,7 @@
 import { performance } from 'node:perf_hooks';
 import { storeError } from '../core/index.js';
 import { ERROR_CODES, SluiceError } from '../errors.js';
-import type { CountedCall, DecisionCounter, DecisionSource } from '../hooks.js';
+import type { CountedCall, DecisionSource } from '../hooks.js';
 import type { Decision, Policy, Store, StoreRequest, StoreResult } from '../types.js';
 import type { Ledger } from './ledger.js';
 import type { BudgetConfig } from './options.js';
@@ -40,9 +40,11 @@ export interface WorkerParts {
 }
 
 /** A worker as its limiter holds it. */
-export interface RegionWorker extends DecisionCounter {
+export interface RegionWorker {
   /** The policy the region's store decides with. */
   readonly policy: Policy;
+  /** Hears each decision of the limiter (its DecisionObserver). */
+  count(decision: Decision, call: CountedCall, source: DecisionSource): void;
   start(): void;
   close(): void;
   view(): BudgetView;
@@ -128,7 +130,7 @@ export abstract class Worker<T extends Tracked> implements RegionWorker {
     return this.#closed;
   }
 
-  /** DecisionCounter: every decision of the limiter passes here, after the caller's answer is made. */
+  /** The limiter's DecisionObserver: every decision passes here, before the caller gets it. */
   count(decision: Decision, call: CountedCall, source: DecisionSource): void {
     if (call.operation !== 'limit' || this.#closed) return;
     const now = this.parts.clock();

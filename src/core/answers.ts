@@ -3,7 +3,7 @@ import { performance } from 'node:perf_hooks';
 import { storedVariant } from '../algorithms/variants.js';
 import { withFields } from '../copy.js';
 import { ERROR_CODES, SluiceError } from '../errors.js';
-import type { DecisionSource, HookContext, MetricsRecorder, WaitEvent } from '../hooks.js';
+import type { DecisionObserver, DecisionSource, HookContext, MetricsRecorder, WaitEvent } from '../hooks.js';
 import { OPERATIONS } from '../operations.js';
 import type { ResolvedLimiterOptions } from '../options.js';
 import type { Decision, Store, StoreFailure, StoreResult } from '../types.js';
@@ -49,6 +49,8 @@ export class Answers {
   #observed: boolean;
   /** Whether some shard is failing (Health.down), kept here as it changes. */
   #down = false;
+  /** Who watches every decision (see observe); undefined for none, the usual case. */
+  #observers: DecisionObserver[] | undefined;
 
   constructor(options: ResolvedLimiterOptions) {
     this.#store = options.store;
@@ -81,6 +83,20 @@ export class Answers {
   attach(recorder: MetricsRecorder): void {
     this.#reporting.attach(recorder);
     this.#observed = true;
+  }
+
+  /**
+   * Calls `observer` with every decision from now on, on every path: unlike a recorder, it leaves
+   * `plain` (the fast path) as it was.
+   */
+  observe(observer: DecisionObserver): void {
+    this.#observers = [...(this.#observers ?? []), observer];
+  }
+
+  /** Tells the observers of a decision (see observe). */
+  observed(call: Call, decision: Decision, source: DecisionSource): void {
+    const observers = this.#observers;
+    if (observers !== undefined) for (const observer of observers) observer(decision, call, source);
   }
 
   /** Notes when the store is asked, for `storeMs`: one decision in 16 is timed, NaN for the others. */
@@ -149,7 +165,10 @@ export class Answers {
     const decision = decisionOf(result, call);
     const observed = this.#observed;
     // Most limiters remember no denials, report to no one and enforce: the decision is the answer.
-    if (this.#denyCache === undefined && !observed && this.#enforce) return decision;
+    if (this.#denyCache === undefined && !observed && this.#enforce) {
+      if (this.#observers !== undefined) this.observed(call, decision, 'store');
+      return decision;
+    }
     // A stored denial is not remembered: undeny() must reach every process at its next decision.
     if (
       this.#denyCache !== undefined &&
@@ -233,6 +252,7 @@ export class Answers {
 
   /** Reports the real decision to the hooks, and gives the caller the enforced one (shadow mode). */
   #deliver(call: Call, decision: Decision, source: DecisionSource, storeMs: number): Decision {
+    if (this.#observers !== undefined) this.observed(call, decision, source);
     if (this.#observed) this.#reporting.decided(call, decision, source, storeMs);
     if (this.#enforce) return decision;
     // A charge is allowed whatever the policy says; its debt is the caller's to see in shadow mode too.

@@ -1,5 +1,5 @@
 import { ERROR_CODES, SluiceError } from '../errors.js';
-import type { MetricsRecorder, WaitEvent } from '../hooks.js';
+import type { DecisionObserver, MetricsRecorder, WaitEvent } from '../hooks.js';
 import { checkUnits, OPERATIONS } from '../operations.js';
 import type { ResolvedLimiterOptions } from '../options.js';
 import type {
@@ -89,6 +89,14 @@ export class Pipeline implements StoreReply<Call> {
   /** Counts this limiter's decisions in a recorder too, from now on (once per recorder). */
   attach(recorder: MetricsRecorder): void {
     this.#answers.attach(recorder);
+  }
+
+  /**
+   * Calls `observer` with every decision of this limiter from now on, the fast path's included
+   * (see DecisionObserver); the fast path stays on.
+   */
+  observe(observer: DecisionObserver): void {
+    this.#answers.observe(observer);
   }
 
   /** The limiter's time for a call: its clock's reading, `undefined` for the store's, or the clock's error. */
@@ -216,7 +224,9 @@ export class Pipeline implements StoreReply<Call> {
       return this.#failedNow(call, error);
     }
     if (result.stored !== undefined) underStoredLimit(call, result);
-    return Promise.resolve(decisionOf(result, call));
+    const decision = decisionOf(result, call);
+    this.#answers.observed(call, decision, 'store');
+    return Promise.resolve(decision);
   }
 
   /** Decides in process, at once: the promise is settled when it is returned. */

@@ -1,6 +1,7 @@
 // A cost known after the response: an estimate reserved now, settled with the actual cost once, by a value the caller holds.
 import { randomInt } from 'node:crypto';
 import { describeValue, ERROR_CODES, SluiceError } from '../errors.js';
+import { refusal } from '../operations.js';
 import type { Decision, Reservation } from '../types.js';
 import type { Call } from './call.js';
 import type { CallParts, Pipeline } from './pipeline.js';
@@ -134,6 +135,8 @@ export async function reserve(
   cost: number,
   parts: CallParts | undefined,
 ): Promise<LimiterReservation> {
+  const refused = refusal('reserve', pipeline.policy);
+  if (refused !== undefined) throw refused;
   const call = pipeline.prepare('limit', identifier, cost, parts);
   if (call instanceof SluiceError) throw call;
   const now = pipeline.time();

@@ -2,13 +2,13 @@
 // Redis and in memory, replaying the same random calls on the same clock, agree on every field.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { budgetBucketPolicy, budgetLeasePolicy } from '../../src/algorithms/budget-bucket.js';
+import { budgetBucketPolicy, budgetLeasePolicy } from '../../src/budget/budget-bucket.js';
 import {
   budgetGrantPolicy,
   budgetReleasePolicy,
   budgetSyncPolicy,
   budgetWindowPolicy,
-} from '../../src/algorithms/budget-window.js';
+} from '../../src/budget/budget-window.js';
 import { ledgerIn, memoryLedgerFields } from '../../src/budget/ledger.js';
 import { fixedWindow, MemoryStore, type Store, tokenBucket } from '../../src/index.js';
 import type { StoreRequest, StoreResult } from '../../src/types.js';
@@ -97,62 +97,65 @@ describe("a region's budget scripts: Lua and the twins agree", () => {
     await variant.connected.close();
   });
 
-  test('window decisions and grants, with clocks of a region that disagree', async () => {
-    const global = fixedWindow({ limit: 50, windowMs: 1000 });
-    const decisions = budgetWindowPolicy(global, 4, 'budget');
-    const memory = new MemoryStore();
-    const random = seeded(23);
-    const clock = replayClock(1_700_000_000_000);
-    let compared = 0;
-    for (let step = 0; step < 2000; step++) {
-      const r = random.next();
-      // Mostly small steps forward; sometimes a window or more; sometimes back (another process's clock).
-      clock.step(r < 0.7 ? random.int(0, 80) : r < 0.9 ? random.int(200, 2500) : -random.int(1, 600));
-      const now = clock.now();
-      const identifier = random.pick(IDENTIFIERS);
-      const index = Math.floor(now / 1000);
-      const grant = random.next() < 0.25;
-      const release = !grant && random.next() < 0.1;
-      const sync = !grant && !release && random.next() < 0.08;
-      const request: StoreRequest = sync
-        ? {
-            policy: budgetSyncPolicy(index + random.int(-1, 1), 1000),
-            name: 'w',
-            identifier,
-            operation: 'limit',
-            cost: random.int(4, 60),
-            now,
-          }
-        : release
+  // A sliding window's region keeps its previous window's count and weighs it (see budget-window.ts).
+  for (const sliding of [false, true]) {
+    test(`window decisions and grants, with clocks of a region that disagree${sliding ? ' (sliding)' : ''}`, async () => {
+      const global = fixedWindow({ limit: 50, windowMs: 1000 });
+      const decisions = budgetWindowPolicy(global, 4, 'budget', sliding);
+      const memory = new MemoryStore();
+      const random = seeded(23);
+      const clock = replayClock(1_700_000_000_000);
+      let compared = 0;
+      for (let step = 0; step < 2000; step++) {
+        const r = random.next();
+        // Mostly small steps forward; sometimes a window or more; sometimes back (another process's clock).
+        clock.step(r < 0.7 ? random.int(0, 80) : r < 0.9 ? random.int(200, 2500) : -random.int(1, 600));
+        const now = clock.now();
+        const identifier = random.pick(IDENTIFIERS);
+        const index = Math.floor(now / 1000);
+        const grant = random.next() < 0.25;
+        const release = !grant && random.next() < 0.1;
+        const sync = !grant && !release && random.next() < 0.08;
+        const request: StoreRequest = sync
           ? {
-              policy: budgetReleasePolicy(index + random.int(-1, 1), 1000),
+              policy: budgetSyncPolicy(index + random.int(-1, 1), 1000, sliding),
               name: 'w',
               identifier,
               operation: 'limit',
-              cost: random.int(1, 30),
+              cost: random.int(4, 60),
               now,
             }
-          : grant
+          : release
             ? {
-                policy: budgetGrantPolicy(index + random.int(-1, 1), 1000),
+                policy: budgetReleasePolicy(index + random.int(-1, 1), 1000, sliding),
                 name: 'w',
                 identifier,
                 operation: 'limit',
-                cost: random.int(4, 60),
+                cost: random.int(1, 30),
                 now,
               }
-            : {
-                policy: decisions,
-                name: 'w',
-                identifier,
-                operation: random.pick(['limit', 'limit', 'limit', 'peek', 'refund'] as const),
-                cost: random.int(1, 6),
-                now,
-              };
-      if (await compareStep(variant.store, memory, request, () => `step ${step}, now ${now}`)) compared++;
-    }
-    assert.ok(compared > 1900, `${compared} steps compared`);
-  });
+            : grant
+              ? {
+                  policy: budgetGrantPolicy(index + random.int(-1, 1), 1000, sliding),
+                  name: 'w',
+                  identifier,
+                  operation: 'limit',
+                  cost: random.int(4, 60),
+                  now,
+                }
+              : {
+                  policy: decisions,
+                  name: 'w',
+                  identifier,
+                  operation: random.pick(['limit', 'limit', 'limit', 'peek', 'refund'] as const),
+                  cost: random.int(1, 6),
+                  now,
+                };
+        if (await compareStep(variant.store, memory, request, () => `step ${step}, now ${now}`)) compared++;
+      }
+      assert.ok(compared > 1900, `${compared} steps compared`);
+    });
+  }
 
   test('bucket decisions and leases, with clocks of a region that disagree', async () => {
     const global = tokenBucket({ capacity: 30, refillPerSecond: 12 });
@@ -236,6 +239,7 @@ describe('the ledger: Lua and the twins agree, replies and stored fields', () =>
             want: random.next() < 0.5 ? random.int(1, 90) : 0,
             claim: random.next() < 0.3,
             release: random.next() < 0.15 ? random.int(1, 40) : 0,
+            before: random.next() < 0.2 ? random.int(0, 100) : -1,
           }));
           const expected = await inMemory.windows(keys, settings, requests, now);
           const actual = await onRedis.windows(keys, settings, requests, now);

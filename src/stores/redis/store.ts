@@ -10,6 +10,7 @@ import type {
   StoreReply,
   StoreRequest,
   StoreResult,
+  StoreScripts,
 } from '../../types.js';
 import { durationMs, keyPart, knownKeys, optionsObject, positiveInteger } from '../../validate.js';
 import { toCommander } from './adapters.js';
@@ -77,23 +78,6 @@ const SEND_TRIES = 3;
 const REDIRECT_WAIT_MS = 50;
 const COSTS = Array.from({ length: 101 }, (_, i) => String(i));
 
-let runOwnScript: (store: RedisStore, script: Script, args: string[], key: string) => Promise<unknown>;
-
-/**
- * Runs one of sluice's scripts that is not a decision (a global budget's ledger) through a store's
- * client, loading it and resending as decisions are. `args` starts with two empty slots (the
- * command and the script), then the number of keys, the keys and the arguments. Rejects with the
- * store's error (ERR_SLUICE_STORE).
- */
-export function runStoreScript(
-  store: RedisStore,
-  script: Script,
-  args: string[],
-  key: string,
-): Promise<unknown> {
-  return runOwnScript(store, script, args, key);
-}
-
 /**
  * Keeps state in Redis, Valkey or Redis Cluster. Every decision is made by one Lua script (or
  * Redis Function) on the server, reading the server's clock unless the limiter brings its own.
@@ -123,12 +107,11 @@ export class RedisStore implements Store {
   /** Limits and denials stored per identifier, beside their state (see `LimiterOptions.overrides`). */
   readonly stored: StoredEntries;
 
-  static {
-    runOwnScript = (store, script, args, key) =>
-      store.#run(script, args, key).catch((error: unknown) => {
-        throw storeError(error, store.#shardOfKey(key));
-      });
-  }
+  /** Scripts that are not decisions (a global budget's ledger), run as decisions' scripts are. */
+  readonly scripts: StoreScripts = {
+    groupOf: (key) => (this.#commander.cluster ? keySlot(key) : 0),
+    run: (name, keys, args) => this.#runNamed(name, keys, args),
+  };
 
   constructor(options: RedisStoreOptions) {
     const raw = optionsObject('RedisStore options', options, true);
@@ -157,6 +140,23 @@ export class RedisStore implements Store {
         }),
       command: (args, key) => this.#command(args, key),
     });
+  }
+
+  /** StoreScripts.run: the registry's script `name` over `keys`, routed by the first. */
+  async #runNamed(name: string, keys: readonly string[], args: readonly string[]): Promise<unknown> {
+    const script = (SCRIPTS as Readonly<Record<string, Script | undefined>>)[name];
+    const key = keys[0];
+    if (script === undefined || key === undefined) {
+      throw new SluiceError(
+        ERROR_CODES.INVALID_OPTION,
+        `Expected the name of a registered script and at least one key, got ${JSON.stringify(name)} with ${keys.length} keys.`,
+      );
+    }
+    try {
+      return await this.#run(script, ['', '', String(keys.length), ...keys, ...args], key);
+    } catch (error) {
+      throw storeError(error, this.#shardOfKey(key));
+    }
   }
 
   /** One command routed by `key`, its failure named as the store's. */

@@ -111,10 +111,10 @@ export interface RegionWindowView {
   readonly next: number;
 }
 
-/** The region's state of a window budget (`"<window>:<count>:<grant>:<next>"`), or undefined for another. */
+/** The region's state of a window budget (`"<window>:<count>:<grant>:<next>"`, a sliding one's then `:<previous>`), or undefined for another. */
 export function regionWindowState(raw: RawState): RegionWindowView | undefined {
   if (!('value' in raw)) return undefined;
-  const match = /^(\d+):(\d+):(\d+):(\d+)$/.exec(raw.value);
+  const match = /^(\d+):(\d+):(\d+):(\d+)(?::\d+)?$/.exec(raw.value);
   if (match === null) return undefined;
   const [regionWindow, count, grant, next] = match.slice(1).map(Number) as [number, number, number, number];
   return { regionWindow, count, grant, next };

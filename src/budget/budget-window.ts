@@ -4,13 +4,41 @@ import type { Operation, Outcome, Policy } from '../types.js';
 /**
  * What a region keeps per identifier: the window its counts belong to, the units admitted in it, the
  * units the ledger granted this region for it (its floor included), and what it granted for the next
- * window (claimed ahead, 0 when not yet). Windows are clock-aligned, counted by the caller's clock.
+ * window (claimed ahead, 0 when not yet); for a sliding window, also the units admitted in the window
+ * before (`previous`, 0 for a fixed one). Windows are clock-aligned, counted by the caller's clock.
  */
 export interface BudgetWindowState {
   index: number;
   count: number;
   grant: number;
   next: number;
+  previous: number;
+}
+
+/**
+ * A sliding budget's policies carry their window as a negative number (`-windowMs`): the scripts
+ * take two parameters per policy, and the sign is the one place left for the kind.
+ */
+function windowParameter(windowMs: number, sliding: boolean): number {
+  return sliding ? -windowMs : windowMs;
+}
+
+/**
+ * What a region has used of its grant at `now`, times the window: `count × W` for a fixed window;
+ * for a sliding one, `count × W + previous × (W − elapsed)`, the region's own sliding estimate (see
+ * docs/regions.md: each region keeping its estimate within its grant is what lets the regions'
+ * grants of one window add up to the limit). Integers times W, so that the twin and the script agree.
+ */
+function usedTimesWindow(
+  rolled: Rolled,
+  index: number,
+  now: number,
+  windowMs: number,
+  sliding: boolean,
+): number {
+  if (!sliding || rolled.previous === 0) return rolled.count * windowMs;
+  const left = (index + 1) * windowMs - now;
+  return rolled.count * windowMs + rolled.previous * Math.max(left, 0);
 }
 
 /** The counts of the window `index`, rolled forward from what was stored (see {@link BudgetWindowState}). */
@@ -18,17 +46,22 @@ interface Rolled {
   count: number;
   grant: number;
   next: number;
+  /** The units admitted in the window before (a sliding window's weight). */
+  previous: number;
   /** The stored state already held this window. */
   current: boolean;
 }
 
 function roll(stored: BudgetWindowState | undefined, index: number, floor: number): Rolled {
   if (stored !== undefined && stored.index === index) {
-    return { count: stored.count, grant: stored.grant, next: stored.next, current: true };
+    const { count, grant, next, previous } = stored;
+    return { count, grant, next, previous, current: true };
   }
   // The grant claimed ahead for this window becomes its grant; the floor is granted in every window.
-  const claimed = stored !== undefined && stored.index === index - 1 ? stored.next : 0;
-  return { count: 0, grant: Math.max(floor, claimed), next: 0, current: false };
+  const before = stored !== undefined && stored.index === index - 1;
+  const claimed = before ? stored.next : 0;
+  const previous = before ? stored.count : 0;
+  return { count: 0, grant: Math.max(floor, claimed), next: 0, previous, current: false };
 }
 
 /**
@@ -55,18 +88,28 @@ function answered(
   return { allowed: true, remaining, resetMs: grant, retryAfterMs: 0, state, ttlMs };
 }
 
-function written(stored: BudgetWindowState | undefined, index: number, rolled: Rolled): BudgetWindowState {
-  if (stored === undefined) return { index, count: rolled.count, grant: rolled.grant, next: rolled.next };
+function written(
+  stored: BudgetWindowState | undefined,
+  index: number,
+  rolled: Rolled,
+  sliding: boolean,
+): BudgetWindowState {
+  // A fixed window keeps no previous count (its state is the four numbers it always was).
+  const previous = sliding ? rolled.previous : 0;
+  if (stored === undefined) {
+    return { index, count: rolled.count, grant: rolled.grant, next: rolled.next, previous };
+  }
   stored.index = index;
   stored.count = rolled.count;
   stored.grant = rolled.grant;
   stored.next = rolled.next;
+  stored.previous = previous;
   return stored;
 }
 
 /**
  * Decides one request of a region against the grant it holds for the window `now` falls in:
- * `count + cost <= grant`. A state already in a later window (another process of the region, whose
+ * `count + cost <= grant`; for a sliding window, `previous × (1 − elapsed) + count + cost <= grant`. A state already in a later window (another process of the region, whose
  * clock is ahead, moved it on) admits nothing for this one: its counts are gone, so admitting again
  * could pass the grant. A denial in a window the state has not reached yet writes that window, so that a
  * grant arriving later finds it (a grant that finds nothing treats the window's grant as used).
@@ -78,6 +121,7 @@ export function decideBudgetWindow(
   cost: number,
   floor: number,
   windowMs: number,
+  sliding = false,
 ): Outcome<BudgetWindowState> {
   const index = Math.floor(now / windowMs);
   const untilEnd = Math.ceil((index + 1) * windowMs - now);
@@ -100,7 +144,10 @@ export function decideBudgetWindow(
   if (operation === 'refund') {
     rolled.count = Math.max(0, rolled.count - cost);
     write = true;
-  } else if (rolled.count + cost > rolled.grant) {
+  } else if (
+    usedTimesWindow(rolled, index, now, windowMs, sliding) + cost * windowMs >
+    rolled.grant * windowMs
+  ) {
     allowed = false;
     retryAfterMs = untilEnd;
     write = operation === 'limit' && !rolled.current;
@@ -109,12 +156,13 @@ export function decideBudgetWindow(
     write = true;
   }
   const ttlMs = write ? keepFor(index, windowMs, now) : -1;
+  const room = rolled.grant * windowMs - usedTimesWindow(rolled, index, now, windowMs, sliding);
   return {
     allowed,
-    remaining: rolled.count >= rolled.grant ? 0 : rolled.grant - rolled.count,
-    resetMs: rolled.count > 0 ? untilEnd : 0,
+    remaining: room <= 0 ? 0 : Math.floor(room / windowMs),
+    resetMs: rolled.count > 0 || (sliding && rolled.previous > 0) ? untilEnd : 0,
     retryAfterMs,
-    state: write ? written(stored, index, rolled) : stored,
+    state: write ? written(stored, index, rolled, sliding) : stored,
     ttlMs,
   };
 }
@@ -132,6 +180,7 @@ export function grantBudgetWindow(
   amount: number,
   target: number,
   windowMs: number,
+  sliding = false,
 ): Outcome<BudgetWindowState> {
   const index = indexAt(stored, now, windowMs);
   const rolled = roll(stored, index, 0);
@@ -143,7 +192,12 @@ export function grantBudgetWindow(
   } else {
     return answered(rolled.count, rolled.grant, stored, -1);
   }
-  return answered(rolled.count, rolled.grant, written(stored, index, rolled), keepFor(index, windowMs, now));
+  return answered(
+    rolled.count,
+    rolled.grant,
+    written(stored, index, rolled, sliding),
+    keepFor(index, windowMs, now),
+  );
 }
 
 /**
@@ -158,6 +212,7 @@ export function syncBudgetWindow(
   amount: number,
   target: number,
   windowMs: number,
+  sliding = false,
 ): Outcome<BudgetWindowState> {
   const index = indexAt(stored, now, windowMs);
   const rolled = roll(stored, index, 0);
@@ -166,13 +221,35 @@ export function syncBudgetWindow(
   }
   rolled.count += amount - rolled.grant;
   rolled.grant = amount;
-  return answered(rolled.count, rolled.grant, written(stored, index, rolled), keepFor(index, windowMs, now));
+  return answered(
+    rolled.count,
+    rolled.grant,
+    written(stored, index, rolled, sliding),
+    keepFor(index, windowMs, now),
+  );
+}
+
+/**
+ * A sliding window's release for the window before the current one gives nothing back (no unit can
+ * be admitted there any more): it answers what the region admitted there, as `resetMs`, with
+ * `remaining` 1 when that is known and 0 when not. Known from a state of that window, or from one
+ * rolled out of it with a count (a state recreated after a loss has none, and says nothing).
+ */
+function admittedBefore(
+  stored: BudgetWindowState | undefined,
+  index: number,
+  rolled: Rolled,
+): Outcome<BudgetWindowState> {
+  const known =
+    stored !== undefined && (stored.index === index - 1 || (stored.index === index && rolled.previous > 0));
+  return answered(known ? 1 : 0, known ? rolled.previous : 0, stored, -1);
 }
 
 /**
  * Gives back up to `amount` units of the grant of window `target` that the region will not use: the
- * grant is lowered first, here, never below what was admitted, so that the ledger may grant them to
- * another region. Answers the units given back as `remaining`, and the grant left as `resetMs`.
+ * grant is lowered first, here, never below what was admitted (for a sliding window, below the
+ * region's estimate now, which only falls from here), so that the ledger may grant them to another
+ * region. Answers the units given back as `remaining`, and the grant left as `resetMs`.
  */
 export function releaseBudgetWindow(
   stored: BudgetWindowState | undefined,
@@ -180,18 +257,26 @@ export function releaseBudgetWindow(
   amount: number,
   target: number,
   windowMs: number,
+  sliding = false,
 ): Outcome<BudgetWindowState> {
   const index = indexAt(stored, now, windowMs);
   const rolled = roll(stored, index, 0);
+  if (sliding && target === index - 1) return admittedBefore(stored, index, rolled);
+  const used = Math.ceil(usedTimesWindow(rolled, index, now, windowMs, sliding) / windowMs);
   const given =
     stored === undefined || stored.index < index - 1 || target !== index
       ? 0
-      : Math.min(amount, Math.max(0, rolled.grant - rolled.count));
+      : Math.min(amount, Math.max(0, rolled.grant - used));
   if (given === 0) {
     return answered(0, rolled.grant, stored, -1);
   }
   rolled.grant -= given;
-  return answered(given, rolled.grant, written(stored, index, rolled), keepFor(index, windowMs, now));
+  return answered(
+    given,
+    rolled.grant,
+    written(stored, index, rolled, sliding),
+    keepFor(index, windowMs, now),
+  );
 }
 
 /**
@@ -202,16 +287,18 @@ export function budgetWindowPolicy(
   global: Policy,
   floor: number,
   description: string,
+  sliding = false,
 ): Policy<BudgetWindowState> {
   const windowMs = global.windowMs;
   return {
     algorithm: global.algorithm,
-    rule: { name: 'budget-window', parameters: [floor, windowMs] },
+    rule: { name: 'budget-window', parameters: [floor, windowParameter(windowMs, sliding)] },
     limit: global.limit,
     windowMs,
     maxCost: global.maxCost,
     description,
-    decide: (state, now, operation, cost) => decideBudgetWindow(state, now, operation, cost, floor, windowMs),
+    decide: (state, now, operation, cost) =>
+      decideBudgetWindow(state, now, operation, cost, floor, windowMs, sliding),
   };
 }
 
@@ -221,6 +308,7 @@ type Write = (
   amount: number,
   target: number,
   windowMs: number,
+  sliding: boolean,
 ) => Outcome<BudgetWindowState>;
 
 /** A policy whose `limit` call is one of the worker's writes to window `target` (the cost is its amount). */
@@ -230,29 +318,49 @@ function writePolicy(
   target: number,
   windowMs: number,
   write: Write,
+  sliding: boolean,
 ): Policy<BudgetWindowState> {
   return {
     algorithm,
-    rule: { name: script, parameters: [target, windowMs] },
+    rule: { name: script, parameters: [target, windowParameter(windowMs, sliding)] },
     limit: Number.MAX_SAFE_INTEGER,
     windowMs,
     maxCost: Number.MAX_SAFE_INTEGER,
     description: `${algorithm}(window=${target})`,
-    decide: (state, now, _operation, amount) => write(state, now, amount, target, windowMs),
+    decide: (state, now, _operation, amount) => write(state, now, amount, target, windowMs, sliding),
   };
 }
 
 /** The policy whose `limit` call tells what the ledger granted for window `target` before (the cost: see syncBudgetWindow). */
-export function budgetSyncPolicy(target: number, windowMs: number): Policy<BudgetWindowState> {
-  return writePolicy('budgetSync', 'budget-window-sync', target, windowMs, syncBudgetWindow);
+export function budgetSyncPolicy(
+  target: number,
+  windowMs: number,
+  sliding = false,
+): Policy<BudgetWindowState> {
+  return writePolicy('budgetSync', 'budget-window-sync', target, windowMs, syncBudgetWindow, sliding);
 }
 
 /** The policy whose `limit` call gives back units of window `target`'s grant (the cost is how many at most). */
-export function budgetReleasePolicy(target: number, windowMs: number): Policy<BudgetWindowState> {
-  return writePolicy('budgetRelease', 'budget-window-release', target, windowMs, releaseBudgetWindow);
+export function budgetReleasePolicy(
+  target: number,
+  windowMs: number,
+  sliding = false,
+): Policy<BudgetWindowState> {
+  return writePolicy(
+    'budgetRelease',
+    'budget-window-release',
+    target,
+    windowMs,
+    releaseBudgetWindow,
+    sliding,
+  );
 }
 
 /** The policy whose `limit` call writes a grant for window `target` (the cost is the granted total). */
-export function budgetGrantPolicy(target: number, windowMs: number): Policy<BudgetWindowState> {
-  return writePolicy('budgetGrant', 'budget-window-grant', target, windowMs, grantBudgetWindow);
+export function budgetGrantPolicy(
+  target: number,
+  windowMs: number,
+  sliding = false,
+): Policy<BudgetWindowState> {
+  return writePolicy('budgetGrant', 'budget-window-grant', target, windowMs, grantBudgetWindow, sliding);
 }
