@@ -102,6 +102,7 @@ export function shedPlot(
   return [
     `<!-- ${comment} -->`,
     `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}" font-family="sans-serif">`,
+    `<title>Concurrency limit, p99 latency and goodput over time: ${runs.map((run) => run.name).join(', ')}</title>`,
     `<rect width="100%" height="100%" fill="white"/>`,
     panel(0, `Concurrency limit (service: ${slots} slots, halved mid-run)`, limits, maxX, limitMax, false),
     panel(
