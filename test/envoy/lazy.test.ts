@@ -1,6 +1,9 @@
 // gRPC, protobuf and YAML are loaded only by `serve --envoy`: importing sluice, or the CLI, never loads them.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
@@ -8,10 +11,18 @@ const LIBRARY = fileURLToPath(new URL('../../src/index.js', import.meta.url));
 const SERVE = fileURLToPath(new URL('../../packages/server/src/cli/serve.js', import.meta.url));
 const ENVOY = fileURLToPath(new URL('../../packages/server/src/envoy/index.js', import.meta.url));
 
-/** Imports `files` in a fresh process whose resolve hook lists every bare package asked for. */
+/**
+ * Imports `files` in a fresh process whose resolve hook lists every bare package asked for. The hook
+ * appends to a file rather than printing: module hooks run on a thread of their own, whose output a
+ * process that exits at once may not flush (Node 26 lost it).
+ */
 function packagesLoadedBy(files: readonly string[]): string[] {
-  const hooks = `export async function resolve(specifier, context, next) {
-    if (!specifier.startsWith('.') && !specifier.startsWith('node:') && !specifier.startsWith('file:') && !specifier.startsWith('/')) console.log('PACKAGE ' + specifier);
+  const dir = mkdtempSync(join(tmpdir(), 'sluice-lazy-'));
+  const log = join(dir, 'packages.txt');
+  writeFileSync(log, '');
+  const hooks = `import { appendFileSync } from 'node:fs';
+  export async function resolve(specifier, context, next) {
+    if (!specifier.startsWith('.') && !specifier.startsWith('node:') && !specifier.startsWith('file:') && !specifier.startsWith('/')) appendFileSync(${JSON.stringify(log)}, specifier + '\\n');
     return next(specifier, context);
   }`;
   const script = `import { register } from 'node:module';
@@ -19,10 +30,11 @@ function packagesLoadedBy(files: readonly string[]): string[] {
     for (const file of ${JSON.stringify(files)}) await import(file);`;
   const result = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
   assert.equal(result.status, 0, result.stderr);
-  return result.stdout
+  const loaded = readFileSync(log, 'utf8')
     .split('\n')
-    .filter((line) => line.startsWith('PACKAGE '))
-    .map((line) => line.slice('PACKAGE '.length));
+    .filter((line) => line !== '');
+  rmSync(dir, { recursive: true, force: true });
+  return loaded;
 }
 
 const ENVOY_PACKAGES = /^(@grpc\/|protobufjs|yaml$|prom-client)/;

@@ -128,8 +128,8 @@ describe('the packed packages', () => {
       packed.server.files.filter((file) => libraryModules.has(/^dist\/(.+)\.js$/.exec(file)?.[1] ?? '')),
       [],
     );
-    assert.equal(pkg.repository, undefined);
-    assert.equal(serverPkg.repository, undefined);
+    // Both name the repository (npm shows the README's images from it), the same one.
+    assert.deepEqual(serverPkg.repository, { ...(pkg.repository as object), directory: 'packages/server' });
   });
 
   test('every subpath has a typesVersions entry naming the types its exports give', () => {
@@ -142,9 +142,16 @@ describe('the packed packages', () => {
     assert.deepEqual(Object.keys(mapped).sort(), [...SUBPATHS].sort());
   });
 
-  test('sluice/node exports the adapter, the key helpers and bodyBytes (for settle), none of the writers Express and Fastify share', async () => {
+  test('sluice/node exports the adapter, shed, the key helpers and bodyBytes (for settle), none of the writers Express and Fastify share', async () => {
     const node = await import(join(consumer, 'node_modules', 'sluice', 'dist', 'esm', 'http', 'node.js'));
-    assert.deepEqual(Object.keys(node).sort(), ['bodyBytes', 'clientIp', 'headerKey', 'rateLimit']);
+    assert.deepEqual(Object.keys(node).sort(), [
+      'bodyBytes',
+      'clientIp',
+      'headerKey',
+      'rateLimit',
+      'shed',
+      'shedRefusal',
+    ]);
   });
 
   test('npm start serves from a current build at once, without building again', async () => {

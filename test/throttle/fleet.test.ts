@@ -91,8 +91,11 @@ describe('an upstream that answers one 429 with Retry-After', () => {
     // Every call answered 200 in the end: the refused one was made again.
     const ok = run.reports.reduce((sum, report) => sum + (report.statuses['200'] ?? 0), 0);
     assert.equal(ok, processes * jobsEach);
-    // The pause was written by a schedule whose second operand (the pause, ms) is 1000.
-    const pauses = run.storeCalls.filter((command) => command.args.at(-1) === '1000');
+    // The pause was written by a schedule whose second operand (the pause, ms) is 1000: the last
+    // operand, before the script's trailing `reads` argument ('0': no stored entries read).
+    const pauses = run.storeCalls.filter(
+      (command) => command.args.at(-2) === '1000' && command.args.at(-1) === '0',
+    );
     assert.equal(pauses.length, 1, 'one store call wrote the pause');
     const pausedAt = (pauses[0] as (typeof pauses)[number]).atMs;
     const endsAt = pausedAt + 1000;
