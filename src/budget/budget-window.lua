@@ -102,7 +102,11 @@ local function budget_window(key, now, op, cost, base, window)
   return allowed, remaining, reset, retry
 end
 
-local function budget_window_grant(key, now, op, amount, target, window)
+-- The state as the worker's writes (grant, release, sync) find it: rolled to the window `now` falls
+-- in, or to a later one the state already holds (another process of the region, whose clock is ahead,
+-- moved it on), with no floor (a write names the grant it means, floor included).
+-- Returns window (ms), sliding, index, storedIndex (nil when none), count, grant, next, previous.
+local function budget_window_rolled(key, now, window)
   local sliding
   window, sliding = budget_window_kind(window)
   local index = floor(now / window)
@@ -110,6 +114,12 @@ local function budget_window_grant(key, now, op, amount, target, window)
   if storedIndex and storedIndex > index then index = storedIndex end
   local count, grant, next, _, previous =
     budget_window_roll(storedIndex, storedCount, storedGrant, storedNext, storedPrevious, index, 0)
+  return window, sliding, index, storedIndex, count, grant, next, previous
+end
+
+local function budget_window_grant(key, now, op, amount, target, window)
+  local window, sliding, index, storedIndex, count, grant, next, previous =
+    budget_window_rolled(key, now, window)
   if target == index then
     if amount > grant then grant = amount end
     -- No state of this window or the one before: the region's store lost it (a region asks only for
@@ -125,13 +135,8 @@ local function budget_window_grant(key, now, op, amount, target, window)
 end
 
 local function budget_window_release(key, now, op, amount, target, window)
-  local sliding
-  window, sliding = budget_window_kind(window)
-  local index = floor(now / window)
-  local storedIndex, storedCount, storedGrant, storedNext, storedPrevious = budget_window_read(key)
-  if storedIndex and storedIndex > index then index = storedIndex end
-  local count, grant, next, _, previous =
-    budget_window_roll(storedIndex, storedCount, storedGrant, storedNext, storedPrevious, index, 0)
+  local window, sliding, index, storedIndex, count, grant, next, previous =
+    budget_window_rolled(key, now, window)
   if sliding and target == index - 1 then
     -- Nothing to give back there: what the region admitted in that window, when known (a state of it,
     -- or one rolled out of it with a count; a state recreated after a loss has none).
@@ -155,13 +160,8 @@ local function budget_window_release(key, now, op, amount, target, window)
 end
 
 local function budget_window_sync(key, now, op, amount, target, window)
-  local sliding
-  window, sliding = budget_window_kind(window)
-  local index = floor(now / window)
-  local storedIndex, storedCount, storedGrant, storedNext, storedPrevious = budget_window_read(key)
-  if storedIndex and storedIndex > index then index = storedIndex end
-  local count, grant, next, _, previous =
-    budget_window_roll(storedIndex, storedCount, storedGrant, storedNext, storedPrevious, index, 0)
+  local window, sliding, index, storedIndex, count, grant, next, previous =
+    budget_window_rolled(key, now, window)
   if target ~= index or grant >= amount then return 1, count, grant, 0 end
   -- The store lost what it was granted: what it may have admitted of it counts as used.
   count = count + amount - grant

@@ -72,10 +72,32 @@ function keepFor(index: number, windowMs: number, now: number): number {
   return Math.ceil((index + 2) * windowMs - now);
 }
 
-/** The window a write lands in: the clock's, or a later one the state already holds. */
-function indexAt(stored: BudgetWindowState | undefined, now: number, windowMs: number): number {
+/**
+ * One of the worker's writes to the region's store (grant, sync, release): `amount` for window
+ * `target`, answered as `remaining` and `resetMs` (see each).
+ */
+type WorkerWrite = (
+  stored: BudgetWindowState | undefined,
+  now: number,
+  amount: number,
+  target: number,
+  windowMs: number,
+  sliding?: boolean,
+) => Outcome<BudgetWindowState>;
+
+/**
+ * The state as the worker's writes (grant, release, sync) find it: rolled to the window `now` falls
+ * in, or to a later one the state already holds (another process of the region, whose clock is
+ * ahead, moved it on), with no floor (a write names the grant it means, floor included).
+ */
+function rolledAt(
+  stored: BudgetWindowState | undefined,
+  now: number,
+  windowMs: number,
+): { index: number; rolled: Rolled } {
   const clockIndex = Math.floor(now / windowMs);
-  return stored !== undefined && stored.index > clockIndex ? stored.index : clockIndex;
+  const index = stored !== undefined && stored.index > clockIndex ? stored.index : clockIndex;
+  return { index, rolled: roll(stored, index, 0) };
 }
 
 /** A grant, sync or release answered: `remaining` and `resetMs` carry its figures; no state written without a new one. */
@@ -86,6 +108,24 @@ function answered(
   ttlMs: number,
 ): Outcome<BudgetWindowState> {
   return { allowed: true, remaining, resetMs: grant, retryAfterMs: 0, state, ttlMs };
+}
+
+/** A worker's write that changed the rolled counts: written back, answering `remaining` and the grant. */
+function rewritten(
+  stored: BudgetWindowState | undefined,
+  index: number,
+  rolled: Rolled,
+  remaining: number,
+  windowMs: number,
+  now: number,
+  sliding: boolean,
+): Outcome<BudgetWindowState> {
+  return answered(
+    remaining,
+    rolled.grant,
+    written(stored, index, rolled, sliding),
+    keepFor(index, windowMs, now),
+  );
 }
 
 function written(
@@ -174,16 +214,8 @@ export function decideBudgetWindow(
  * identifiers it decided for in the window) counts as used: what was granted before may have been
  * admitted. Answers the current window's count as `remaining` and its grant as `resetMs`.
  */
-export function grantBudgetWindow(
-  stored: BudgetWindowState | undefined,
-  now: number,
-  amount: number,
-  target: number,
-  windowMs: number,
-  sliding = false,
-): Outcome<BudgetWindowState> {
-  const index = indexAt(stored, now, windowMs);
-  const rolled = roll(stored, index, 0);
+export const grantBudgetWindow: WorkerWrite = (stored, now, amount, target, windowMs, sliding = false) => {
+  const { index, rolled } = rolledAt(stored, now, windowMs);
   if (target === index) {
     rolled.grant = Math.max(rolled.grant, amount);
     if (stored === undefined || stored.index < index - 1) rolled.count = rolled.grant;
@@ -192,13 +224,8 @@ export function grantBudgetWindow(
   } else {
     return answered(rolled.count, rolled.grant, stored, -1);
   }
-  return answered(
-    rolled.count,
-    rolled.grant,
-    written(stored, index, rolled, sliding),
-    keepFor(index, windowMs, now),
-  );
-}
+  return rewritten(stored, index, rolled, rolled.count, windowMs, now, sliding);
+};
 
 /**
  * Tells the region's store what the ledger had granted it for window `target` before (`amount`,
@@ -206,28 +233,15 @@ export function grantBudgetWindow(
  * granted (a restart without persistence), and what it may have admitted of it counts as used. A
  * store that holds as much is unchanged. Answers the count as `remaining`, the grant as `resetMs`.
  */
-export function syncBudgetWindow(
-  stored: BudgetWindowState | undefined,
-  now: number,
-  amount: number,
-  target: number,
-  windowMs: number,
-  sliding = false,
-): Outcome<BudgetWindowState> {
-  const index = indexAt(stored, now, windowMs);
-  const rolled = roll(stored, index, 0);
+export const syncBudgetWindow: WorkerWrite = (stored, now, amount, target, windowMs, sliding = false) => {
+  const { index, rolled } = rolledAt(stored, now, windowMs);
   if (target !== index || rolled.grant >= amount) {
     return answered(rolled.count, rolled.grant, stored, -1);
   }
   rolled.count += amount - rolled.grant;
   rolled.grant = amount;
-  return answered(
-    rolled.count,
-    rolled.grant,
-    written(stored, index, rolled, sliding),
-    keepFor(index, windowMs, now),
-  );
-}
+  return rewritten(stored, index, rolled, rolled.count, windowMs, now, sliding);
+};
 
 /**
  * A sliding window's release for the window before the current one gives nothing back (no unit can
@@ -251,16 +265,8 @@ function admittedBefore(
  * region's estimate now, which only falls from here), so that the ledger may grant them to another
  * region. Answers the units given back as `remaining`, and the grant left as `resetMs`.
  */
-export function releaseBudgetWindow(
-  stored: BudgetWindowState | undefined,
-  now: number,
-  amount: number,
-  target: number,
-  windowMs: number,
-  sliding = false,
-): Outcome<BudgetWindowState> {
-  const index = indexAt(stored, now, windowMs);
-  const rolled = roll(stored, index, 0);
+export const releaseBudgetWindow: WorkerWrite = (stored, now, amount, target, windowMs, sliding = false) => {
+  const { index, rolled } = rolledAt(stored, now, windowMs);
   if (sliding && target === index - 1) return admittedBefore(stored, index, rolled);
   const used = Math.ceil(usedTimesWindow(rolled, index, now, windowMs, sliding) / windowMs);
   const given =
@@ -271,13 +277,8 @@ export function releaseBudgetWindow(
     return answered(0, rolled.grant, stored, -1);
   }
   rolled.grant -= given;
-  return answered(
-    given,
-    rolled.grant,
-    written(stored, index, rolled, sliding),
-    keepFor(index, windowMs, now),
-  );
-}
+  return rewritten(stored, index, rolled, given, windowMs, now, sliding);
+};
 
 /**
  * The policy a region decides a window budget with: the global policy's limit and window (for
@@ -302,22 +303,13 @@ export function budgetWindowPolicy(
   };
 }
 
-type Write = (
-  stored: BudgetWindowState | undefined,
-  now: number,
-  amount: number,
-  target: number,
-  windowMs: number,
-  sliding: boolean,
-) => Outcome<BudgetWindowState>;
-
 /** A policy whose `limit` call is one of the worker's writes to window `target` (the cost is its amount). */
 function writePolicy(
   algorithm: string,
   script: 'budget-window-sync' | 'budget-window-release' | 'budget-window-grant',
   target: number,
   windowMs: number,
-  write: Write,
+  write: WorkerWrite,
   sliding: boolean,
 ): Policy<BudgetWindowState> {
   return {
