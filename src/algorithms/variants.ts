@@ -1,7 +1,7 @@
 // Limits per call (plans, tenants): one policy object per limit, made once, so that stores keep
 // batching the calls of one limit together.
 import { ERROR_CODES, SluiceError } from '../errors.js';
-import type { Operation, Outcome, Policy, ScriptName, StoredLimitRule } from '../types.js';
+import type { Operation, Outcome, Policy, RuleName, StoredLimitRule } from '../types.js';
 import type { ResolvedDebt } from './debt.js';
 
 /** Variants kept per policy. Beyond it the cache starts again: decisions stay right, batches split. */
@@ -116,7 +116,7 @@ type WindowTwin<S> = (
  */
 export function windowBody<S>(
   algorithm: string,
-  name: ScriptName,
+  name: RuleName,
   units: number,
   windowMs: number,
   described: string,
