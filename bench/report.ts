@@ -39,6 +39,10 @@ export function renderMarkdown(
       .filter(([name]) => name !== 'sluice' && name !== 'commit')
       .map(([name, version]) => `${name} ${version}`)
       .join('; ')}.`,
+    ...Object.entries(results.remeasured ?? {}).map(
+      ([name, stamp]) =>
+        `- Section \`${name}\` measured again on ${stamp.date} (load average ${stamp.loadAverageAtStart} at its start, commit ${stamp.commit}) by \`npm run bench -- --only ${name} --merge\`; its figures and targets are from that run.`,
+    ),
     '',
     '## Targets',
     '',

@@ -6,7 +6,10 @@
 //   npm run bench -- --only redis,memory-store   some sections (names: see --help)
 //   npm run bench -- --filter gcra,=rlf.RateLimiterRedis   only these contenders (substring, or =exact id)
 //   npm run bench -- --report <file>   regenerates BENCHMARKS.md from a results file, without a run
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+//   npm run bench -- --only service-load --merge   measures some sections again and merges them into the
+//                                      newest results file (each marked with its own date, load and commit),
+//                                      then regenerates BENCHMARKS.md
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Contender } from './contenders.js';
@@ -50,6 +53,7 @@ const OPTIONAL_SECTIONS = [
   'overrides',
   'throttle',
   'leases',
+  'service-load',
 ] as const;
 
 const ROOT = process.cwd();
@@ -79,10 +83,12 @@ interface Args {
   readonly only: Set<string> | undefined;
   readonly filter: readonly string[] | undefined;
   readonly report?: string;
+  readonly merge: boolean;
 }
 
 function parseArgs(argv: readonly string[], names: readonly string[]): Args {
   const quick = argv.includes('--quick');
+  const merge = argv.includes('--merge');
   const value = (flag: string): string | undefined => {
     const at = argv.indexOf(flag);
     return at === -1 ? undefined : (argv[at + 1] ?? '');
@@ -99,7 +105,7 @@ function parseArgs(argv: readonly string[], names: readonly string[]): Args {
     }
   }
   const report = value('--report');
-  return report === undefined ? { quick, only, filter } : { quick, only, filter, report };
+  return report === undefined ? { quick, only, filter, merge } : { quick, only, filter, report, merge };
 }
 
 function settingsFor(quick: boolean): Settings {
@@ -182,6 +188,10 @@ async function main(): Promise<void> {
     log(`${target.met === null ? '  ?' : target.met ? ' ok' : 'NOT'}  ${target.target}: ${target.measured}`);
   }
   const complete = filter === undefined && args.only === undefined;
+  if (args.merge && !args.quick && filter === undefined && args.only !== undefined) {
+    mergeInto(results, writeReport, log);
+    return;
+  }
   if (args.quick || !complete) {
     const dir = join(ROOT, 'bench', 'results');
     mkdirSync(dir, { recursive: true });
@@ -197,6 +207,40 @@ async function main(): Promise<void> {
   writeFileSync(join(ROOT, resultsPath), `${JSON.stringify(results, null, 2)}\n`);
   writeReport(results, resultsPath);
   log(`Wrote ${resultsPath} and BENCHMARKS.md`);
+}
+
+/**
+ * Merges a partial run's sections into the newest results file: each merged section keeps its own date,
+ * load average and commit under `remeasured`, which BENCHMARKS.md names; the rest stays as measured.
+ */
+function mergeInto(
+  results: Results,
+  writeReport: (results: Results, path: string) => void,
+  log: (line: string) => void,
+): void {
+  const dir = join(ROOT, 'bench', 'results');
+  const newest = readdirSync(dir)
+    .filter((name) => /^\d{4}-\d{2}-\d{2}\.json$/.test(name))
+    .sort()
+    .at(-1);
+  if (newest === undefined) throw new Error('--merge: no results file in bench/results to merge into');
+  const path = join('bench', 'results', newest);
+  const base = JSON.parse(readFileSync(join(ROOT, path), 'utf8')) as Results;
+  const stamp = {
+    date: results.date,
+    loadAverageAtStart: results.machine.loadAverageAtStart,
+    commit: results.versions.commit ?? 'unknown',
+  };
+  const remeasured = { ...base.remeasured };
+  for (const name of Object.keys(results.sections)) remeasured[name] = stamp;
+  const merged: Results = {
+    ...base,
+    sections: { ...base.sections, ...results.sections },
+    remeasured,
+  };
+  writeFileSync(join(ROOT, path), `${JSON.stringify(merged, null, 2)}\n`);
+  writeReport(merged, path);
+  log(`Merged ${Object.keys(results.sections).join(', ')} into ${path}; BENCHMARKS.md regenerated`);
 }
 
 main().then(

@@ -36,6 +36,10 @@ export interface Results {
   readonly settings: Settings;
   readonly sections: Readonly<Record<string, unknown>>;
   readonly targets?: Target[];
+  /** Sections measured again after the run (`--merge`): when, at what load, on which commit. */
+  readonly remeasured?: Readonly<
+    Record<string, { readonly date: string; readonly loadAverageAtStart: number; readonly commit: string }>
+  >;
 }
 
 /** What a section's run is given. */

@@ -100,7 +100,7 @@ async function wrkInstalled(): Promise<boolean> {
 }
 
 /** Starts a process and resolves once its output matches `ready`, with the match. */
-function startProcess(
+export function startProcess(
   command: string,
   args: readonly string[],
   ready: RegExp,
@@ -132,7 +132,7 @@ function startProcess(
   });
 }
 
-function stop(child: ChildProcess): Promise<void> {
+export function stop(child: ChildProcess): Promise<void> {
   return new Promise((resolve) => {
     if (child.exitCode !== null) return resolve();
     child.removeAllListeners('exit');
@@ -142,7 +142,9 @@ function stop(child: ChildProcess): Promise<void> {
 }
 
 /** POSTs one limit request and returns the answer as the bare server should repeat it. */
-function sample(port: number): Promise<{ status: number; headers: Record<string, string>; body: string }> {
+export function sample(
+  port: number,
+): Promise<{ status: number; headers: Record<string, string>; body: string }> {
   return new Promise((resolve, reject) => {
     const body = JSON.stringify({ policy: 'bench', key: `user:${IDENTIFIERS / 2}` });
     const call = request(
