@@ -12,7 +12,7 @@ import {
   resolveRateLimitOptions,
 } from './options.js';
 import { type Finished, type SentBody, sentBody, settleOnAbort, trackedResponse } from './settle.js';
-import { admit, releaseFor, resolveShedOptions, type ShedOptions, shedRefusal } from './shed.js';
+import { admit, resolveShedOptions, type ShedOptions, shedRefusal, WebTicket } from './shed.js';
 import { fetchRequestView, type RequestView } from './view.js';
 
 export { type ClientIpOptions, clientIp, headerKey } from './client-key.js';
@@ -222,22 +222,29 @@ export function rateLimit(options: FetchRateLimitOptions): FetchRateLimiter {
 
 /** The fetch-style shed guard. */
 export interface FetchShedder {
-  /** A 503 Response for a refused request; `undefined` when it holds a ticket (report its end with `complete`). */
+  /** A 503 Response for a refused request; `undefined` when it holds a ticket (give its response to `respond`). */
   (request: Request): Promise<Response | undefined>;
   /**
-   * With the bare guard: gives the request's ticket back once its response is known (a 5xx
-   * counted as dropped). Without it, the ticket comes back when the client goes away.
+   * With the bare guard: the response to send in place of the handler's, whose body's end (its
+   * last chunk read, a streamed one included) gives the request's ticket back, a 5xx counted as
+   * dropped, a body cancelled or failed too.
+   */
+  respond(request: Request, response: Response): Response;
+  /**
+   * With the bare guard: gives the request's ticket back now, with the status of its response (a
+   * 5xx counted as dropped), when there is no body to wait for. Without `respond` or `complete`,
+   * the ticket comes back when the client goes away.
    */
   complete(request: Request, status: number): void;
-  /** A whole fetch handler: the guard, your handler, and the ticket given back with its status (500 if it throws). */
+  /** A whole fetch handler: the guard, your handler, and the ticket given back at its body's end (dropped if it throws). */
   wrap(handler: FetchHandler): WrappedFetchHandler;
 }
 
 /**
  * Sheds load in front of a fetch handler (Deno, Bun, Workers, Node's fetch servers): each request
- * takes a ticket of `shedder` and gives it back when the handler has answered (a 5xx, a thrown
- * error, or a client that went away, counted as dropped); a refused one gets 503 with
- * `Retry-After` and a problem body of type temporary-reduced-capacity.
+ * takes a ticket of `shedder` and gives it back when its response's body has ended (a 5xx, a thrown
+ * error, a body cancelled or a client that went away, counted as dropped); a refused one gets 503
+ * with `Retry-After` and a problem body of type temporary-reduced-capacity.
  *
  * @example
  * import { createShedder } from 'sluice/shed';
@@ -247,40 +254,38 @@ export interface FetchShedder {
  */
 export function shed(options: ShedOptions<Request>): FetchShedder {
   const config = resolveShedOptions<Request>('shed (fetch)', options);
-  const tickets = new WeakMap<Request, { release(status: number): void }>();
+  const tickets = new WeakMap<Request, WebTicket>();
   const guard = async (request: Request): Promise<Response | undefined> => {
     const admission = await admit(config, request);
     if (!admission.allowed) {
       const refusal = shedRefusal(admission);
       return new Response(refusal.body, { status: refusal.status, headers: refusal.headers });
     }
-    const gone = () => admission.release({ dropped: true });
-    request.signal.addEventListener('abort', gone, { once: true });
-    tickets.set(request, {
-      release: (status) => {
-        request.signal.removeEventListener('abort', gone);
-        releaseFor(admission, status);
-      },
-    });
+    tickets.set(request, new WebTicket(admission, request.signal));
     return undefined;
   };
-  const complete = (request: Request, status: number): void => {
-    tickets.get(request)?.release(status);
+  /** The request's ticket, taken once. */
+  const ticketOf = (request: Request): WebTicket | undefined => {
+    const ticket = tickets.get(request);
     tickets.delete(request);
+    return ticket;
   };
+  const respond = (request: Request, response: Response): Response =>
+    ticketOf(request)?.respond(response) ?? response;
+  const complete = (request: Request, status: number): void => ticketOf(request)?.complete(status);
   const wrap =
     (handler: FetchHandler): WrappedFetchHandler =>
     async (request, ...context) => {
       const refused = await guard(request);
       if (refused !== undefined) return refused;
+      let response: Response;
       try {
-        const response = await handler(request, ...(context as never[]));
-        complete(request, response.status);
-        return response;
+        response = await handler(request, ...(context as never[]));
       } catch (error) {
-        complete(request, 500);
+        ticketOf(request)?.drop();
         throw error;
       }
+      return respond(request, response);
     };
-  return Object.assign(guard, { complete, wrap });
+  return Object.assign(guard, { respond, complete, wrap });
 }

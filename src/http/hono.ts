@@ -7,7 +7,7 @@ import { rateLimitHeaders } from './headers.js';
 import type { RateLimitInfo } from './info.js';
 import { adapterFunction, type RateLimitOptions, resolveRateLimitOptions } from './options.js';
 import { sentBody, settleOnAbort, trackedResponse } from './settle.js';
-import { admit, releaseFor, resolveShedOptions, type ShedOptions, shedRefusal } from './shed.js';
+import { admit, resolveShedOptions, type ShedOptions, shedRefusal, WebTicket } from './shed.js';
 import { fetchRequestView, type RequestView } from './view.js';
 
 export { type ClientIpOptions, clientIp, headerKey } from './client-key.js';
@@ -137,9 +137,9 @@ export function rateLimit<Name extends string = 'rateLimit'>(
 
 /**
  * Sheds load in front of a Hono app or route: each request takes a ticket of `shedder` and gives it
- * back when the handler has answered (a 5xx, a thrown error, or a client that went away, counted
- * as dropped); a refused one gets 503 with `Retry-After` and a problem body of type
- * temporary-reduced-capacity.
+ * back when its response's body has ended (a 5xx, a thrown error, a body cancelled or a client that
+ * went away, counted as dropped); a refused one gets 503 with `Retry-After` and a problem body of
+ * type temporary-reduced-capacity.
  *
  * @example
  * import { createShedder } from 'sluice/shed';
@@ -154,19 +154,17 @@ export function shed(options: ShedOptions<Context>): MiddlewareHandler {
       const refusal = shedRefusal(admission);
       return new Response(refusal.body, { status: refusal.status, headers: refusal.headers });
     }
-    const signal = c.req.raw.signal;
-    const gone = () => admission.release({ dropped: true });
-    signal.addEventListener('abort', gone, { once: true });
+    const ticket = new WebTicket(admission, c.req.raw.signal);
     try {
       await next();
     } catch (error) {
-      admission.release({ dropped: true });
+      ticket.drop();
       throw error;
-    } finally {
-      signal.removeEventListener('abort', gone);
     }
     // Hono turns a handler's error into c.error and a 500 response; release() ignores a second call.
-    releaseFor(admission, c.error === undefined ? c.res.status : 500);
+    if (c.error !== undefined) ticket.complete(500);
+    // The ticket comes back when the body has been read to its end: a streamed answer holds it.
+    else c.res = ticket.respond(c.res);
     return undefined;
   };
 }

@@ -4,6 +4,7 @@ import { invalidOption } from '../errors.js';
 import type { Admission, Refusal, Shedder, Ticket } from '../shed/index.js';
 import { knownKeys, optionsObject } from '../validate.js';
 import { PROBLEM_CONTENT_TYPE, PROBLEM_TYPES, type ProblemDetails } from './problem.js';
+import { trackedResponse } from './settle.js';
 
 /** Options of every adapter's `shed()`. */
 export interface ShedOptions<Req> {
@@ -107,6 +108,44 @@ export function releaseOnNodeEnd(response: ServerResponse, ticket: Ticket): void
     if (response.writableFinished) releaseFor(ticket, response.statusCode);
     else ticket.release(DROPPED);
   });
+}
+
+/**
+ * A ticket held by a web-standard request (fetch, Hono): given back when its response's body has
+ * been read to its end, so that the latency the limit learns covers the whole response, a streamed
+ * one included. Dropped when the request's signal aborts first (its client went away) or the body
+ * is cancelled or fails; released once whichever comes first.
+ */
+export class WebTicket {
+  readonly #ticket: Ticket;
+  readonly #signal: AbortSignal | undefined;
+  readonly #gone = (): void => this.drop();
+
+  constructor(ticket: Ticket, signal: AbortSignal | undefined) {
+    this.#ticket = ticket;
+    this.#signal = signal;
+    if (signal?.aborted === true) ticket.release(DROPPED);
+    else signal?.addEventListener('abort', this.#gone, { once: true });
+  }
+
+  /** The response has ended with `status` (a 5xx is dropped), or is known and has no body to wait for. */
+  complete(status: number): void {
+    this.#signal?.removeEventListener('abort', this.#gone);
+    releaseFor(this.#ticket, status);
+  }
+
+  /** The work failed for overload, or its client went away. */
+  drop(): void {
+    this.#signal?.removeEventListener('abort', this.#gone);
+    this.#ticket.release(DROPPED);
+  }
+
+  /** The response to send in place of `response`: the same, whose body's end gives the ticket back. */
+  respond(response: Response): Response {
+    return trackedResponse(response, (status, completed) =>
+      completed ? this.complete(status) : this.drop(),
+    );
+  }
 }
 
 /** Sends the 503 on a Node response. */

@@ -38,6 +38,26 @@ function held(url: string, priority: string) {
   return { done, abort: () => sent.destroy() };
 }
 
+/** A GET of a streamed body: `first` settles at its first chunk, `done` with its status at its end. */
+function streamedGet(url: string, priority: string) {
+  const sent = request(url, { headers: { 'x-priority': priority }, agent: false });
+  let chunk: () => void = () => {};
+  const first = new Promise<void>((resolve) => {
+    chunk = resolve;
+  });
+  const done = new Promise<number>((resolve) => {
+    sent.on('response', (response) => {
+      response.once('data', () => chunk());
+      response.on('data', () => {});
+      response.on('end', () => resolve(response.statusCode ?? 0));
+      response.on('error', () => resolve(0));
+    });
+    sent.on('error', () => resolve(0));
+  });
+  sent.end();
+  return { first, done, abort: () => sent.destroy() };
+}
+
 for (const [name, build] of SHED_APPS) {
   describe(`shed (${name})`, () => {
     test('a class over its share gets 503, Retry-After and a temporary-reduced-capacity problem; tickets come back', async () => {
@@ -89,6 +109,39 @@ for (const [name, build] of SHED_APPS) {
         gone.abort();
         await until(() => shedder.inFlight === 0);
         assert.equal(shedder.stats().priorities.critical?.dropped, 2);
+        holds.release('b');
+      } finally {
+        holds.releaseAll();
+        await app.close();
+      }
+    });
+    test('a streamed body holds its ticket to its last chunk, and its latency covers it; a hang-up mid-body drops it', async () => {
+      const clock = { nowMs: 0 };
+      // One request closes a window: the shedder's latency is that request's, grant to release.
+      const shedder = createShedder({
+        limit: { algorithm: 'aimd', initial: 2, min: 2, max: 2, windowMs: 1, windowSamples: 1 },
+        priorities: [{ name: 'critical', reserve: 0.5 }, 'sheddable'],
+        now: () => clock.nowMs,
+      });
+      const holds = new Holds();
+      const app = await build(shedder, holds);
+      try {
+        const whole = streamedGet(`${app.url}/stream/a`, 'critical');
+        await whole.first;
+        // The handler has answered and the first chunk is out: the ticket is still held.
+        assert.equal(shedder.inFlight, 1);
+        clock.nowMs = 1000;
+        holds.release('a');
+        assert.equal(await whole.done, 200);
+        await until(() => shedder.inFlight === 0);
+        assert.equal(shedder.stats().latencyMs, 1000);
+        assert.equal(shedder.stats().priorities.critical?.dropped, 0);
+        const cut = streamedGet(`${app.url}/stream/b`, 'critical');
+        await cut.first;
+        assert.equal(shedder.inFlight, 1);
+        cut.abort();
+        await until(() => shedder.inFlight === 0);
+        assert.equal(shedder.stats().priorities.critical?.dropped, 1);
         holds.release('b');
       } finally {
         holds.releaseAll();

@@ -1,6 +1,7 @@
 // One listening server per framework with `shed` in front: `/hold/<id>` waits until the test lets it go,
-// `/status/<code>` answers that status, anything else answers at once; `x-priority` names the class.
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+// `/status/<code>` answers that status, `/stream/<id>` sends a first chunk and ends its body once the test lets
+// `id` go, anything else answers at once; `x-priority` names the class.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
 import express from 'express';
@@ -59,6 +60,36 @@ async function answer(path: string, holds: Holds): Promise<[number, string]> {
   return [status === undefined ? 200 : Number(status), 'ok'];
 }
 
+/** The id of a `/stream/<id>` path: its body's first chunk goes at once, the last once `id` is let go. */
+function streamed(path: string): string | undefined {
+  return /^\/stream\/(.+)$/.exec(path)?.[1];
+}
+
+/** A streamed body for the web-standard apps: `first` now, `last` and the end after the hold. */
+function webStream(id: string, holds: Holds): ReadableStream<Uint8Array> {
+  const encoder = new TextEncoder();
+  return new ReadableStream({
+    async start(controller) {
+      controller.enqueue(encoder.encode('first\n'));
+      await holds.hold(id);
+      try {
+        controller.enqueue(encoder.encode('last\n'));
+        controller.close();
+      } catch {
+        // Cancelled meanwhile: its client went away.
+      }
+    },
+  });
+}
+
+/** The same on a Node response. */
+async function nodeStream(id: string, holds: Holds, response: ServerResponse): Promise<void> {
+  response.statusCode = 200;
+  response.write('first\n');
+  await holds.hold(id);
+  response.end('last\n');
+}
+
 function nodePriority(request: IncomingMessage): string | undefined {
   const value = request.headers['x-priority'];
   return typeof value === 'string' ? value : undefined;
@@ -99,6 +130,8 @@ const buildExpress: ShedBuild = async (shedder, holds) => {
   const app = express();
   app.use(expressShed({ shedder, priority: (req) => req.get('x-priority') }));
   app.get(/.*/, (req, res) => {
+    const stream = streamed(req.path);
+    if (stream !== undefined) return void nodeStream(stream, holds, res);
     answer(req.path, holds).then(([status, text]) => res.status(status).send(text));
   });
   return listening(createServer(app));
@@ -108,6 +141,11 @@ const buildFastify: ShedBuild = async (shedder, holds) => {
   const app = Fastify();
   app.addHook('onRequest', fastifyShed({ shedder, priority: (request) => nodePriority(request.raw) }));
   app.get('/*', async (request, reply) => {
+    const stream = streamed(request.url);
+    if (stream !== undefined) {
+      reply.hijack();
+      return nodeStream(stream, holds, reply.raw);
+    }
     const [status, text] = await answer(request.url, holds);
     return reply.code(status).send(text);
   });
@@ -127,6 +165,11 @@ const buildKoa: ShedBuild = async (shedder, holds) => {
   const app = new Koa();
   app.use(koaShed({ shedder, priority: (ctx) => ctx.get('x-priority') || undefined }));
   app.use(async (ctx) => {
+    const stream = streamed(ctx.path);
+    if (stream !== undefined) {
+      ctx.respond = false;
+      return nodeStream(stream, holds, ctx.res);
+    }
     const [status, text] = await answer(ctx.path, holds);
     ctx.status = status;
     ctx.body = text;
@@ -139,6 +182,8 @@ const buildNode: ShedBuild = async (shedder, holds) => {
   return listening(
     createServer(
       guard.wrap(async (request, response) => {
+        const stream = streamed(request.url ?? '/');
+        if (stream !== undefined) return nodeStream(stream, holds, response);
         const [status, text] = await answer(request.url ?? '/', holds);
         response.statusCode = status;
         response.end(text);
@@ -153,6 +198,8 @@ const buildNest: ShedBuild = async (shedder, holds) => {
   return listening(
     createServer((request, response) => {
       middleware(request, response, async () => {
+        const stream = streamed(request.url ?? '/');
+        if (stream !== undefined) return nodeStream(stream, holds, response);
         const [status, text] = await answer(request.url ?? '/', holds);
         response.statusCode = status;
         response.end(text);
@@ -165,6 +212,8 @@ const buildHono: ShedBuild = async (shedder, holds) => {
   const app = new Hono();
   app.use(honoShed({ shedder, priority: (c) => c.req.header('x-priority') }));
   app.get('*', async (c) => {
+    const stream = streamed(c.req.path);
+    if (stream !== undefined) return c.body(webStream(stream, holds));
     const [status, text] = await answer(c.req.path, holds);
     return c.text(text, status as 200);
   });
@@ -175,7 +224,10 @@ const buildFetch: ShedBuild = async (shedder, holds) => {
   const guard = fetchShed({ shedder, priority: (request) => request.headers.get('x-priority') ?? undefined });
   return served(
     guard.wrap(async (request) => {
-      const [status, text] = await answer(new URL(request.url).pathname, holds);
+      const path = new URL(request.url).pathname;
+      const stream = streamed(path);
+      if (stream !== undefined) return new Response(webStream(stream, holds));
+      const [status, text] = await answer(path, holds);
       return new Response(text, { status });
     }),
   );
