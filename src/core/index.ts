@@ -32,4 +32,4 @@ export {
   settleReserved,
 } from './reservation.js';
 export { askSlot, Slot } from './slot.js';
-export { checkMaxWaitMs, WAIT_DEFAULTS, waitFor } from './waiting.js';
+export { checkMaxWaitMs, isLateSlot, WAIT_DEFAULTS, waitFor } from './waiting.js';

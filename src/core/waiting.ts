@@ -3,7 +3,7 @@
 import { performance } from 'node:perf_hooks';
 import { invalidOption, SluiceError } from '../errors.js';
 import { MAX_WAIT_MS } from '../operations.js';
-import { type Decision, isStoreFailure, type WaitDecision, type WaitOptions } from '../types.js';
+import { type Decision, isStoreFailure, type Policy, type WaitDecision, type WaitOptions } from '../types.js';
 import { knownKeys, optionsObject } from '../validate.js';
 import type { CallParts, Pipeline } from './pipeline.js';
 import { askSlot, Slot } from './slot.js';
@@ -16,6 +16,30 @@ export const WAIT_DEFAULTS = { maxWaitMs: 60_000 } as const;
  * denied together by a window would otherwise all ask again in the same millisecond.
  */
 const JITTER = 0.25;
+
+/**
+ * A slot that comes later than its time by more than this (and than one of its intervals) is let go
+ * and a new one taken: a process that stalled past its slots (a long synchronous task, a GC pause)
+ * would otherwise send every slot it held in one burst. Below it, a timer firing late on a busy
+ * machine is not worth another store call.
+ *
+ * The late slot is not given back. Its time has passed; given back, its unit would come back at the
+ * end of the schedule (the TAT moves back by one interval), on the time of the last slot handed out,
+ * and two calls would go together there (measured: with give-backs, 4 waits of 5 still went at once
+ * after a stall, each give-back undoing the slot another wait had just taken). It is the strict side:
+ * the unit of a late slot is spent unused.
+ */
+export const LATE_SLOT_MS = 100;
+
+/**
+ * Whether a slot of `cost` units due at `dueAt` comes too late to be used at `now` (both
+ * performance.now() times): later than LATE_SLOT_MS and than the policy's interval for its units,
+ * past which the slots handed out after it have come too, and would go together with it.
+ */
+export function isLateSlot(policy: Policy, cost: number, dueAt: number, now: number): boolean {
+  const lateMs = now - dueAt;
+  return lateMs > LATE_SLOT_MS && lateMs > (policy.windowMs / policy.limit) * cost;
+}
 
 /** wait()'s options, checked. */
 interface Resolved {
@@ -139,6 +163,9 @@ async function scheduled(
   startedAt: number,
 ): Promise<Decided> {
   const { signal } = wait;
+  // A slot that came late is replaced once: a replacement that comes late too
+  // (a process that keeps stalling) is used, so that a wait always ends.
+  let replaced = false;
   for (;;) {
     const left = budget(wait, startedAt);
     const decidedAt = clockNow(pipeline);
@@ -152,11 +179,17 @@ async function scheduled(
       await sleep(decision.retryAfterMs, signal);
       continue;
     }
+    const dueAt = performance.now() + decision.waitMs;
     try {
       await sleep(decision.waitMs, signal);
     } catch (reason) {
       await slot.giveBack();
       throw reason;
+    }
+    if (!replaced && isLateSlot(pipeline.policy, wait.cost, dueAt, performance.now())) {
+      // The process stalled past the slot: used now, it would go together with the slots after it.
+      replaced = true;
+      continue;
     }
     return { decision, decidedAt };
   }
