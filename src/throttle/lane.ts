@@ -1,6 +1,6 @@
 // One key's calls in one process: a few slots taken ahead from the store, each checked for a pause when it comes.
 import { performance } from 'node:perf_hooks';
-import { askSlot, type Pipeline, type Slot } from '../core/index.js';
+import { askSlot, isLateSlot, type Pipeline, type Slot } from '../core/index.js';
 import { ERROR_CODES, SluiceError } from '../errors.js';
 import { isStoreFailure } from '../types.js';
 import { type Waiter, WaiterQueue } from './queue.js';
@@ -43,6 +43,8 @@ interface Held {
   timer: NodeJS.Timeout | undefined;
   /** Come, and waiting for a store call sent since to say whether a pause holds. */
   checking: boolean;
+  /** Taken to replace a slot that came late: used even if it comes late too, so that calls go. */
+  readonly replacing: boolean;
 }
 
 /**
@@ -64,6 +66,8 @@ export class Lane {
   /** The store's round trip as this process sees it (event loop delays included), in ms: a running estimate. */
   #roundTripMs = 1;
   #lookahead = MIN_LOOKAHEAD;
+  /** Slots let go because they came late, whose replacements are not yet taken. */
+  #toReplace = 0;
 
   constructor(settings: LaneSettings) {
     this.#settings = settings;
@@ -151,9 +155,11 @@ export class Lane {
     const { decision } = slot;
     if (decision.allowed) {
       this.#adjust(decision.waitMs);
+      const replacing = this.#toReplace > 0;
+      if (replacing) this.#toReplace--;
       // A slot that is now was checked by the very call that took it.
       if (decision.waitMs === 0) this.#use(slot);
-      else this.#hold(slot, performance.now() + decision.waitMs);
+      else this.#hold(slot, performance.now() + decision.waitMs, replacing);
       return;
     }
     if (decision.reason === 'denied' && decision.retryAfterMs > this.#settings.maxWaitMs) {
@@ -209,8 +215,8 @@ export class Lane {
     for (const held of this.#held) this.#drop(held);
   }
 
-  #hold(slot: Slot, wakeAt: number): void {
-    const held: Held = { slot, wakeAt, timer: undefined, checking: false };
+  #hold(slot: Slot, wakeAt: number, replacing: boolean): void {
+    const held: Held = { slot, wakeAt, timer: undefined, checking: false, replacing };
     this.#held.add(held);
     this.#arm(held);
   }
@@ -227,6 +233,15 @@ export class Lane {
     held.timer = undefined;
     if (this.#queue.size === 0) {
       this.#drop(held);
+      return;
+    }
+    if (!held.replacing && isLateSlot(this.#settings.pipeline.policy, 1, held.wakeAt, performance.now())) {
+      // The process stalled past the slot: used now, it would go together with the slots after it
+      // (and the fleet's on time). It is let go, not given back (see LATE_SLOT_MS), and the call
+      // waits for a new one.
+      this.#toReplace++;
+      this.#held.delete(held);
+      this.#pump();
       return;
     }
     held.checking = true;
