@@ -1,6 +1,7 @@
 // `sluice serve --envoy`: the flags of Envoy's rate limit service, and starting it beside the HTTP service.
 import type { Registry } from 'prom-client';
 import type { Store } from 'sluice';
+import type { ServiceGuard } from '../service/guard.js';
 import type { Route } from '../service/service.js';
 import { optional, parsePositiveInteger, stringFlag, type Values } from './args.js';
 import { CliError } from './errors.js';
@@ -90,6 +91,7 @@ function envoyOptions(
   log: (line: string) => void,
   registry: Registry | undefined,
   budget: BudgetPart | undefined,
+  guard: ServiceGuard | undefined,
 ): EnvoyOptions {
   const client = connection?.client;
   return {
@@ -110,6 +112,7 @@ function envoyOptions(
     metadata: values['envoy-metadata'] === true,
     bounds: boundsOf(envoy, values),
     registry,
+    guard,
     probe: client === undefined ? undefined : () => answersWithin(client.ping(), PROBE_TIMEOUT_MS),
     log: (line) => log(`sluice serve: envoy: ${line}`),
   };
@@ -149,7 +152,8 @@ export async function startEnvoyPart(
   connection: Connection | undefined,
   log: (line: string) => void,
   registry: Registry | undefined,
-  budget?: BudgetPart,
+  budget: BudgetPart | undefined,
+  guard: ServiceGuard | undefined,
 ): Promise<EnvoyPart | undefined> {
   const path = stringFlag(values, 'envoy');
   if (path === undefined) {
@@ -161,7 +165,7 @@ export async function startEnvoyPart(
   }
   // Loaded only here: `sluice serve` without --envoy, and `import 'sluice'`, never load gRPC or YAML.
   const envoy = await import('../envoy/index.js');
-  const options = envoyOptions(envoy, values, path, store, connection, log, registry, budget);
+  const options = envoyOptions(envoy, values, path, store, connection, log, registry, budget, guard);
   const running = await startOrExplain(envoy, options);
   const where = `${options.host.includes(':') ? `[${options.host}]` : options.host}:${running.port}`;
   // running.http answers its own two paths: each route hands the request to it.
@@ -170,7 +174,13 @@ export async function startEnvoyPart(
   };
   return {
     routes: [
-      { method: 'POST', path: '/json', summary: "Envoy's ShouldRateLimit, as JSON", handle: answer },
+      {
+        method: 'POST',
+        path: '/json',
+        summary: "Envoy's ShouldRateLimit, as JSON",
+        handle: answer,
+        guarded: true,
+      },
       { method: 'GET', path: '/healthcheck', summary: "the Envoy service's health", handle: answer },
     ],
     banner: `  envoy ShouldRateLimit on grpc://${where}, domains ${running.domains.join(', ')} from ${running.files.length} file(s)${registry === undefined ? ' (npm install prom-client for GET /metrics)' : ''}`,

@@ -13,6 +13,7 @@ import {
 import { checkAdminToken } from '../dashboard/access.js';
 import { type Monitor, startMonitor } from '../dashboard/monitor.js';
 import { adminRouteList } from '../dashboard/routes.js';
+import { type GuardSettings, ServiceGuard } from '../service/guard.js';
 import { RequestLog } from '../service/request-log.js';
 import { createService, type Route } from '../service/service.js';
 import {
@@ -32,6 +33,7 @@ import { CliError, EXIT, errorText } from './errors.js';
 import { type Connection, connect, DEFAULT_URL } from './redis.js';
 import { BUDGET_FLAGS, BUDGET_FLAGS_HELP, type BudgetPart, startBudgetPart } from './serve-budget.js';
 import { ENVOY_FLAGS, ENVOY_FLAGS_HELP, type EnvoyPart, startEnvoyPart } from './serve-envoy.js';
+import { GUARD_FLAGS, GUARD_FLAGS_HELP, guardSettings } from './serve-guard.js';
 
 /** How long in-flight requests get to finish at shutdown before their connections are cut. */
 const DRAIN_MS = 5000;
@@ -56,6 +58,7 @@ const spec = {
     'admin-token': { type: 'string' },
     ...BUDGET_FLAGS,
     ...ENVOY_FLAGS,
+    ...GUARD_FLAGS,
   },
   help: `Usage: sluice serve [--config sluice.config.json] [--port 8080] [--host 127.0.0.1] [--redis URL]
 
@@ -95,6 +98,10 @@ Options:
 ${BUDGET_FLAGS_HELP}
 ${ENVOY_FLAGS_HELP}
 ${CONFIG_FLAGS_HELP}
+
+${GUARD_FLAGS_HELP}
+
+
 ${COMMON_FLAGS_HELP}`,
 } as const;
 
@@ -106,6 +113,8 @@ interface ServeOptions {
   readonly timeoutMs: number;
   readonly redis: string | undefined;
   readonly adminToken: string | undefined;
+  /** The overload guard's settings; undefined with `--no-shed`. */
+  readonly guard: GuardSettings | undefined;
 }
 
 function parse(values: Values): ServeOptions {
@@ -132,6 +141,7 @@ function parse(values: Values): ServeOptions {
         : envToken === undefined
           ? undefined
           : checkAdminToken(envToken, '$SLUICE_ADMIN_TOKEN'),
+    guard: guardSettings(values),
   };
 }
 
@@ -229,6 +239,8 @@ interface Parts {
   readonly monitor: Monitor;
   readonly envoy: EnvoyPart | undefined;
   readonly budget: BudgetPart | undefined;
+  /** Admits the service's work while it has room (HTTP and gRPC alike); none with `--no-shed`. */
+  readonly guard: ServiceGuard | undefined;
   /** The routes they add to the service. */
   readonly routes: readonly Route[];
   close(): Promise<void>;
@@ -246,12 +258,27 @@ async function startParts(
   storeText: string,
 ): Promise<Parts & { readonly limiters: Map<string, Limiter> }> {
   const budget = await startBudgetPart(context.values, options.config, options.prefix);
-  const monitor = await startMonitor({ config: options.config, store: storeText, token: options.adminToken });
+  // One guard for the whole process: HTTP and gRPC calls share the one event loop they would overload.
+  const guard = options.guard === undefined ? undefined : new ServiceGuard(options.guard);
+  const monitor = await startMonitor({
+    config: options.config,
+    store: storeText,
+    token: options.adminToken,
+    guard,
+  });
   let limiters: Map<string, Limiter> | undefined;
   let envoy: EnvoyPart | undefined;
   try {
     limiters = buildLimiters(options.config, store, { metrics: monitor.metrics }, context.err, budget);
-    envoy = await startEnvoyPart(context.values, store, connection, context.err, monitor.registry, budget);
+    envoy = await startEnvoyPart(
+      context.values,
+      store,
+      connection,
+      context.err,
+      monitor.registry,
+      budget,
+      guard,
+    );
   } catch (error) {
     if (limiters !== undefined) closeLimiters(limiters);
     monitor.close();
@@ -264,9 +291,11 @@ async function startParts(
     monitor,
     envoy,
     budget,
+    guard,
     routes: [...adminRouteList(monitor.routes), ...(envoy?.routes ?? [])],
     async close() {
       await envoy?.close(DRAIN_MS);
+      guard?.close();
       closeLimiters(built);
       monitor.close();
       await budget?.close();
@@ -367,6 +396,7 @@ async function run(context: Context): Promise<number> {
     headers: options.config.serve.headers,
     log,
     routes: parts.routes,
+    guard: parts.guard,
   });
   const server = createServer(
     { headersTimeout: HEADERS_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS },

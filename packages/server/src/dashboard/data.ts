@@ -1,6 +1,7 @@
 // The document behind the dashboard (GET /dashboard/data): per policy, its chart, health, percentiles and hot identifiers.
 import type { BudgetView } from 'sluice';
 import type { DecisionMetrics, HeavyHitter } from 'sluice/metrics';
+import type { GuardView } from './guard-history.js';
 import { HISTORY_SECONDS, type LimiterSeries } from './history.js';
 
 /** What the service knows of a policy beyond its counts. */
@@ -57,6 +58,8 @@ export interface DashboardData {
   readonly policies: readonly PolicyView[];
   readonly configPath: string | null;
   readonly config: unknown;
+  /** The overload guard: its limit and refusals now and over the chart's intervals; null when it is off. */
+  readonly guard: GuardView | null;
 }
 
 /** Puts the counts, the history and the service's settings together, in the config's policy order. */
@@ -66,6 +69,7 @@ export function dashboardData(
   seriesStartMs: number,
   info: ServiceInfo,
   nowMs: number,
+  guard: GuardView | null = null,
 ): DashboardData {
   const counts = new Map(metrics.snapshot().map((limiter) => [limiter.limiter, limiter]));
   const empty: LimiterSeries = {
@@ -111,5 +115,6 @@ export function dashboardData(
     policies,
     configPath: info.configPath,
     config: info.config,
+    guard,
   };
 }

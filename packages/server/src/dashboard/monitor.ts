@@ -8,8 +8,11 @@ import {
   STORE_SECONDS_BUCKETS,
 } from 'sluice/metrics';
 import type { Config } from '../cli/config.js';
+import type { ServiceGuard } from '../service/guard.js';
+import { registerGuardMetrics } from '../service/guard-metrics.js';
 import { AdminAccess } from './access.js';
 import { dashboardData, type PolicyInfo } from './data.js';
+import { GuardHistory } from './guard-history.js';
 import { DecisionHistory } from './history.js';
 import { type AdminRoutes, adminRoutes, type MetricsSource } from './routes.js';
 
@@ -19,6 +22,8 @@ export interface MonitorOptions {
   readonly store: string;
   /** The admin token, already checked; `undefined` for none. */
   readonly token: string | undefined;
+  /** The overload guard, shown on the dashboard and in /metrics; none with `--no-shed`. */
+  readonly guard: ServiceGuard | undefined;
 }
 
 export interface Monitor {
@@ -80,6 +85,9 @@ export async function startMonitor(options: MonitorOptions): Promise<Monitor> {
   const registry = await loadRegistry();
   const metrics = registry === undefined ? decisionMetrics() : prometheusMetrics({ registry });
   const history = new DecisionHistory(metrics, STORE_SECONDS_BUCKETS);
+  const guard = options.guard === undefined ? undefined : new GuardHistory(options.guard);
+  if (options.guard !== undefined && registry !== undefined)
+    await registerGuardMetrics(options.guard, registry);
   const access = new AdminAccess(options.token);
   const policies = policyInfo(options.config);
   const info = {
@@ -95,7 +103,8 @@ export async function startMonitor(options: MonitorOptions): Promise<Monitor> {
       : { metrics: () => registry.metrics(), contentType: registry.contentType };
   const routes = adminRoutes({
     access,
-    data: () => dashboardData(metrics, history.series(), history.startMs, info, Date.now()),
+    data: () =>
+      dashboardData(metrics, history.series(), history.startMs, info, Date.now(), guard?.view() ?? null),
     metrics: source,
   });
   return {
@@ -119,6 +128,9 @@ export async function startMonitor(options: MonitorOptions): Promise<Monitor> {
       if (registry === undefined) lines.push(`  ${NO_PROM_CLIENT}`);
       return { lines, dashboard };
     },
-    close: () => history.close(),
+    close: () => {
+      history.close();
+      guard?.close();
+    },
   };
 }

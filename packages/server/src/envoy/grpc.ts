@@ -10,6 +10,8 @@ import {
   type ServerHttp2Stream,
 } from 'node:http2';
 import { fromJSON, type MethodDefinition, type Options } from '@grpc/proto-loader';
+import type { Refusal, Ticket } from 'sluice/shed';
+import type { ServiceGuard } from '../service/guard.js';
 import { type EnvoyBounds, messageTooLarge } from './bounds.js';
 import { encodeMessage, frame, STATUS, unframe } from './grpc-wire.js';
 import { type RateLimitRequestMessage, RequestRefused, toWire, type WireResponse } from './messages.js';
@@ -61,6 +63,8 @@ export interface GrpcOptions {
   /** Whether the service can answer: a config is loaded and the store answers. */
   readonly healthy: () => Promise<boolean>;
   readonly metrics: EnvoyMetrics | undefined;
+  /** Admits ShouldRateLimit calls when the service has room (`serve --no-shed`: none, every call is taken). */
+  readonly guard: ServiceGuard | undefined;
   /** Errors that are the service's, not the caller's. */
   readonly onError: (error: unknown) => void;
 }
@@ -132,6 +136,46 @@ function readUnary(
 }
 
 type Handler = (stream: ServerHttp2Stream) => void;
+
+/** A call the guard refused: trailers-only RESOURCE_EXHAUSTED, with when to come back (gRPC's retry pushback). */
+function overloadHeaders(retryAfterMs: number): Record<string, string | number> {
+  return {
+    ...RESPONSE_HEADERS,
+    'grpc-status': String(STATUS.RESOURCE_EXHAUSTED),
+    'grpc-message': encodeMessage(
+      `the rate limit service is overloaded and refused this call before reading it; retry in ${retryAfterMs} ms`,
+    ),
+    'grpc-retry-pushback-ms': String(retryAfterMs),
+  };
+}
+
+/**
+ * `handler` behind the guard: a call is admitted (or refused RESOURCE_EXHAUSTED) before its
+ * message is read, and its ticket goes back when the stream closes; a call whose caller went away
+ * before the answer counts as dropped.
+ */
+function guarded(guard: ServiceGuard, handler: Handler): Handler {
+  const refusedHeaders = overloadHeaders(guard.settings.retryAfterMs);
+  const start = (stream: ServerHttp2Stream, admission: Ticket | Refusal): void => {
+    if (!admission.allowed) {
+      if (stream.destroyed || stream.headersSent) return;
+      stream.respond(refusedHeaders, { endStream: true });
+      stream.resume();
+      return;
+    }
+    if (stream.destroyed) {
+      guard.done(admission);
+      return;
+    }
+    stream.once('close', () => guard.done(admission, !stream.headersSent));
+    handler(stream);
+  };
+  return (stream) => {
+    const admission = guard.acquire('grpc');
+    if (admission instanceof Promise) admission.then((settled) => start(stream, settled));
+    else start(stream, admission);
+  };
+}
 
 /** ShouldRateLimit: the service's answer, its refusals as gRPC statuses, anything else INTERNAL. */
 function rateLimitHandler(
@@ -282,11 +326,10 @@ function closeWithin(server: Http2Server, sessions: Set<Http2Session>, graceMs: 
 /** Starts the gRPC server on host:port (0 picks a free port). */
 export async function startGrpc(options: GrpcOptions, host: string, port: number): Promise<GrpcServer> {
   const services = loadServices();
+  const shouldRateLimit = rateLimitHandler(options, services.shouldRateLimit);
   const routes = {
-    '/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit': rateLimitHandler(
-      options,
-      services.shouldRateLimit,
-    ),
+    '/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit':
+      options.guard === undefined ? shouldRateLimit : guarded(options.guard, shouldRateLimit),
     ...healthHandlers(options, services),
   };
   // The session's memory bound covers the streams of a busy proxy's connection (Envoy multiplexes many calls on one).

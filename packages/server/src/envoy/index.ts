@@ -2,6 +2,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Registry } from 'prom-client';
 import type { BudgetOptions, Store } from 'sluice';
+import type { ServiceGuard } from '../service/guard.js';
 import type { EnvoyBounds } from './bounds.js';
 import { buildConfig } from './config.js';
 import { startGrpc } from './grpc.js';
@@ -43,6 +44,8 @@ export interface EnvoyOptions {
   readonly metadata: boolean;
   /** The most work one call may ask: message size, descriptors, entries per descriptor. */
   readonly bounds: EnvoyBounds;
+  /** Admits ShouldRateLimit calls when the service has room; none takes every call. */
+  readonly guard: ServiceGuard | undefined;
   /** Where the Envoy metrics are registered; none without one. */
   readonly registry: Registry | undefined;
   /** Resolves when the store answers, rejects when it does not (absent: the memory store). */
@@ -159,7 +162,11 @@ export async function startEnvoy(options: EnvoyOptions): Promise<RunningEnvoy> {
   const onError = (error: unknown): void =>
     log(`unexpected error: ${error instanceof Error ? error.message : String(error)}`);
   const { bounds } = options;
-  const grpc = await startGrpc({ service, bounds, healthy, metrics, onError }, options.host, options.port);
+  const grpc = await startGrpc(
+    { service, bounds, healthy, metrics, guard: options.guard, onError },
+    options.host,
+    options.port,
+  );
   const stopWatching = reloadOnChange(options, files.fingerprint, service, metrics);
   return {
     port: grpc.port,

@@ -2,9 +2,11 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Limiter } from 'sluice';
-import { type HeaderStyle, PROBLEM_CONTENT_TYPE } from 'sluice/http';
+import { type HeaderStyle, PROBLEM_CONTENT_TYPE, PROBLEM_TYPES } from 'sluice/http';
 import { rateLimit } from 'sluice/node';
+import type { Refusal, Ticket } from 'sluice/shed';
 import { errorText } from '../cli/errors.js';
+import type { ServiceGuard } from './guard.js';
 import type { RequestLog } from './request-log.js';
 import { chargeRoute, reserveRoute, settleRoute } from './service-charge.js';
 import { extendRoute, releaseRoute } from './service-leases.js';
@@ -24,6 +26,12 @@ export interface Route {
    * (or resolving to) `false` declines: the route this one replaced answers instead, or a 404.
    */
   readonly handle: (request: IncomingMessage, response: ServerResponse) => unknown;
+  /**
+   * Work the service's guard admits: under overload the request is refused 503 before its body is
+   * read. The routes that decide are; health, metrics and the dashboard are not (they are cheap,
+   * and an operator needs them most when the service is overloaded).
+   */
+  readonly guarded?: boolean;
 }
 
 export interface ServiceOptions {
@@ -41,6 +49,8 @@ export interface ServiceOptions {
    * @default []
    */
   readonly routes?: readonly Route[];
+  /** Admits the guarded routes' requests when the service has room; none takes every request. */
+  readonly guard?: ServiceGuard | undefined;
 }
 
 /** The service: its request listener, and the server's handler for requests too broken to parse. */
@@ -78,6 +88,7 @@ function decisionRoute(options: ServiceOptions): Route {
     summary:
       '{"policy": "<name>", "key": "<whose quota>", "cost": 1} -> the decision and headers (200 allowed, 429 denied)',
     handle: limitRoute(options.limiters, options.headers, (error) => options.log.failed(errorText(error))),
+    guarded: true,
   };
 }
 
@@ -100,6 +111,7 @@ function leaseExtendRoute(options: ServiceOptions): Route {
     summary:
       '{"policy": "<name>", "key": "<whose>", "lease": {...}, "leaseMs": 30000} -> renews it (extended: true)',
     handle: extendRoute(options.limiters, options.headers, (error) => options.log.failed(errorText(error))),
+    guarded: true,
   };
 }
 
@@ -161,10 +173,12 @@ function demoRoute({ demo, headers }: ServiceOptions): Route | undefined {
  */
 const BUILT_IN_ROUTES: ReadonlyArray<(options: ServiceOptions) => Route | undefined> = [
   decisionRoute,
+  // Giving back (a lease, a reservation's difference) is never refused: refused, it would hold
+  // capacity longer, which is the opposite of what an overloaded service needs.
   leaseReleaseRoute,
   leaseExtendRoute,
-  chargeRoute,
-  reserveRoute,
+  (options) => ({ ...chargeRoute(options), guarded: true }),
+  (options) => ({ ...reserveRoute(options), guarded: true }),
   settleRoute,
   policiesRoute,
   healthRoute,
@@ -194,15 +208,66 @@ function withFallback(handle: Handler, replaced: Handler): Handler {
   };
 }
 
+/** The 503 of a request the guard refused: the same bytes every time, made once. */
+function overloadAnswer(retryAfterMs: number): { headers: Record<string, string | number>; body: string } {
+  const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
+  const body = `${JSON.stringify({
+    type: PROBLEM_TYPES.temporaryReducedCapacity,
+    title: 'Service Unavailable',
+    status: 503,
+    detail: `The service is overloaded and refused this request before reading it. Retry in ${seconds} s.`,
+  })}\n`;
+  return {
+    headers: {
+      'Retry-After': String(seconds),
+      'Content-Type': PROBLEM_CONTENT_TYPE,
+      'Content-Length': Buffer.byteLength(body),
+    },
+    body,
+  };
+}
+
+/**
+ * `handle` behind the guard: admitted, its ticket goes back when the response closes (dropped when
+ * the client went away first); refused, a 503 with Retry-After, its body left unread (node reads
+ * and discards it, keeping the connection).
+ */
+function guardedHandler(guard: ServiceGuard, handle: Handler): Handler {
+  const refused = overloadAnswer(guard.settings.retryAfterMs);
+  const start = (
+    request: IncomingMessage,
+    response: ServerResponse,
+    admission: Ticket | Refusal,
+  ): unknown => {
+    if (!admission.allowed) {
+      if (!response.headersSent) response.writeHead(503, refused.headers);
+      response.end(refused.body);
+      return undefined;
+    }
+    response.once('close', () => guard.done(admission, !response.writableFinished));
+    return handle(request, response);
+  };
+  return (request, response) => {
+    const admission = guard.acquire('http');
+    if (admission instanceof Promise) return admission.then((settled) => start(request, response, settled));
+    return start(request, response, admission);
+  };
+}
+
 /** Path -> method -> handler; HEAD is answered by GET's handler (node leaves the body out). */
-function routeTable(routes: readonly Route[]): Map<string, Map<string, Handler>> {
+function routeTable(
+  routes: readonly Route[],
+  guard: ServiceGuard | undefined,
+): Map<string, Map<string, Handler>> {
   const table = new Map<string, Map<string, Handler>>();
   for (const route of routes) {
     const methods = table.get(route.path) ?? new Map<string, Handler>();
     table.set(route.path, methods);
     const replaced = methods.get(route.method);
+    const own =
+      guard !== undefined && route.guarded === true ? guardedHandler(guard, route.handle) : route.handle;
     // Only a route that replaces another pays for the fallback; the decision route is never wrapped.
-    const handle = replaced === undefined ? route.handle : withFallback(route.handle, replaced);
+    const handle = replaced === undefined ? own : withFallback(own, replaced);
     methods.set(route.method, handle);
     if (route.method === 'GET') methods.set('HEAD', handle);
   }
@@ -213,7 +278,7 @@ function routeTable(routes: readonly Route[]): Map<string, Map<string, Handler>>
 export function createService(options: ServiceOptions): Service {
   const routes = [...BUILT_IN_ROUTES.flatMap((build) => build(options) ?? []), ...(options.routes ?? [])];
   // The index lists what is there, added routes included; an added `GET /` replaces it.
-  const table = routeTable([indexRoute(routes), ...routes]);
+  const table = routeTable([indexRoute(routes), ...routes], options.guard);
   return {
     listener: listener(table, options.log, listedPaths(routes)),
     clientError: clientError(options.log),

@@ -1,0 +1,230 @@
+// The service's guard against its own overload: one shedder per process, a short CoDel-style wait, refusals counted by protocol.
+import { createShedder, type Refusal, type Shedder, type Ticket } from 'sluice/shed';
+
+/** The protocols a refusal is counted under. */
+export type GuardProtocol = 'grpc' | 'http';
+
+/** What the guard is set to. */
+export interface GuardSettings {
+  /** The concurrency limit before any latency is seen, and the bounds the limit moves within. */
+  readonly initial: number;
+  readonly min: number;
+  readonly max: number;
+  /** The most requests waiting for a ticket; 0: none waits, a request without room is refused at once. */
+  readonly queue: number;
+  /**
+   * How long the wait may stay non-empty before it counts as overload rather than a burst, and the
+   * longest a request waits while it is a burst.
+   */
+  readonly burstMs: number;
+  /** The longest a request waits once the wait counts as overload. */
+  readonly waitMs: number;
+  /** What a refusal asks the client to wait before trying again. */
+  readonly retryAfterMs: number;
+}
+
+/**
+ * The defaults, chosen on the figures of docs/service.md's overload section: a limit that starts
+ * well above what a burst of Envoy calls holds at once on one core (a few hundred), a wait that lets
+ * a burst of thousands through within a caller's usual deadline, and one that, under sustained
+ * overload, adds at most 50 ms to an answered call.
+ */
+export const GUARD_DEFAULTS: GuardSettings = {
+  initial: 500,
+  min: 100,
+  max: 5000,
+  queue: 10_000,
+  burstMs: 2000,
+  waitMs: 50,
+  retryAfterMs: 1000,
+};
+
+/** How often the wait is looked at when no ticket comes back: waiters past their time are refused, room is filled. */
+const EXPIRY_TICK_MS = 10;
+
+/** A request waiting for a ticket. */
+interface Waiter {
+  readonly protocol: GuardProtocol;
+  readonly sinceMs: number;
+  readonly settle: (admission: Ticket | Refusal) => void;
+}
+
+/** The guard's counts at one moment, for the dashboard and /metrics. */
+export interface GuardStats {
+  readonly limit: number;
+  readonly inFlight: number;
+  readonly queued: number;
+  /** Whether the wait counts as overload now (its short wait applies, newest first). */
+  readonly overloaded: boolean;
+  /** Requests refused since the service started, by protocol. */
+  readonly refused: Readonly<Record<GuardProtocol, number>>;
+  readonly admitted: number;
+}
+
+/**
+ * Admits the service's work under an adaptive concurrency limit (`sluice/shed`, gradient2 on the
+ * latency from a ticket's grant to its answer), and refuses the rest before any of it is read.
+ *
+ * A request that finds no room waits, as CoDel bounds a queue's delay rather than its length:
+ * while the wait has emptied within the last `burstMs`, it is a burst that the service will work
+ * through, and a request may wait up to `burstMs`, oldest first; once it has not emptied for that
+ * long, it is overload: a request waits at most `waitMs`, and the newest is admitted first (a call
+ * that has already waited long is the one most likely to be late anyway, and serving the newest
+ * keeps the answered calls' latency short).
+ */
+export class ServiceGuard {
+  readonly settings: GuardSettings;
+  readonly #shedder: Shedder<false>;
+  readonly #now: () => number;
+  /** Waiters, oldest first; `#head` is the index of the oldest still there. */
+  #waiting: (Waiter | undefined)[] = [];
+  #head = 0;
+  #lastEmptyMs: number;
+  #timer: ReturnType<typeof setInterval> | undefined;
+  #refusedGrpc = 0;
+  #refusedHttp = 0;
+  #admitted = 0;
+  /** Every refusal is this one frozen object: refusing allocates nothing. */
+  readonly #refusal: Refusal;
+
+  constructor(settings: GuardSettings, now: () => number = () => performance.now()) {
+    this.settings = settings;
+    this.#now = now;
+    this.#shedder = createShedder({
+      name: 'service',
+      limit: { algorithm: 'gradient2', initial: settings.initial, min: settings.min, max: settings.max },
+      priorities: ['default'],
+      retryAfterMs: settings.retryAfterMs,
+      now,
+    });
+    this.#lastEmptyMs = now();
+    this.#refusal = Object.freeze({
+      allowed: false,
+      priority: 'default',
+      retryAfterMs: settings.retryAfterMs,
+    });
+  }
+
+  /** A ticket, a refusal, or (when the request has to wait) a promise of one. Never throws. */
+  acquire(protocol: GuardProtocol): Ticket | Refusal | Promise<Ticket | Refusal> {
+    const shedder = this.#shedder;
+    const room = shedder.inFlight < shedder.limit;
+    const waiting = this.#size();
+    if (waiting === 0 && room) return this.#grant();
+    if (waiting >= this.settings.queue) return this.#refuse(protocol);
+    const sinceMs = this.#now();
+    // The wait was empty until now: a burst starts here.
+    if (waiting === 0) this.#lastEmptyMs = sinceMs;
+    const admission = new Promise<Ticket | Refusal>((settle) => {
+      this.#waiting.push({ protocol, sinceMs, settle });
+    });
+    this.#timer ??= setInterval(() => this.#drain(), EXPIRY_TICK_MS);
+    // Room, but others waited first: they go first (or, under overload, this newest one does).
+    if (room) this.#drain();
+    return admission;
+  }
+
+  /**
+   * Gives a ticket back and admits waiters into the room it leaves. `dropped`: the work failed for
+   * overload (its caller went away before the answer), which shrinks the limit.
+   */
+  done(ticket: Ticket, dropped = false): void {
+    ticket.release(dropped ? DROPPED : undefined);
+    if (this.#size() > 0) this.#drain();
+  }
+
+  stats(): GuardStats {
+    const shedder = this.#shedder;
+    return {
+      limit: shedder.limit,
+      inFlight: shedder.inFlight,
+      queued: this.#size(),
+      overloaded: this.#overloaded(this.#now()),
+      refused: { grpc: this.#refusedGrpc, http: this.#refusedHttp },
+      admitted: this.#admitted,
+    };
+  }
+
+  /** Refuses every waiter and stops the expiry timer (the service is stopping). */
+  close(): void {
+    for (let waiter = this.#takeOldest(); waiter !== undefined; waiter = this.#takeOldest()) {
+      waiter.settle(this.#refuse(waiter.protocol));
+    }
+    this.#stopTimer();
+  }
+
+  #size(): number {
+    return this.#waiting.length - this.#head;
+  }
+
+  #overloaded(nowMs: number): boolean {
+    return this.#size() > 0 && nowMs - this.#lastEmptyMs > this.settings.burstMs;
+  }
+
+  #grant(): Ticket {
+    this.#admitted += 1;
+    // One class, and room checked first: the shedder grants.
+    return this.#shedder.acquire() as Ticket;
+  }
+
+  #refuse(protocol: GuardProtocol): Refusal {
+    if (protocol === 'grpc') this.#refusedGrpc += 1;
+    else this.#refusedHttp += 1;
+    return this.#refusal;
+  }
+
+  /** Admits waiters while there is room: the oldest during a burst, the newest under overload. */
+  #drain(): void {
+    const shedder = this.#shedder;
+    this.#expire();
+    while (this.#size() > 0 && shedder.inFlight < shedder.limit) {
+      const waiter = this.#overloaded(this.#now()) ? this.#takeNewest() : this.#takeOldest();
+      if (waiter === undefined) break;
+      waiter.settle(this.#grant());
+    }
+    if (this.#size() === 0) this.#emptied();
+  }
+
+  /** Refuses the waiters that have waited as long as they may. */
+  #expire(): void {
+    const nowMs = this.#now();
+    const longestMs = this.#overloaded(nowMs) ? this.settings.waitMs : this.settings.burstMs;
+    for (let oldest = this.#peekOldest(); oldest !== undefined; oldest = this.#peekOldest()) {
+      if (nowMs - oldest.sinceMs < longestMs) break;
+      this.#takeOldest();
+      oldest.settle(this.#refuse(oldest.protocol));
+    }
+    if (this.#size() === 0) this.#emptied();
+  }
+
+  #emptied(): void {
+    this.#lastEmptyMs = this.#now();
+    this.#waiting = [];
+    this.#head = 0;
+    this.#stopTimer();
+  }
+
+  #stopTimer(): void {
+    if (this.#timer !== undefined) clearInterval(this.#timer);
+    this.#timer = undefined;
+  }
+
+  #peekOldest(): Waiter | undefined {
+    return this.#size() > 0 ? this.#waiting[this.#head] : undefined;
+  }
+
+  #takeOldest(): Waiter | undefined {
+    if (this.#size() === 0) return undefined;
+    const waiter = this.#waiting[this.#head];
+    this.#waiting[this.#head] = undefined;
+    this.#head += 1;
+    return waiter;
+  }
+
+  #takeNewest(): Waiter | undefined {
+    if (this.#size() === 0) return undefined;
+    return this.#waiting.pop();
+  }
+}
+
+const DROPPED = Object.freeze({ dropped: true });

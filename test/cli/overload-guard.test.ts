@@ -1,0 +1,160 @@
+// `sluice serve` refuses its own overload over HTTP: with the guard held at 2 in flight and no wait, concurrent
+// POST /v1/limit on Redis are partly refused 503 with Retry-After and a temporary-reduced-capacity problem, counted in
+// sluice_service_shed_total{protocol="http"}, none answered by the failure policy; with --no-shed all are answered.
+// And the guard's wait, in process on a clock of its own: a burst waits oldest first, overload waits briefly, newest first.
+import assert from 'node:assert/strict';
+import { request } from 'node:http';
+import { after, before, describe, test } from 'node:test';
+import { ServiceGuard } from '../../packages/server/src/service/guard.js';
+import type { Refusal, Ticket } from '../../src/shed/index.js';
+import { type ServeProcess, startServe, writeConfig } from '../helpers/cli.js';
+import { metric } from '../helpers/envoy/support.js';
+import { type RedisServer, startRedis } from '../helpers/redis-server.js';
+
+const CONCURRENT = 300;
+const LIMIT = 100;
+const TIGHT = ['--shed-limit', '2', '--shed-min', '1', '--shed-max', '2', '--shed-queue', '0'];
+
+interface Reply {
+  readonly status: number;
+  readonly headers: Record<string, string | string[] | undefined>;
+  readonly body: Record<string, unknown>;
+}
+
+/** One POST /v1/limit on a connection of its own (as many clients would send it). */
+function limit(base: string, key: string): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    const outgoing = request(`${base}/v1/limit`, { method: 'POST', agent: false }, (response) => {
+      let text = '';
+      response.on('data', (chunk: Buffer) => {
+        text += chunk.toString();
+      });
+      response.on('end', () =>
+        resolve({ status: response.statusCode ?? 0, headers: response.headers, body: JSON.parse(text) }),
+      );
+    });
+    outgoing.on('error', reject);
+    outgoing.end(JSON.stringify({ policy: 'api', key }));
+  });
+}
+
+const all = (base: string, key: string): Promise<Reply[]> =>
+  Promise.all(Array.from({ length: CONCURRENT }, () => limit(base, key)));
+
+describe('the overload guard over HTTP, on Redis', () => {
+  let redis: RedisServer;
+  let config: ReturnType<typeof writeConfig>;
+  const started: ServeProcess[] = [];
+  const serve = async (args: readonly string[]): Promise<ServeProcess> => {
+    const running = await startServe(['--config', config.path, '--redis', redis.url, ...args]);
+    started.push(running);
+    return running;
+  };
+
+  before(async () => {
+    redis = await startRedis();
+    config = writeConfig({
+      policies: {
+        api: { algorithm: 'fixedWindow', limit: LIMIT, windowMs: 3_600_000, onStoreError: 'deny' },
+      },
+    });
+  });
+  after(async () => {
+    for (const { running } of started) {
+      running.child.kill('SIGTERM');
+      await running.exited;
+    }
+    await redis.stop();
+    config.remove();
+  });
+
+  test(`${CONCURRENT} concurrent POST /v1/limit past a limit of 2: 503 with Retry-After, counted, none by the failure policy`, async () => {
+    const { base } = await serve(TIGHT);
+    const replies = await all(base, `tight-${Date.now()}`);
+    const refused = replies.filter((reply) => reply.status === 503);
+    const decided = replies.filter((reply) => reply.status === 200 || reply.status === 429);
+    assert.equal(refused.length + decided.length, CONCURRENT, 'every request refused or decided');
+    assert.ok(refused.length > 0, 'concurrent requests past the limit are refused in part');
+    assert.ok(decided.length > 0, 'the admitted ones are decided');
+    for (const reply of refused) {
+      assert.equal(reply.headers['retry-after'], '1');
+      assert.equal(reply.headers['content-type'], 'application/problem+json');
+      assert.equal(
+        reply.body.type,
+        'https://iana.org/assignments/http-problem-types#temporary-reduced-capacity',
+      );
+      assert.equal(reply.body.status, 503);
+      // Not a decision: nothing the failure policy answered.
+      assert.equal(reply.body.reason, undefined);
+      assert.equal(reply.body.allowed, undefined);
+    }
+    // Decided as usual by Redis: none by the failure policy, exactly the limit allowed when all fit in it.
+    for (const reply of decided) assert.equal(reply.body.reason, undefined, JSON.stringify(reply.body));
+    assert.equal(decided.filter((reply) => reply.status === 200).length, Math.min(LIMIT, decided.length));
+    assert.equal(await metric(base, 'sluice_service_shed_total', { protocol: 'http' }), refused.length);
+    assert.equal(await metric(base, 'sluice_service_shed_total', { protocol: 'grpc' }), 0);
+    assert.equal(await metric(base, 'sluice_service_shed_limit'), 2);
+  });
+
+  test('--no-shed: every request is decided, exactly the limit allowed', async () => {
+    const { base } = await serve(['--no-shed']);
+    const replies = await all(base, `off-${Date.now()}`);
+    assert.equal(replies.filter((reply) => reply.status === 503).length, 0);
+    assert.equal(replies.filter((reply) => reply.status === 200).length, LIMIT);
+    assert.equal(replies.filter((reply) => reply.status === 429).length, CONCURRENT - LIMIT);
+  });
+});
+
+describe('the guard’s wait, in process', () => {
+  const settings = { initial: 2, min: 2, max: 2, queue: 3, burstMs: 2000, waitMs: 50, retryAfterMs: 1000 };
+  const clock = { nowMs: 0 };
+  const now = (): number => clock.nowMs;
+  const ticket = (admission: Ticket | Refusal | Promise<Ticket | Refusal>): Ticket => {
+    assert.ok(!(admission instanceof Promise) && admission.allowed);
+    return admission as Ticket;
+  };
+
+  test('a burst waits, oldest first, up to burstMs; past the queue it is refused at once', async () => {
+    clock.nowMs = 0;
+    const guard = new ServiceGuard(settings, now);
+    const [a, b] = [ticket(guard.acquire('grpc')), ticket(guard.acquire('grpc'))];
+    const first = guard.acquire('grpc');
+    clock.nowMs = 10;
+    const second = guard.acquire('http');
+    const third = guard.acquire('grpc');
+    assert.ok(first instanceof Promise && second instanceof Promise && third instanceof Promise);
+    // The queue holds 3: a fourth is refused, counted under its protocol.
+    const fourth = guard.acquire('http');
+    assert.ok(!(fourth instanceof Promise) && !fourth.allowed);
+    clock.nowMs = 1500;
+    guard.done(a);
+    const admitted = await first;
+    assert.equal(admitted.allowed, true, 'the oldest waiter gets the room, 1.5 s on (a burst)');
+    guard.done(b);
+    assert.equal((await second).allowed, true);
+    assert.deepEqual(guard.stats().refused, { grpc: 0, http: 1 });
+    guard.close();
+    assert.equal((await third).allowed, false, 'closing refuses who still waits');
+  });
+
+  test('once the wait has not emptied for burstMs it is overload: the newest goes first, the old are refused after waitMs', async () => {
+    clock.nowMs = 0;
+    const guard = new ServiceGuard(settings, now);
+    const held = [ticket(guard.acquire('grpc')), ticket(guard.acquire('grpc'))];
+    const old = guard.acquire('grpc');
+    clock.nowMs = 2100;
+    const newer = guard.acquire('grpc');
+    clock.nowMs = 2120;
+    const newest = guard.acquire('grpc');
+    assert.equal(guard.stats().overloaded, true);
+    guard.done(held[0] as Ticket);
+    // `old` waited 2.1 s, more than waitMs: refused; of the others the newest is admitted first.
+    assert.equal((await old).allowed, false);
+    assert.equal((await newest).allowed, true);
+    clock.nowMs = 2200;
+    guard.done(held[1] as Ticket);
+    assert.equal((await newer).allowed, false, 'newer has waited 100 ms, past waitMs');
+    assert.equal(guard.stats().refused.grpc, 2);
+    guard.close();
+  });
+});
