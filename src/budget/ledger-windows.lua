@@ -119,8 +119,14 @@ for i = 1, #KEYS do
       local target = share()
       -- A sliding window: a region whose grant for the next window is below what it admits in this one
       -- admits nothing there until the weight falls; keeping what it holds and was asked for costs the
-      -- others nothing (the larger of its two grants counts either way).
-      if sliding then target = math.max(target, math.min(value(mine), value('d:' .. index .. ':' .. region))) end
+      -- others nothing (the larger of its two grants counts either way). What it is asked for in the
+      -- whole window is the demand so far at the rate so far, less its floor (granted apart).
+      if sliding then
+        local elapsed = now - index * window
+        if elapsed < window / 2 then elapsed = window / 2 elseif elapsed > window then elapsed = window end
+        local asked = ceil(value('d:' .. index .. ':' .. region) * window / elapsed) - base
+        target = math.max(target, math.min(value(mine), asked))
+      end
       local granted = math.min(target - value(mineNext), available(index + 1))
       if granted > 0 then add(mineNext, granted) end
     end

@@ -143,7 +143,7 @@ export function windowLedger(
     if (request.claim) {
       let target = share(settings, sum, value);
       // See the claim in ledger-windows.lua: a sliding region keeps what it holds and was asked for.
-      if (sliding) target = Math.max(target, Math.min(value(mine), value(`d:${index}:${region}`)));
+      if (sliding) target = Math.max(target, Math.min(value(mine), askedInWindow(fields, now, settings)));
       const granted = Math.min(target - value(mineNext), available(index + 1));
       if (granted > 0) add(mineNext, granted);
     }
@@ -153,6 +153,17 @@ export function windowLedger(
     ttlMs: Math.ceil((current + 3) * windowMs - now),
     reply: { granted: floor + value(mine), next: floor + value(mineNext), total: total(index), gained },
   };
+}
+
+/**
+ * A sliding window: what the asker is asked for in its whole window beyond its floor (granted
+ * apart), from the demand it reported so far at the rate so far (at least half the window counts as
+ * elapsed, at most all of it: the ledger's clock may differ from the region's).
+ */
+function askedInWindow(fields: LedgerFields, now: number, settings: WindowLedgerSettings): number {
+  const { region, windowMs, floor, index } = settings;
+  const elapsed = Math.min(windowMs, Math.max(windowMs / 2, now - index * windowMs));
+  return Math.ceil(((fields.get(`d:${index}:${region}`) ?? 0) * windowMs) / elapsed) - floor;
 }
 
 /**

@@ -15,6 +15,11 @@ import { type Tracked, Worker, type WorkerParts } from './worker.js';
 const RELEASE_AT = 0.25;
 /** A region keeps what it admitted so far, at the rate so far, for the rest of the window, this many times over. */
 const RELEASE_MARGIN = 1.5;
+/**
+ * The same for a sliding window, whose region also keeps its previous window's weight: what it
+ * holds beyond that margin is what keeps a hungrier region from reaching the limit.
+ */
+const SLIDING_RELEASE_MARGIN = 1.2;
 /** The smallest release worth a ledger entry, as a part of the grant. */
 const MIN_RELEASE = 0.05;
 /** Where in its window a region reports demand, so that every region's is in before shares are claimed. */
@@ -277,7 +282,7 @@ export class WindowWorker extends Worker<WindowRecord> {
       // The estimate falls as the previous window's weight does; what this window admits stays:
       // the grant must cover the larger of the estimate now and at the window's end.
       const admitted = Math.max(0, used - (record.previousUsed * left) / this.#windowMs);
-      const need = Math.max(used, admitted + (admitted / elapsed) * left * RELEASE_MARGIN);
+      const need = Math.max(used, admitted + (admitted / elapsed) * left * SLIDING_RELEASE_MARGIN);
       surplus = record.granted - Math.ceil(need) - this.#lowWater(record, now);
     } else {
       const need = Math.ceil((used / elapsed) * left * RELEASE_MARGIN) + this.#lowWater(record, now);

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { type BudgetLimiter, createLimiter, fixedWindow, RedisStore } from '../../src/index.js';
-import { type Rig, startRig, tally } from '../helpers/region-rig.js';
+import { type Rig, startRig, type Tally, tally } from '../helpers/region-rig.js';
 
 const REGIONS = ['eu', 'us', 'ap'] as const;
 const WINDOW_MS = 1000;
@@ -16,6 +16,30 @@ const DEMAND = 500;
 const DELAY_MS = 20;
 /** The floor each region holds without asking: the default 10% of the limit, split in three. */
 const FLOOR = 10;
+
+/**
+ * The windows of `windows` in which the budget admitted under 90% of the limit, of those the load
+ * delivered: all regions together asked at least 80% of DEMAND in the window and in the one before
+ * (on this shared 2-core machine a load process is sometimes starved for a whole window; its
+ * demand then arrives late, in a burst, and says nothing of the budget). Throws when fewer than
+ * `atLeast` windows were delivered: too starved a run shows nothing either way.
+ */
+function underNinety(
+  counts: Tally,
+  first: number,
+  windows: readonly number[],
+  atLeast: number,
+  report: string,
+): number[] {
+  const delivered = windows.filter(
+    (w) => counts.asked(first + w) >= 0.8 * DEMAND && counts.asked(first + w - 1) >= 0.8 * DEMAND,
+  );
+  assert.ok(
+    delivered.length >= atLeast,
+    `only windows ${delivered.join(', ')} of ${windows.join(', ')} had their demand delivered (the machine starved the load processes):\n${report}`,
+  );
+  return delivered.filter((w) => counts.admitted(first + w) < 0.9 * LIMIT);
+}
 
 let rig: Rig;
 before(async () => {
@@ -61,10 +85,13 @@ describe('a fixed window budget across three regions', () => {
       assert.ok(counts.admitted(first + w) <= LIMIT, `window ${w} over the limit:\n${report}`);
     }
     // Shares are claimed ahead from the demand reported in each window; what a region will not use
-    // it gives back mid-window. From the second window of each pattern on, 90% of the limit passes.
-    for (const w of [1, 3, 4]) {
-      assert.ok(counts.admitted(first + w) >= 0.9 * LIMIT, `window ${w} admitted under 90%:\n${report}`);
-    }
+    // it gives back mid-window. From the second window after each change on (the start, the shift
+    // at 2, ap back at 8), at least 90% of the limit passes in every window.
+    assert.deepEqual(
+      underNinety(counts, first, [1, 3, 4, 9], 3, report),
+      [],
+      `windows under 90%:\n${report}`,
+    );
     // Cut off, ap decides on what it holds: its share claimed for window 5, then its floor alone.
     for (const w of [6, 7]) {
       assert.ok(
@@ -132,20 +159,20 @@ describe('a fixed window budget across three regions', () => {
 });
 
 describe('a sliding window budget across three regions', () => {
-  test('skewed 70/20/10, then 10/20/70: never over, at least 90% of the limit from the second window after each change', async () => {
+  test('skewed 70/20/10, then 10/20/70: never over, at least 90% of the limit in every window from the second after each change', async () => {
     const skew = [0.7, 0.2, 0.1];
-    // Windows 0-2 skewed one way, 3-8 the other.
+    // Windows 0-1 skewed one way, 2-6 the other.
     const loads = REGIONS.map((region, i) =>
       rig.load({
         region,
         policy: { kind: 'sliding', limit: LIMIT, windowMs: WINDOW_MS },
         budget: {},
         identifiers: ['slide'],
-        // A ninth window, not asserted: the load's last moments are cut short.
-        durationMs: 9 * WINDOW_MS,
+        // A seventh window, not asserted: the load's last moments are cut short.
+        durationMs: 7 * WINDOW_MS,
         phases: [
           { afterMs: 0, unitsPerSecond: DEMAND * (skew[i] as number) },
-          { afterMs: 3 * WINDOW_MS, unitsPerSecond: DEMAND * (skew[2 - i] as number) },
+          { afterMs: 2 * WINDOW_MS, unitsPerSecond: DEMAND * (skew[2 - i] as number) },
         ],
         timed: false,
         binMs: WINDOW_MS,
@@ -157,19 +184,21 @@ describe('a sliding window budget across three regions', () => {
     const first = startAt / WINDOW_MS;
     const line = (w: number): string =>
       `window ${w}: ${REGIONS.map((r) => `${r} ${counts.admitted(first + w, r)}/${counts.asked(first + w, r)}`).join(', ')}; admitted ${counts.admitted(first + w)}`;
-    const report = Array.from({ length: 8 }, (_, w) => line(w)).join('\n');
+    const report = Array.from({ length: 6 }, (_, w) => line(w)).join('\n');
     console.log(report);
-    for (let w = 0; w < 8; w++) {
+    for (let w = 0; w < 6; w++) {
       assert.ok(counts.admitted(first + w) <= LIMIT, `window ${w} over the limit:\n${report}`);
     }
     // Each region keeps its own estimate within its grant, so the grants of one window may add up
-    // to the limit whatever the next window was granted ahead. Before, a grant for the current window
-    // had to leave room for the next window's share claimed ahead, which held a saturated sliding
-    // budget to 80% (T = L - T/4 claimed at three quarters). From the second window of each pattern
-    // on, more than 85% on average (at most 80% before). Runs on a shared, loaded machine gave 83 to
-    // 97% per window: a region asks for chunks as it runs low, and starved load processes ask late.
-    const settled = [1, 2, 4, 5, 6, 7].map((w) => counts.admitted(first + w));
-    const mean = settled.reduce((sum, admitted) => sum + admitted, 0) / settled.length;
-    assert.ok(mean >= 0.85 * LIMIT, `${mean} admitted per window on average:\n${report}`);
+    // to the limit whatever the next window was granted ahead (a grant for the current window that
+    // had to leave room for the next one's share held a saturated sliding budget to 80%); a region
+    // keeps for the next window what it is asked for beyond its floor, and gives back mid-window
+    // what it will not use. From the second window after each change (the start, the shift at 2)
+    // on, at least 90% of the limit passes in every window.
+    assert.deepEqual(
+      underNinety(counts, first, [1, 3, 4, 5], 3, report),
+      [],
+      `windows under 90%:\n${report}`,
+    );
   });
 });
