@@ -47,6 +47,8 @@ export class Answers {
   readonly #reporting: Reporting;
   /** Whether anyone listens to decisions (Reporting.observed), kept here as it changes. */
   #observed: boolean;
+  /** Whether the listeners only count (Reporting.countsOnly), kept here as it changes. */
+  #countsOnly: boolean;
   /** Whether some shard is failing (Health.down), kept here as it changes. */
   #down = false;
   /** Who watches every decision (see observe); undefined for none, the usual case. */
@@ -58,6 +60,7 @@ export class Answers {
     this.#timeoutMs = options.timeoutMs;
     this.#reporting = new Reporting(options);
     this.#observed = this.#reporting.observed;
+    this.#countsOnly = this.#reporting.countsOnly;
     this.#health = new Health(options.onStoreError, this.#fallback, (up, shard) => {
       this.#down = this.#health.down;
       this.#reporting.health(up, shard);
@@ -72,17 +75,32 @@ export class Answers {
   }
 
   /**
-   * Whether a store's result is the whole answer: no deny cache, no one to report to, enforcing,
-   * and every shard healthy (most limiters, most of the time). See `Pipeline.run`'s fast path.
+   * Whether a store's result is the whole answer: no deny cache, no one to report to but counters
+   * (metrics recorders), enforcing, and every shard healthy (most limiters, most of the time). See
+   * `Pipeline.run`'s fast path, which reports through `plainDecided`.
    */
   get plain(): boolean {
-    return this.#denyCache === undefined && this.#enforce && !this.#observed && !this.#down;
+    return (
+      this.#denyCache === undefined && this.#enforce && !this.#down && (!this.#observed || this.#countsOnly)
+    );
   }
 
   /** Counts the limiter's decisions in a recorder too, from now on (once per recorder). */
   attach(recorder: MetricsRecorder): void {
     this.#reporting.attach(recorder);
     this.#observed = true;
+    this.#countsOnly = this.#reporting.countsOnly;
+  }
+
+  /** Whether the fast path times this decision's store (one in 16 while someone counts; see `asking`). */
+  timesThisOne(): boolean {
+    return this.#observed && this.#reporting.timesThisOne();
+  }
+
+  /** Reports a decision of the fast path (see `plain`): to the observers, then the counters. */
+  plainDecided(call: Call, decision: Decision, storeMs: number): void {
+    if (this.#observers !== undefined) this.observed(call, decision, 'store');
+    if (this.#observed) this.#reporting.decided(call, decision, 'store', storeMs);
   }
 
   /**

@@ -217,6 +217,9 @@ export class Pipeline implements StoreReply<Call> {
 
   /** An in-process decision that the store's result answers alone (see Answers.plain). */
   #plain(memory: InProcess, call: Call): Promise<Decision> {
+    const answers = this.#answers;
+    // Recorders time one decision in 16 (NaN for the others), as on the full path.
+    const askedAt = answers.timesThisOne() ? performance.now() : Number.NaN;
     let result: StoreResult;
     try {
       result = memory.decideNow(call);
@@ -225,7 +228,7 @@ export class Pipeline implements StoreReply<Call> {
     }
     if (result.stored !== undefined) underStoredLimit(call, result);
     const decision = decisionOf(result, call);
-    this.#answers.observed(call, decision, 'store');
+    answers.plainDecided(call, decision, Number.isNaN(askedAt) ? askedAt : performance.now() - askedAt);
     return Promise.resolve(decision);
   }
 

@@ -73,6 +73,14 @@ export class Reporting {
     this.#observed = true;
   }
 
+  /**
+   * Whether every listener only counts: no onDecision hook, and each recorder counts through the
+   * counter its `register` returned. Such decisions may take the in-process fast path.
+   */
+  get countsOnly(): boolean {
+    return this.#limiter.onDecision === undefined && this.#recorders.every((r) => r.counter !== undefined);
+  }
+
   /** Whether to time this decision: the first, then one in 16 (`storeMs` is NaN for the others). */
   timesThisOne(): boolean {
     return (this.#untimed++ & 15) === 0;

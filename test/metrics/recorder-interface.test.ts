@@ -4,9 +4,11 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import { Registry } from 'prom-client';
+import { Answers } from '../../src/core/answers.js';
 import type { DecisionCounter, HookContext, MetricsRecorder } from '../../src/index.js';
-import { MemoryStore } from '../../src/index.js';
+import { fixedWindow, MemoryStore } from '../../src/index.js';
 import { prometheusMetrics } from '../../src/metrics/index.js';
+import { resolveLimiterOptions } from '../../src/options.js';
 import { countedLimiter } from '../helpers/metrics/limiters.js';
 import { histogram, scrape } from '../helpers/metrics/scrape.js';
 
@@ -75,5 +77,50 @@ describe('the metrics recorder interface', () => {
     registry.resetMetrics();
     for (let i = 0; i < 5; i++) await limiter.limit('id-2');
     assert.equal(histogram(await scrape(registry), 'many').count, 5);
+  });
+
+  test('recorders that only count keep the in-process fast path; a hook or a record()-only recorder leaves it', () => {
+    const counting: MetricsRecorder = {
+      register: () => ({ count() {} }),
+      record() {},
+      health() {},
+    };
+    const recording: MetricsRecorder = { register() {}, record() {}, health() {} };
+    const answers = (extra: Record<string, unknown>, recorder?: MetricsRecorder): Answers => {
+      const options = resolveLimiterOptions({
+        store,
+        policy: fixedWindow({ limit: 10, windowMs: 1000 }),
+        name: 'fast-path',
+        ...extra,
+      });
+      const made = new Answers(options);
+      if (recorder !== undefined) made.attach(recorder);
+      return made;
+    };
+    assert.equal(answers({}).plain, true);
+    assert.equal(answers({}, counting).plain, true);
+    assert.equal(answers({}, prometheusMetrics({ registry: new Registry() })).plain, true);
+    assert.equal(answers({}, recording).plain, false);
+    assert.equal(answers({ onDecision() {} }, counting).plain, false);
+    assert.equal(answers({ enforce: false }, counting).plain, false);
+  });
+
+  test('on the fast path the first decision, then one in 16, is timed for the counters', async () => {
+    const timed: boolean[] = [];
+    const recorder: MetricsRecorder = {
+      register: () => ({
+        count(_decision, _call, _source, storeMs) {
+          timed.push(!Number.isNaN(storeMs));
+        },
+      }),
+      record() {},
+      health() {},
+    };
+    const limiter = countedLimiter(store, recorder, 'sampled', 1_000);
+    for (let i = 0; i < 40; i++) await limiter.limit(`s-${i}`);
+    assert.deepEqual(
+      timed.flatMap((t, i) => (t ? [i] : [])),
+      [0, 16, 32],
+    );
   });
 });
