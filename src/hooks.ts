@@ -84,13 +84,16 @@ export type DenyList = 'store' | 'middleware';
 
 /**
  * What a recorder hears of calls that wait for a slot: one began waiting (`waiting`); one ended
- * (`done`), allowed to go after `waitedMs` or not (refused, aborted, failed); or an upstream's
- * answer paused the identifier for `pauseMs` (`paused`, from `throttle()`).
+ * (`done`), allowed to go after `waitedMs` or not (refused, aborted, failed); an upstream's answer
+ * paused the identifier for `pauseMs` (`paused`, from `throttle()`); or a throttled call's wait for
+ * a lease of its `concurrency` limiter ended (`leased`, heard on that limiter), with one after
+ * `waitedMs` or without (out of time, aborted).
  */
 export type WaitEvent =
   | { readonly kind: 'waiting' }
   | { readonly kind: 'done'; readonly waitedMs: number; readonly allowed: boolean }
-  | { readonly kind: 'paused'; readonly pauseMs: number };
+  | { readonly kind: 'paused'; readonly pauseMs: number }
+  | { readonly kind: 'leased'; readonly waitedMs: number; readonly allowed: boolean };
 
 /** What a {@link DecisionCounter} is told of the call behind a decision (read it, do not keep it). */
 export type CountedCall = Pick<HookContext, 'identifier' | 'operation' | 'cost'> & {

@@ -124,6 +124,12 @@ export const INSTRUMENTS = {
     unit: 's',
     help: 'Time calls waited for their slot before they went (wait(), throttle()), by limiter.',
   },
+  leaseWaitSeconds: {
+    prometheus: 'sluice_lease_wait_seconds',
+    openTelemetry: 'sluice.lease.wait.duration',
+    unit: 's',
+    help: 'Time throttle() calls waited for a lease of their concurrency limiter, after their rate slot, before they ran, by (concurrency) limiter.',
+  },
   waiting: {
     prometheus: 'sluice_waiting',
     openTelemetry: 'sluice.waiting',

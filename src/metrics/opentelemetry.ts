@@ -45,6 +45,7 @@ export interface OpenTelemetryMetricsOptions extends DecisionMetricsOptions {
 class OpenTelemetryRecorder extends DecisionMetrics {
   readonly #histogram: { record(value: number, attributes?: Attributes): void };
   readonly #waits: { record(value: number, attributes?: Attributes): void };
+  readonly #leaseWaits: { record(value: number, attributes?: Attributes): void };
   // One attributes object per limiter, made once: the SDK reads it on every observation.
   readonly #attributes = new WeakMap<LimiterTally, Attributes>();
 
@@ -72,6 +73,10 @@ class OpenTelemetryRecorder extends DecisionMetrics {
       ...instrumentOptions('waitSeconds'),
       advice: { explicitBucketBoundaries: [...WAIT_SECONDS_BUCKETS] },
     });
+    this.#leaseWaits = meter.createHistogram(INSTRUMENTS.leaseWaitSeconds.openTelemetry, {
+      ...instrumentOptions('leaseWaitSeconds'),
+      advice: { explicitBucketBoundaries: [...WAIT_SECONDS_BUCKETS] },
+    });
     families.push(budgetInstruments(make));
     // Counts are cumulative in the tallies: observing them at collection time costs nothing per decision.
     meter.addBatchObservableCallback(
@@ -88,6 +93,9 @@ class OpenTelemetryRecorder extends DecisionMetrics {
   override waited(name: string, event: WaitEvent): void {
     super.waited(name, event);
     if (event.kind === 'done' && event.allowed) this.#waits.record(event.waitedMs / 1000, { limiter: name });
+    else if (event.kind === 'leased' && event.allowed) {
+      this.#leaseWaits.record(event.waitedMs / 1000, { limiter: name });
+    }
   }
 
   protected override observe(tally: LimiterTally, storeMs: number): number {
@@ -109,7 +117,8 @@ class OpenTelemetryRecorder extends DecisionMetrics {
  * `sluice.charged.units` and `sluice.debt.cut_off`, observed at collection time; the
  * histogram `sluice.store.decision.duration` in seconds; the gauge `sluice.store.up`; for calls
  * waiting for a slot, the histogram `sluice.wait.duration`, the gauge `sluice.waiting` and the
- * counter `sluice.upstream.pauses`. Each
+ * counter `sluice.upstream.pauses`; for a concurrency limiter of `throttle()`, the histogram
+ * `sluice.lease.wait.duration`. Each
  * store decision is one histogram recording on the meter; the counters cost nothing per decision.
  *
  * @example

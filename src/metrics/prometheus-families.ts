@@ -173,6 +173,18 @@ export function leaseFamily({ prefix, each, zero }: Tallies): RegistryMetric[] {
           if (t.leases !== undefined) t.leases.expired = 0;
         }),
     ),
+    // The time throttle() calls waited for one of the limiter's leases, after their rate slot.
+    metric(
+      prefix,
+      'leaseWaitSeconds',
+      'histogram',
+      each((t) =>
+        t.leases === undefined
+          ? []
+          : waitSamples(`${prefix}${INSTRUMENTS.leaseWaitSeconds.prometheus}`, t, t.waits.leaseHistogram()),
+      ),
+      () => zero((t) => t.waits.clearLeases()),
+    ),
   ];
 }
 

@@ -1,6 +1,7 @@
 // The shape prom-client asks of a metric, built from sluice's instruments and read from the tallies at scrape time.
 import { INSTRUMENTS } from './definitions.js';
 import { cumulativeBuckets, type LimiterTally } from './tally.js';
+import type { WaitHistogram } from './waits.js';
 
 export type Labels = Record<string, string | number>;
 
@@ -73,8 +74,11 @@ export function histogramSamples(name: string, tally: LimiterTally): Sample[] {
   return samples;
 }
 
-export function waitSamples(name: string, tally: LimiterTally): Sample[] {
-  const { buckets, sum, count } = tally.waits.histogram();
+export function waitSamples(
+  name: string,
+  tally: LimiterTally,
+  { buckets, sum, count }: WaitHistogram = tally.waits.histogram(),
+): Sample[] {
   const labels = { limiter: tally.name };
   const samples: Sample[] = buckets.map(({ le, count: inBucket }) => ({
     value: inBucket,

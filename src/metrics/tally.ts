@@ -14,7 +14,7 @@ import { type Outcome, type SkipReason, STORE_MS_BUCKETS, STORE_SECONDS_BUCKETS 
 import { LeaseTally } from './leases.js';
 import { type HotOptions, resolveMetricsOptions } from './options.js';
 import { type HeavyHitter, RecentHeavyHitters } from './space-saving.js';
-import { WaitTally } from './waits.js';
+import { type WaitHistogram, WaitTally } from './waits.js';
 
 /** One limiter's counts. Plain fields: a decision costs a few additions, no lookup by label. */
 export class LimiterTally {
@@ -168,7 +168,12 @@ export interface LimiterMetrics {
    * its last decision, until its leases would lapse), and those of leases that lapsed unreleased.
    * Acquisitions refused are its `decisions.denied`.
    */
-  readonly leases?: { readonly slotsInUse: number; readonly expiredUnreleased: number };
+  readonly leases?: {
+    readonly slotsInUse: number;
+    readonly expiredUnreleased: number;
+    /** How long `throttle()` calls waited for one of its leases (those that got one), after their rate slot. */
+    readonly waitSeconds: WaitHistogram;
+  };
   /** Calls waiting for a slot (wait(), throttle()): now, how long those that went waited, and pauses from upstreams. */
   readonly waits: {
     readonly waiting: number;
@@ -406,7 +411,13 @@ function describe(tally: LimiterTally): LimiterMetrics {
     topDenied: tally.hot?.top() ?? [],
     ...(tally.leases === undefined
       ? {}
-      : { leases: { slotsInUse: tally.leases.slotsInUse(), expiredUnreleased: tally.leases.expired } }),
+      : {
+          leases: {
+            slotsInUse: tally.leases.slotsInUse(),
+            expiredUnreleased: tally.leases.expired,
+            waitSeconds: tally.waits.leaseHistogram(),
+          },
+        }),
     waits: {
       waiting: tally.waits.waiting,
       waitSeconds: tally.waits.histogram(),

@@ -149,7 +149,7 @@ function resolveConcurrency(value: unknown): Concurrency {
       pipeline === undefined ? value : pipeline.policy.description,
     );
   }
-  return new Concurrency(value as Limiter, leaseMs);
+  return new Concurrency(value as Limiter, pipeline, leaseMs);
 }
 
 /**

@@ -1,5 +1,6 @@
 // A concurrency lease held while a throttled call runs: taken after its rate slot, renewed while it runs, released when it settles.
 import { performance } from 'node:perf_hooks';
+import type { Pipeline } from '../core/index.js';
 import { ERROR_CODES, SluiceError } from '../errors.js';
 import type { Lease, Limiter } from '../types.js';
 
@@ -11,13 +12,16 @@ import type { Lease, Limiter } from '../types.js';
  */
 export class Concurrency {
   readonly #limiter: Limiter;
+  /** The limiter's pipeline: its recorders hear how long each call waited for a lease. */
+  readonly #pipeline: Pipeline;
   /** Renewals every half lease: a call that runs longer than its lease keeps its slot. */
   readonly #renewEveryMs: number;
   /** Calls waiting for a slot, by key: woken when this throttle releases one there. */
   readonly #waiting = new Map<string, Set<() => void>>();
 
-  constructor(limiter: Limiter, leaseMs: number) {
+  constructor(limiter: Limiter, pipeline: Pipeline, leaseMs: number) {
     this.#limiter = limiter;
+    this.#pipeline = pipeline;
     this.#renewEveryMs = Math.max(1, Math.floor(leaseMs / 2));
   }
 
@@ -62,18 +66,26 @@ export class Concurrency {
     signal: AbortSignal | undefined,
   ): Promise<Lease | undefined> {
     const startedAt = performance.now();
-    for (;;) {
-      signal?.throwIfAborted();
-      const decision = await this.#limiter.limit(key);
-      if (decision.allowed) return decision.lease;
-      const leftMs = maxWaitMs - (performance.now() - startedAt);
-      if (leftMs <= 0) {
-        throw new SluiceError(
-          ERROR_CODES.MAX_WAIT,
-          `The call waited \`maxWaitMs\` (${maxWaitMs} ms) for a slot of its \`concurrency\` limiter: it was not made.`,
-        );
+    let allowed = false;
+    try {
+      for (;;) {
+        signal?.throwIfAborted();
+        const decision = await this.#limiter.limit(key);
+        if (decision.allowed) {
+          allowed = true;
+          return decision.lease;
+        }
+        const leftMs = maxWaitMs - (performance.now() - startedAt);
+        if (leftMs <= 0) {
+          throw new SluiceError(
+            ERROR_CODES.MAX_WAIT,
+            `The call waited \`maxWaitMs\` (${maxWaitMs} ms) for a slot of its \`concurrency\` limiter: it was not made.`,
+          );
+        }
+        await this.#sleep(key, Math.min(leftMs, Math.max(1, decision.retryAfterMs)), signal);
       }
-      await this.#sleep(key, Math.min(leftMs, Math.max(1, decision.retryAfterMs)), signal);
+    } finally {
+      this.#pipeline.waited({ kind: 'leased', waitedMs: performance.now() - startedAt, allowed });
     }
   }
 
