@@ -171,6 +171,12 @@ describe('the overload guard over gRPC, on Redis', () => {
         0,
       );
 
+      // Each connection holds at most 100 calls open (SETTINGS_MAX_CONCURRENT_STREAMS): the unread backlog is bounded.
+      const session = connect(`http://${serve.grpc}`);
+      await new Promise((resolve) => session.once('remoteSettings', resolve));
+      assert.equal(session.remoteSettings.maxConcurrentStreams, 100);
+      session.close();
+
       // An independent client (python3-grpcio) sees the refusals as RESOURCE_EXHAUSTED, never UNAVAILABLE.
       const counts = await pythonBurst(serve.grpc, `python-${Date.now()}`, BURST);
       assert.ok((counts.RESOURCE_EXHAUSTED ?? 0) > 0, JSON.stringify(counts));
@@ -197,6 +203,10 @@ describe('the overload guard over gRPC, on Redis', () => {
       assert.equal(answers.filter((answer) => overallCode(answer) === 1).length, LIMIT);
       const text = await (await fetch(`${serve.http}/metrics`)).text();
       assert.doesNotMatch(text, /sluice_service_shed_total/, 'no guard, no guard metrics');
+      const session = connect(`http://${serve.grpc}`);
+      await new Promise((resolve) => session.once('remoteSettings', resolve));
+      assert.equal(session.remoteSettings.maxConcurrentStreams, 2 ** 32 - 1, "node's default: no bound");
+      session.close();
     } finally {
       await serve.stop();
     }

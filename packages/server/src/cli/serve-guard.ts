@@ -12,6 +12,7 @@ export const GUARD_FLAGS = {
   'shed-queue': { type: 'string' },
   'shed-burst': { type: 'string' },
   'shed-wait': { type: 'string' },
+  'shed-streams': { type: 'string' },
 } as const;
 
 const ms = (value: number): string => (value % 1000 === 0 ? `${value / 1000}s` : `${value}ms`);
@@ -27,7 +28,8 @@ Retry-After. Refusals are counted in sluice_service_shed_total, never as store f
   --shed-queue <n>    the most calls waiting for room (default ${GUARD_DEFAULTS.queue}; 0 refuses at once)
   --shed-burst <time> how long calls may keep waiting before it counts as overload rather than a
                       burst, and the longest one waits in a burst (default ${ms(GUARD_DEFAULTS.burstMs)})
-  --shed-wait <time>  the longest a call waits under overload, newest first (default ${ms(GUARD_DEFAULTS.waitMs)})`;
+  --shed-wait <time>  the longest a call waits under overload, newest first (default ${ms(GUARD_DEFAULTS.waitMs)})
+  --shed-streams <n>  the most gRPC calls one connection holds open at once (default ${GUARD_DEFAULTS.streams})`;
 
 /** A count flag that may be 0. */
 function parseCount(flag: string, text: string): number {
@@ -60,6 +62,7 @@ export function guardSettings(values: Values): GuardSettings | undefined {
     burstMs: optional(values, 'shed-burst', parseDuration, GUARD_DEFAULTS.burstMs),
     waitMs: optional(values, 'shed-wait', parseDuration, GUARD_DEFAULTS.waitMs),
     retryAfterMs: GUARD_DEFAULTS.retryAfterMs,
+    streams: count('shed-streams', GUARD_DEFAULTS.streams),
   };
   if (!(settings.min <= settings.initial && settings.initial <= settings.max)) {
     throw new CliError(

@@ -135,7 +135,8 @@ function readUnary(
   });
 }
 
-type Handler = (stream: ServerHttp2Stream) => void;
+/** Serves one call; `answered`, when given, is called once the answer is written (not for a call cut short). */
+type Handler = (stream: ServerHttp2Stream, answered?: () => void) => void;
 
 /** A call the guard refused: trailers-only RESOURCE_EXHAUSTED, with when to come back (gRPC's retry pushback). */
 function overloadHeaders(retryAfterMs: number): Record<string, string | number> {
@@ -167,8 +168,10 @@ function guarded(guard: ServiceGuard, handler: Handler): Handler {
       guard.done(admission);
       return;
     }
+    // The ticket goes back with the answer: the time it then takes to flush and close is not the work's.
+    // A call that ends without one (reset, or refused while read) gives it back when the stream closes.
     stream.once('close', () => guard.done(admission, !stream.headersSent));
-    handler(stream);
+    handler(stream, () => guard.done(admission));
   };
   return (stream) => {
     const admission = guard.acquire('grpc');
@@ -199,9 +202,16 @@ function rateLimitHandler(
       refuse(stream, STATUS.INTERNAL, 'the rate limit service failed on this call');
     },
   });
-  return (stream) => {
+  return (stream, finished) => {
     readUnary(stream, bounds.maxMessageBytes, (message) => {
-      const done = metrics?.call('ShouldRateLimit');
+      const timer = metrics?.call('ShouldRateLimit');
+      const done =
+        finished === undefined || timer === undefined
+          ? (finished ?? timer)
+          : () => {
+              timer();
+              finished();
+            };
       const answer = answered(stream, done);
       if (typeof message === 'number') {
         answer.failed(messageTooLarge(message, bounds));
@@ -333,7 +343,14 @@ export async function startGrpc(options: GrpcOptions, host: string, port: number
     ...healthHandlers(options, services),
   };
   // The session's memory bound covers the streams of a busy proxy's connection (Envoy multiplexes many calls on one).
-  const server = createServer({ maxSessionMemory: 64 });
+  // With the guard, each connection also holds at most `streams` calls open (SETTINGS_MAX_CONCURRENT_STREAMS): a
+  // client then keeps the rest until one is answered or refused, so what waits unread on this side, which no
+  // limit of ours can see, stays a bounded batch instead of a backlog that every call would queue behind.
+  const streams = options.guard?.settings.streams;
+  const server = createServer({
+    maxSessionMemory: 64,
+    ...(streams === undefined ? {} : { settings: { maxConcurrentStreams: streams } }),
+  });
   const sessions = new Set<Http2Session>();
   server.on('session', (session) => {
     sessions.add(session);

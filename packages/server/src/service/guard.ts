@@ -21,6 +21,8 @@ export interface GuardSettings {
   readonly waitMs: number;
   /** What a refusal asks the client to wait before trying again. */
   readonly retryAfterMs: number;
+  /** The most calls one HTTP/2 connection holds open at once (gRPC's SETTINGS_MAX_CONCURRENT_STREAMS). */
+  readonly streams: number;
 }
 
 /**
@@ -37,6 +39,7 @@ export const GUARD_DEFAULTS: GuardSettings = {
   burstMs: 2000,
   waitMs: 50,
   retryAfterMs: 1000,
+  streams: 100,
 };
 
 /** How often the wait is looked at when no ticket comes back: waiters past their time are refused, room is filled. */
