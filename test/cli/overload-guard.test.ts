@@ -106,7 +106,16 @@ describe('the overload guard over HTTP, on Redis', () => {
 });
 
 describe('the guard’s wait, in process', () => {
-  const settings = { initial: 2, min: 2, max: 2, queue: 3, burstMs: 2000, waitMs: 50, retryAfterMs: 1000, streams: 100 };
+  const settings = {
+    initial: 2,
+    min: 2,
+    max: 2,
+    queue: 3,
+    burstMs: 2000,
+    waitMs: 50,
+    retryAfterMs: 1000,
+    streams: 100,
+  };
   const clock = { nowMs: 0 };
   const now = (): number => clock.nowMs;
   const ticket = (admission: Ticket | Refusal | Promise<Ticket | Refusal>): Ticket => {
