@@ -1,6 +1,8 @@
 // The dashboard of `sluice serve --redis` in a real browser: decisions on the chart, the hammered identifier
-// on top, Redis killed shown as down and restarted shown as up, no console error; screenshots kept.
+// on top, Redis killed shown as down and restarted shown as up, no console error; the overload guard's panel with
+// its limit and the refusals it made; screenshots kept.
 import assert from 'node:assert/strict';
+import { request } from 'node:http';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -19,6 +21,18 @@ async function decide(base: string, policy: string, key: string): Promise<number
   const response = await fetch(`${base}/v1/limit`, { method: 'POST', body: JSON.stringify({ policy, key }) });
   await response.text();
   return response.status;
+}
+
+/** One POST /v1/limit on a connection of its own; its status. */
+function decideAlone(base: string, key: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const outgoing = request(`${base}/v1/limit`, { method: 'POST', agent: false }, (response) => {
+      response.resume();
+      response.on('end', () => resolve(response.statusCode ?? 0));
+    });
+    outgoing.on('error', reject);
+    outgoing.end(JSON.stringify({ policy: 'api', key }));
+  });
 }
 
 /** A client that keeps deciding (the service learns of an outage from the calls that fail). */
@@ -132,5 +146,52 @@ describe('the dashboard in chromium', () => {
     t.diagnostic(`screenshots in ${shots}`);
     console.log(`dashboard screenshots: ${shots}`);
     assert.deepEqual(browser.errors, []);
+  });
+  test('shows the overload guard: its limit, and the calls it refused, on the chart and in the totals', async () => {
+    // A guard held at 2 in flight with no wait, so that concurrent calls on Redis are refused in part.
+    const tight = await startServe([
+      '--config',
+      config.path,
+      '--redis',
+      redis.url,
+      '--shed-limit',
+      '2',
+      '--shed-min',
+      '1',
+      '--shed-max',
+      '2',
+      '--shed-queue',
+      '0',
+    ]);
+    try {
+      const page = await browser.page({ width: 1280, height: 900 });
+      await page.goto(`${tight.base}/`);
+      await page.waitForSelector('#guard-limit-chart[data-limit="2"]', { timeout: SHOWN_WITHIN_MS });
+      assert.equal(await page.isVisible('#guard'), true);
+      assert.equal(await page.textContent('#guard-limit'), '2');
+
+      const statuses = await Promise.all(
+        Array.from({ length: 200 }, (_, i) => decideAlone(tight.base, `burst-${i % 7}`)),
+      );
+      const refused = statuses.filter((status) => status === 503).length;
+      assert.ok(refused > 0, 'some of 200 concurrent calls past a limit of 2 are refused');
+      // The panel counts exactly the refusals the clients saw: on the chart and in the total.
+      await page.waitForSelector(`#guard-refused-chart[data-refused="${refused}"]`, {
+        timeout: SHOWN_WITHIN_MS,
+      });
+      assert.equal(await page.textContent('#guard-refused-total'), refused.toLocaleString('en-US'));
+      const rises = await page.$eval('#guard-refused-chart', (chart) => {
+        const zero = Number(chart.querySelector('line.grid')?.getAttribute('y1'));
+        const d = chart.querySelector('path.series.denied')?.getAttribute('d') ?? '';
+        const ys = [...d.matchAll(/[ML][\d.]+,([\d.]+)/g)].map((m) => Number(m[1]));
+        return Number.isFinite(zero) && ys.some((y) => y < zero);
+      });
+      assert.ok(rises, 'the refusals line rises above zero');
+      await page.screenshot({ path: join(shots, 'desktop-guard.png'), fullPage: true });
+      assert.deepEqual(browser.errors, []);
+    } finally {
+      tight.running.child.kill('SIGTERM');
+      await tight.running.exited;
+    }
   });
 });

@@ -130,18 +130,16 @@ function makeCard(policy) {
   };
 }
 
-/** Draws the series as lines over the last five minutes, sized to the chart's width on screen. */
-function drawChart(chart, policy, historySeconds) {
+/**
+ * Draws `series` ([class, values per second]) as lines over the last five minutes, sized to the
+ * chart's width on screen, on a scale of `unit` (e.g. "/s").
+ */
+function drawLines(chart, series, historySeconds, unit) {
   const width = Math.max(chart.clientWidth, 200);
   const height = CHART_HEIGHT;
   chart.setAttribute('viewBox', `0 0 ${width} ${height}`);
   const plotW = width - PAD.left - PAD.right;
   const plotH = height - PAD.top - PAD.bottom;
-  const series = [
-    ['allowed', policy.allowed],
-    ['denied', policy.denied],
-    ['shadow', policy.shadowDenied],
-  ];
   const peak = Math.max(1, ...series.flatMap(([, values]) => values));
   // A round top for the scale: 1, 2 or 5 times a power of ten.
   const magnitude = 10 ** Math.floor(Math.log10(peak));
@@ -156,7 +154,7 @@ function drawChart(chart, policy, historySeconds) {
       svg('line', { class: 'grid', x1: PAD.left, x2: width - PAD.right, y1: y(value), y2: y(value) }),
     );
     const label = svg('text', { x: PAD.left - 6, y: y(value) + 4, 'text-anchor': 'end' });
-    label.textContent = `${formatRate(value)}/s`;
+    label.textContent = `${formatRate(value)}${unit}`;
     nodes.push(label);
   }
   for (const minutes of [5, 4, 3, 2, 1, 0]) {
@@ -175,8 +173,48 @@ function drawChart(chart, policy, historySeconds) {
     if (d !== '') nodes.push(svg('path', { class: `series ${name}`, d }));
   }
   chart.replaceChildren(...nodes);
+}
+
+/** A policy's allowed, denied and shadow-denied decisions per second. */
+function drawChart(chart, policy, historySeconds) {
+  const series = [
+    ['allowed', policy.allowed],
+    ['denied', policy.denied],
+    ['shadow', policy.shadowDenied],
+  ];
+  drawLines(chart, series, historySeconds, '/s');
   chart.dataset.allowed = String(sum(policy.allowed));
   chart.dataset.denied = String(sum(policy.denied));
+}
+
+/** The overload guard: its limit and refusals now and over five minutes; hidden when it is off. */
+function renderGuard(guard, historySeconds) {
+  const section = document.getElementById('guard');
+  section.hidden = guard === null;
+  if (guard === null) return;
+  const state = document.getElementById('guard-state');
+  const refusing = recentRate(guard.refusedSeries, 10) > 0;
+  state.dataset.overloaded = String(guard.overloaded || refusing);
+  state.textContent = guard.overloaded
+    ? 'overloaded: short waits, newest first'
+    : refusing
+      ? 'refusing calls past the limit'
+      : 'taking every call';
+  const { settings } = guard;
+  document.getElementById('guard-settings').textContent =
+    `The limit follows latency from ${formatCount(settings.min)} to ${formatCount(settings.max)} calls in flight; past it a call waits up to ${settings.burstMs} ms in a burst, ${settings.waitMs} ms under overload, then is refused (gRPC RESOURCE_EXHAUSTED, HTTP 503). Refused: ${formatCount(guard.refused.grpc)} gRPC, ${formatCount(guard.refused.http)} HTTP.`;
+  document.getElementById('guard-limit').textContent = formatCount(guard.limit);
+  document.getElementById('guard-in-flight').textContent =
+    `${formatCount(guard.inFlight)} · ${formatCount(guard.queued)}`;
+  document.getElementById('guard-refused-rate').textContent = formatRate(recentRate(guard.refusedSeries, 10));
+  const total = guard.refused.grpc + guard.refused.http;
+  document.getElementById('guard-refused-total').textContent = formatCount(total);
+  const limitChart = document.getElementById('guard-limit-chart');
+  drawLines(limitChart, [['limit', guard.limitSeries]], historySeconds, '');
+  limitChart.dataset.limit = String(guard.limit);
+  const refusedChart = document.getElementById('guard-refused-chart');
+  drawLines(refusedChart, [['denied', guard.refusedSeries]], historySeconds, '/s');
+  refusedChart.dataset.refused = String(sum(guard.refusedSeries));
 }
 
 /** A global budget in words: what this region holds and asks, and how its ledger calls fare. */
@@ -255,6 +293,7 @@ const views = new Map();
 let lastConfig = '';
 
 function render(data) {
+  renderGuard(data.guard, data.historySeconds);
   const container = document.getElementById('policies');
   for (const policy of data.policies) {
     let view = views.get(policy.name);
