@@ -1,6 +1,6 @@
 // `sluice serve --envoy`: the flags of Envoy's rate limit service, and starting it beside the HTTP service.
 import type { Registry } from 'prom-client';
-import type { Store } from 'sluice';
+import type { MetricsRecorder, Store } from 'sluice';
 import type { ServiceGuard } from '../service/guard.js';
 import type { Route } from '../service/service.js';
 import { optional, parsePositiveInteger, stringFlag, type Values } from './args.js';
@@ -92,12 +92,14 @@ function envoyOptions(
   registry: Registry | undefined,
   budget: BudgetPart | undefined,
   guard: ServiceGuard | undefined,
+  recorder: MetricsRecorder | undefined,
 ): EnvoyOptions {
   const client = connection?.client;
   return {
     path,
     store,
     budget: budget?.options,
+    recorder,
     oneShard: connection?.cluster !== true,
     host: stringFlag(values, 'grpc-host') ?? envoy.GRPC_DEFAULTS.host,
     port: optional(
@@ -144,7 +146,8 @@ async function startOrExplain(
 
 /**
  * Starts the Envoy service when `--envoy` is given; undefined otherwise. Bad config: a CliError (exit 2).
- * Its metrics join `registry`, the one the service's GET /metrics serves (none without prom-client).
+ * Its metrics join `registry`, the one the service's GET /metrics serves (none without prom-client);
+ * the rules that share a budget report to `recorder`, the service's, as its own limiters do.
  */
 export async function startEnvoyPart(
   values: Values,
@@ -154,6 +157,7 @@ export async function startEnvoyPart(
   registry: Registry | undefined,
   budget: BudgetPart | undefined,
   guard: ServiceGuard | undefined,
+  recorder?: MetricsRecorder,
 ): Promise<EnvoyPart | undefined> {
   const path = stringFlag(values, 'envoy');
   if (path === undefined) {
@@ -165,7 +169,18 @@ export async function startEnvoyPart(
   }
   // Loaded only here: `sluice serve` without --envoy, and `import 'sluice'`, never load gRPC or YAML.
   const envoy = await import('../envoy/index.js');
-  const options = envoyOptions(envoy, values, path, store, connection, log, registry, budget, guard);
+  const options = envoyOptions(
+    envoy,
+    values,
+    path,
+    store,
+    connection,
+    log,
+    registry,
+    budget,
+    guard,
+    recorder,
+  );
   const running = await startOrExplain(envoy, options);
   const where = `${options.host.includes(':') ? `[${options.host}]` : options.host}:${running.port}`;
   // running.http answers its own two paths: each route hands the request to it.

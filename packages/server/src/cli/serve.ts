@@ -278,6 +278,7 @@ async function startParts(
       monitor.registry,
       budget,
       guard,
+      monitor.metrics,
     );
   } catch (error) {
     if (limiters !== undefined) closeLimiters(limiters);

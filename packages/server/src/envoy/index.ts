@@ -1,7 +1,7 @@
 // Starts the Envoy rate limit service beside `sluice serve`: config, gRPC server, HTTP twins, hot reload.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Registry } from 'prom-client';
-import type { BudgetOptions, Store } from 'sluice';
+import type { BudgetOptions, MetricsRecorder, Store } from 'sluice';
 import type { ServiceGuard } from '../service/guard.js';
 import type { EnvoyBounds } from './bounds.js';
 import { buildConfig } from './config.js';
@@ -30,6 +30,11 @@ export interface EnvoyOptions {
    * logs' and descriptors' overrides, which stay this region's own.
    */
   readonly budget?: BudgetOptions | undefined;
+  /**
+   * The recorder the service's /metrics reads (`sluice serve`'s): each rule that shares `budget`
+   * reports to it, its region's budget (`sluice_budget_*{limiter,region}`) and its decisions.
+   */
+  readonly recorder?: MetricsRecorder | undefined;
   /** Whether the store is one shard (memory, one Redis, Sentinel) rather than a Redis Cluster. */
   readonly oneShard: boolean;
   readonly host: string;
@@ -145,6 +150,7 @@ export async function startEnvoy(options: EnvoyOptions): Promise<RunningEnvoy> {
   const service = new EnvoyService({
     store: options.store,
     budget: options.budget,
+    recorder: options.recorder,
     oneShard: options.oneShard,
     shadow: options.shadow,
     quotaMode: options.quotaMode,

@@ -1,6 +1,6 @@
 // The limiters of one config load: one per rule, made once and reused; overrides in a bounded cache.
 import { createHash } from 'node:crypto';
-import type { BudgetOptions, ErrorHook, Policy, Store } from 'sluice';
+import type { BudgetOptions, ErrorHook, MetricsRecorder, Policy, Store } from 'sluice';
 import {
   type BudgetLimiter,
   createLimiter,
@@ -44,6 +44,11 @@ export interface LimiterSettings {
    * algorithm cannot be), overrides stay this region's own (they ask a limit per call).
    */
   readonly budget?: BudgetOptions | undefined;
+  /**
+   * The recorder the service's /metrics reads: the rules that share the budget report to it, so
+   * that what their region holds and asks shows there (`sluice_budget_*`) beside their decisions.
+   */
+  readonly recorder?: MetricsRecorder | undefined;
   /** Reports a store failure (once per outage is the caller's business). */
   readonly onError: ErrorHook;
 }
@@ -208,7 +213,12 @@ export class RuleLimiters {
     } as const;
     const budget = this.#settings.budget;
     if (budget === undefined || !rule || limit.algorithm === 'slidingLog') return createLimiter(options);
-    const limiter = createLimiter({ ...options, budget });
+    const { recorder } = this.#settings;
+    const limiter = createLimiter({
+      ...options,
+      budget,
+      ...(recorder === undefined ? {} : { metrics: recorder }),
+    });
     this.#budgeted.push(limiter);
     return limiter;
   }

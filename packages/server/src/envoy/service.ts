@@ -1,5 +1,5 @@
 // ShouldRateLimit, transport aside: resolve each descriptor, decide them together, answer as the reference does.
-import type { BudgetOptions, Store } from 'sluice';
+import type { BudgetOptions, MetricsRecorder, Store } from 'sluice';
 import { refuses, statusesOf } from './answer.js';
 import { checkBounds, type EnvoyBounds } from './bounds.js';
 import type { EnvoyConfig } from './config.js';
@@ -23,6 +23,8 @@ export interface EnvoyServiceOptions {
   readonly store: Store;
   /** A budget the rules share with other regions (see RuleLimiters); undefined: the store's alone. */
   readonly budget?: BudgetOptions | undefined;
+  /** Where the rules that share the budget report (see RuleLimiters); undefined: nowhere. */
+  readonly recorder?: MetricsRecorder | undefined;
   /**
    * Whether the store is one shard (memory, one Redis, Sentinel): then every key of a domain shares
    * one hash tag and a request's descriptors are decided by one atomic script. On a Redis Cluster,
@@ -79,6 +81,7 @@ export class EnvoyService {
     const limiters = new RuleLimiters(config.rules, {
       store: this.#options.store,
       budget: this.#options.budget,
+      recorder: this.#options.recorder,
       onError: (error) => {
         if (this.#storeDown) return;
         this.#storeDown = true;
