@@ -11,6 +11,7 @@
  * @packageDocumentation
  */
 
+export { BUDGET_DEFAULTS } from './budget/options.js';
 export {
   type Group,
   groupFor,

@@ -1,5 +1,4 @@
 // `sluice inspect --global-redis`: an identifier's global budget as the ledger holds it, per region.
-import type { RawState } from './decode.js';
 import { formatDuration } from './output.js';
 import { type Connection, connect } from './redis.js';
 
@@ -10,6 +9,12 @@ export interface LedgerRegion {
   readonly windows: Record<string, { granted: number; demand: number }>;
   /** Leases still stored: capacity beyond the floor, and when the ledger lets each go (epoch ms). */
   readonly leases: ReadonlyArray<{ level: number; expiresAtMs: number }>;
+  /**
+   * A bucket's demand as the region reported it, by periods of half a lease: units asked in the
+   * period that starts at `periodStartMs` (epoch ms), and in the one before; what the ledger sizes
+   * the region's next lease by.
+   */
+  readonly asked?: { readonly periodStartMs: number; readonly units: number; readonly previousUnits: number };
 }
 
 /** What `inspect --global-redis` adds to the report. */
@@ -24,8 +29,19 @@ function regionName(names: readonly string[] | undefined, index: number): string
   return names?.[index] ?? `region ${index}`;
 }
 
-function parseFields(flat: readonly string[], names: readonly string[] | undefined): LedgerRegion[] {
-  const regions = new Map<number, { windows: LedgerRegion['windows']; leases: LedgerRegion['leases'] }>();
+type Parsed = { -readonly [K in keyof LedgerRegion]: LedgerRegion[K] };
+
+/**
+ * The ledger's fields, per region: a window budget's `g:<window>:<region>` (granted) and
+ * `d:<window>:<region>` (asked); a bucket's leases `l:<region>:<k>` until `x:<region>:<k>`, and its
+ * demand, `d:<region>` units in period `i:<region>` and `o:<region>` in the one before.
+ */
+function parseFields(
+  flat: readonly string[],
+  names: readonly string[] | undefined,
+  periodMs: number,
+): LedgerRegion[] {
+  const regions = new Map<number, Omit<Parsed, 'region'>>();
   const at = (index: number) => {
     let entry = regions.get(index);
     if (entry === undefined) {
@@ -53,6 +69,16 @@ function parseFields(flat: readonly string[], names: readonly string[] | undefin
         level: value,
         expiresAtMs,
       });
+      continue;
+    }
+    const period = /^i:(\d+)$/.exec(name);
+    if (period !== null) {
+      const region = period[1] as string;
+      at(Number(region)).asked = {
+        periodStartMs: value * periodMs,
+        units: fields.get(`d:${region}`) ?? 0,
+        previousUnits: fields.get(`o:${region}`) ?? 0,
+      };
     }
   }
   return [...regions.keys()]
@@ -63,12 +89,16 @@ function parseFields(flat: readonly string[], names: readonly string[] | undefin
     }));
 }
 
-/** Reads the ledger of `<prefix>:budget:<limiter>:{<identifier>}` from the global store. */
+/**
+ * Reads the ledger of `<prefix>:budget:<limiter>:{<identifier>}` from the global store; `leaseMs`,
+ * the budget's lease, gives a bucket's periods of demand (half a lease each).
+ */
 export async function readLedger(
   url: string,
   timeoutMs: number,
   key: string,
   names: readonly string[] | undefined,
+  leaseMs: number,
 ): Promise<LedgerReport> {
   const connection: Connection = await connect(url, timeoutMs);
   try {
@@ -77,7 +107,7 @@ export async function readLedger(
     return {
       key,
       ttlMs: ttlMs >= 0 ? ttlMs : null,
-      regions: parseFields(Object.entries(flat).flat(), names),
+      regions: parseFields(Object.entries(flat).flat(), names, leaseMs / 2),
     };
   } finally {
     await connection.close();
@@ -98,30 +128,14 @@ export function ledgerText(report: LedgerReport, nowMs: number): string[] {
     const leases = region.leases.map(
       (lease) => `lease ${lease.level} for ${formatDuration(Math.max(0, lease.expiresAtMs - nowMs))}`,
     );
-    lines.push(`  ${region.region}: ${[...windows, ...leases].join('; ') || 'nothing'}`);
+    const { asked } = region;
+    const demand =
+      asked === undefined
+        ? []
+        : [
+            `asked ${asked.units} in the half lease that began ${formatDuration(Math.max(0, nowMs - asked.periodStartMs))} ago, ${asked.previousUnits} in the one before`,
+          ];
+    lines.push(`  ${region.region}: ${[...windows, ...leases, ...demand].join('; ') || 'nothing'}`);
   }
   return lines;
-}
-
-/** A region's state of a window budget: its window, what it admitted, and what it holds for it and the next. */
-export interface RegionWindowView {
-  readonly regionWindow: number;
-  readonly count: number;
-  readonly grant: number;
-  readonly next: number;
-}
-
-/** The region's state of a window budget (`"<window>:<count>:<grant>:<next>"`, a sliding one's then `:<previous>`), or undefined for another. */
-export function regionWindowState(raw: RawState): RegionWindowView | undefined {
-  if (!('value' in raw)) return undefined;
-  const match = /^(\d+):(\d+):(\d+):(\d+)(?::\d+)?$/.exec(raw.value);
-  if (match === null) return undefined;
-  const [regionWindow, count, grant, next] = match.slice(1).map(Number) as [number, number, number, number];
-  return { regionWindow, count, grant, next };
-}
-
-/** A region's window state in words. */
-export function regionWindowText(state: RegionWindowView): string {
-  const next = state.next > 0 ? `; ${state.next} claimed for the next window` : '';
-  return `window ${state.regionWindow}: ${state.count} admitted of the ${state.grant} this region holds (floor included)${next}`;
 }

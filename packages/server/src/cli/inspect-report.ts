@@ -1,7 +1,7 @@
 // The text of `sluice inspect`: the stored state in words, its TTL, and the next request's decision.
 import type { Decision, Policy } from 'sluice';
 import { type StateView, when } from './decode.js';
-import { type RegionWindowView, regionWindowText } from './inspect-ledger.js';
+import { type RegionBucketView, type RegionWindowView, regionStateText } from './inspect-region.js';
 import { formatDuration, formatNumber } from './output.js';
 
 /** What `sluice inspect` found; `--json` prints it as it is. */
@@ -11,16 +11,20 @@ export interface InspectReport {
   readonly key: string;
   readonly type: string;
   readonly raw: unknown;
-  /** Decoded by the policy, or a region's state of a window budget (`--global-redis`). */
-  readonly state: StateView | RegionWindowView | null;
+  /** Decoded by the policy, or a region's state of a budget, by windows or a bucket (`--global-redis`). */
+  readonly state: StateView | RegionWindowView | RegionBucketView | null;
   readonly ttlMs: number | null;
   readonly serverTimeMs: number;
   /** peek()'s decision (`remaining`: what is left now) and what would remain after the request. */
   readonly next: Decision & { readonly cost: number; readonly remainingAfter: number };
 }
 
-function describe(state: StateView | RegionWindowView, policy: Policy): string {
-  if ('regionWindow' in state) return regionWindowText(state);
+function describe(
+  state: StateView | RegionWindowView | RegionBucketView,
+  policy: Policy,
+  nowMs: number,
+): string {
+  if ('regionWindow' in state || 'leasedUntilMs' in state) return regionStateText(state, nowMs);
   if ('error' in state) return `unreadable: ${state.error}`;
   if ('windowIndex' in state && 'count' in state) {
     const window = `window ${state.windowIndex} (${when(state.windowStartMs)} to ${when(state.windowEndMs)})`;
@@ -63,7 +67,7 @@ export function textReport(report: InspectReport, policy: Policy): string {
         ? JSON.stringify(report.raw)
         : `${(report.raw as unknown[] | null)?.length ?? 0} entries`;
     lines.push(`stored   ${report.type} ${raw}`);
-    lines.push(`state    ${describe(report.state, policy)}`);
+    lines.push(`state    ${describe(report.state, policy, report.serverTimeMs)}`);
     lines.push(
       `TTL      ${report.ttlMs === null ? 'none (this key never expires: run sluice audit)' : `${formatDuration(report.ttlMs)} (${report.ttlMs} ms)`}`,
     );

@@ -8,6 +8,7 @@ import {
   RedisStore,
   SluiceError,
 } from 'sluice';
+import { BUDGET_DEFAULTS } from 'sluice/internal';
 import {
   COMMON_FLAGS,
   COMMON_FLAGS_HELP,
@@ -26,7 +27,8 @@ import type { Command, Context } from './command.js';
 import { ALGORITHMS, type Config, findConfig, NO_CONFIG, policyFromSpec } from './config.js';
 import { decodeState, type RawState } from './decode.js';
 import { CliError, EXIT } from './errors.js';
-import { ledgerText, readLedger, regionWindowState } from './inspect-ledger.js';
+import { ledgerText, readLedger } from './inspect-ledger.js';
+import { regionState } from './inspect-region.js';
 import { type InspectReport, textReport } from './inspect-report.js';
 import { type Connection, connect, redisUrl } from './redis.js';
 
@@ -158,6 +160,8 @@ interface InspectOptions {
   readonly timeoutMs: number;
   readonly globalRedis: string | undefined;
   readonly regions: readonly string[] | undefined;
+  /** The budget's lease (the config's `budget.leaseMs`, or the library's default): a bucket ledger's periods are half of it. */
+  readonly leaseMs: number;
 }
 
 /** Reads the arguments and finds the policy; every refusal happens here, before connecting. */
@@ -174,6 +178,7 @@ function parse(values: Values, positionals: readonly string[]): InspectOptions {
     timeoutMs: optional(values, 'timeout', parseDuration, 5000),
     globalRedis: stringFlag(values, 'global-redis'),
     regions: stringFlag(values, 'regions')?.split(',') ?? config?.budget.regions,
+    leaseMs: config?.budget.leaseMs ?? BUDGET_DEFAULTS.leaseMs,
   };
 }
 
@@ -222,7 +227,7 @@ async function execute(connection: Connection, options: InspectOptions): Promise
     type: raw.type,
     raw: 'value' in raw ? raw.value : 'entries' in raw ? raw.entries : null,
     state:
-      (options.regions !== undefined ? regionWindowState(raw) : undefined) ??
+      (options.regions !== undefined ? regionState(raw) : undefined) ??
       decodeState(policy, raw, nowMs, ttlMs),
     ttlMs: ttlMs >= 0 ? ttlMs : null,
     serverTimeMs: nowMs,
@@ -246,7 +251,13 @@ async function run(context: Context): Promise<number> {
   }
   if (options.globalRedis !== undefined) {
     const key = `${options.prefix}:budget:${options.name}:{${options.identifier}}`;
-    const global = await readLedger(options.globalRedis, options.timeoutMs, key, options.regions);
+    const global = await readLedger(
+      options.globalRedis,
+      options.timeoutMs,
+      key,
+      options.regions,
+      options.leaseMs,
+    );
     context.out(
       context.json
         ? JSON.stringify({ ...report, global }, null, 2)
