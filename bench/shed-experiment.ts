@@ -47,8 +47,10 @@ class Service {
     if (this.#busy >= this.#slots) await new Promise<void>((resolve) => this.#waiting.push(resolve));
     else this.#busy += 1;
     await new Promise((resolve) => setTimeout(resolve, serviceMs));
-    const next = this.#waiting.shift();
-    if (next !== undefined && this.#busy <= this.#slots) next();
+    // The slot passes to the next waiter, unless the slots were cut below those busy: then it goes away,
+    // and the waiter stays first in line (taking it out here would lose its request for good).
+    const next = this.#busy <= this.#slots ? this.#waiting.shift() : undefined;
+    if (next !== undefined) next();
     else this.#busy -= 1;
   }
 }

@@ -2,7 +2,7 @@
 // four variants side by side, and docs/images/shedding.svg drawn from them.
 import { writeFileSync } from 'node:fs';
 import type { ShedderOptions } from '../src/shed/index.js';
-import { percentile, simulate } from '../test/shed/simulation.js';
+import { EXPERIMENT_SHEDDER, type Outcome, percentile, simulate } from '../test/shed/simulation.js';
 import { shedPlot } from './shed-plot.js';
 
 const BASE = {
@@ -12,23 +12,22 @@ const BASE = {
   durationMs: 15_000,
   halveAtMs: 8000,
 } as const;
-const PRIORITIES = [{ name: 'critical', reserve: 0.4 }, { name: 'default', reserve: 0.1 }, 'sheddable'];
 const fixed = (limit: number): ShedderOptions => ({
+  ...EXPERIMENT_SHEDDER,
   limit: { algorithm: 'aimd', initial: limit, min: limit, max: limit },
-  priorities: PRIORITIES,
 });
 const VARIANTS: Array<[string, ShedderOptions | undefined]> = [
-  ['shed (gradient2)', { limit: 'gradient2', priorities: PRIORITIES }],
-  ['shed (vegas)', { limit: 'vegas', priorities: PRIORITIES }],
+  ['shed (gradient2)', EXPERIMENT_SHEDDER],
+  ['shed (vegas)', { ...EXPERIMENT_SHEDDER, limit: 'vegas' }],
   ['no shedder', undefined],
   ['fixed 20', fixed(20)],
   ['fixed 5', fixed(5)],
 ];
 
-const runs = VARIANTS.map(([name, shedder]) => ({
-  name,
-  outcome: simulate(shedder === undefined ? BASE : { ...BASE, shedder }),
-}));
+const runs: Array<{ name: string; outcome: Outcome }> = [];
+for (const [name, shedder] of VARIANTS) {
+  runs.push({ name, outcome: await simulate(shedder === undefined ? BASE : { ...BASE, shedder }) });
+}
 const column = (label: string, value: (run: (typeof runs)[number]) => string) =>
   `| ${label.padEnd(28)} | ${runs.map((run) => value(run).padStart(16)).join(' | ')} |`;
 const late = (run: (typeof runs)[number]) =>

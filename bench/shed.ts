@@ -2,6 +2,7 @@
 // bench/results/, and the shedder's own cost per acquire + release. Options: --quick (3 s), --no-plot.
 import { writeFileSync } from 'node:fs';
 import { createShedder, type ShedderOptions, type Ticket } from '../src/shed/index.js';
+import { EXPERIMENT_SHEDDER } from '../test/shed/simulation.js';
 import { type ExperimentPlan, type ExperimentRun, figures, runExperiment } from './shed-experiment.js';
 import { shedPlot } from './shed-plot.js';
 
@@ -18,15 +19,13 @@ const PLAN: ExperimentPlan = {
     ['sheddable', 0.4],
   ],
 };
-// Critical is 10% of 3x capacity, 30% of what the service can do: it keeps 40% of the limit.
-const PRIORITIES = [{ name: 'critical', reserve: 0.4 }, { name: 'default', reserve: 0.1 }, 'sheddable'];
 const fixed = (limit: number): ShedderOptions => ({
+  ...EXPERIMENT_SHEDDER,
   limit: { algorithm: 'aimd', initial: limit, min: limit, max: limit },
-  priorities: PRIORITIES,
 });
 const algorithm = process.argv.find((arg) => arg.startsWith('--algorithm='))?.slice(12) ?? 'gradient2';
 const VARIANTS: Array<[string, ShedderOptions | undefined]> = [
-  [`shed (${algorithm})`, { limit: algorithm as 'gradient2', priorities: PRIORITIES }],
+  [`shed (${algorithm})`, { ...EXPERIMENT_SHEDDER, limit: algorithm as 'gradient2' }],
   ['no shedder', undefined],
   [`fixed ${2 * PLAN.slots}`, fixed(2 * PLAN.slots)],
   [`fixed ${PLAN.slots / 2}`, fixed(PLAN.slots / 2)],

@@ -6,6 +6,8 @@ export interface Waiter {
   readonly priority: ResolvedPriority;
   /** Hands the waiter its answer (a ticket, or a refusal). */
   readonly settle: (admitted: boolean) => void;
+  /** When its wait ends, on the shedder's clock (ms). */
+  readonly deadlineMs: number;
   timer: ReturnType<typeof setTimeout> | undefined;
 }
 
@@ -60,10 +62,19 @@ export class WaitQueue {
     return true;
   }
 
-  /** The most important class's oldest waiter, taken out of the queue, when `fits` its class; else undefined. */
-  take(fits: (priority: ResolvedPriority) => boolean): Waiter | undefined {
+  /**
+   * The most important class's oldest waiter, taken out of the queue, when `fits` its class; else
+   * undefined. A waiter whose deadline has passed at `nowMs` is refused on the way: on a busy event
+   * loop its timer fires late, and the ticket must not go to a request that has waited too long.
+   */
+  take(fits: (priority: ResolvedPriority) => boolean, nowMs: number): Waiter | undefined {
     for (const waiters of this.#byClass) {
-      const head = waiters[0];
+      let head = waiters[0];
+      while (head !== undefined && head.deadlineMs <= nowMs) {
+        this.#remove(head);
+        head.settle(false);
+        head = waiters[0];
+      }
       if (head === undefined) continue;
       // A more important class has a higher ceiling: if its head does not fit, nobody below does.
       if (!fits(head.priority)) return undefined;

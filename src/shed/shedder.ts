@@ -132,6 +132,7 @@ class LoadShedder implements Shedder, TicketOwner {
     return new Promise<Admission>((resolve) => {
       const waiter: Waiter = {
         priority,
+        deadlineMs: this.#config.now() + queue.timeoutMs,
         timer: undefined,
         settle: (admitted) => resolve(admitted ? this.#grant(priority) : this.#refuse(priority)),
       };
@@ -227,7 +228,10 @@ class LoadShedder implements Shedder, TicketOwner {
   /** Admits waiters while the most important one fits under its class's ceiling. */
   #drain(queue: WaitQueue): void {
     const fits = (priority: ResolvedPriority) => this.#inFlight < (this.#ceilings[priority.index] as number);
-    for (let waiter = queue.take(fits); waiter !== undefined; waiter = queue.take(fits)) waiter.settle(true);
+    const nowMs = this.#config.now();
+    for (let waiter = queue.take(fits, nowMs); waiter !== undefined; waiter = queue.take(fits, nowMs)) {
+      waiter.settle(true);
+    }
   }
 
   #setCeilings(): void {

@@ -22,7 +22,7 @@ function feed(
 
 describe('gradient2', () => {
   test('grows by the queue while latency holds, shrinks by the latency ratio when it rises', () => {
-    const limit = resolveLimit({ algorithm: 'gradient2', initial: 20, smoothing: 1 });
+    const limit = resolveLimit({ algorithm: 'gradient2', initial: 20, smoothing: 1, tolerance: 1.5 });
     // Busy and as fast as ever: gradient 1, L' = L + queue (4).
     assert.deepEqual(
       feed(limit, 3, (l) => window(50, l)),
@@ -50,6 +50,22 @@ describe('gradient2', () => {
     const last = limits.slice(-100);
     assert.ok(Math.max(...last) <= 20, `limit stayed within 2x the slots: ${Math.max(...last)}`);
     assert.ok(Math.min(...last) >= 10, `and used them all: ${Math.min(...last)}`);
+  });
+  test('by default the service behind queues about a quarter of its slots: the limit settles under 1.4x them', () => {
+    // 10 slots, 50 ms of work, every window refusing: latency = 50 · max(1, L / 10).
+    const limit = resolveLimit({ algorithm: 'gradient2', initial: 10 });
+    const last = feed(limit, 500, (l) => window(50 * Math.max(1, l / 10), l, { refused: 10 })).slice(-100);
+    assert.ok(
+      Math.max(...last) <= 14 && Math.min(...last) >= 10,
+      `${Math.min(...last)}..${Math.max(...last)}`,
+    );
+  });
+  test("starting above capacity, the first window's queue is not taken for the service's usual latency", () => {
+    // 10 slots of 50 ms, and a limit of 20 from the start: the first window's later requests queued (mean 90 ms).
+    const limit = resolveLimit({ algorithm: 'gradient2', initial: 20 });
+    limit.algorithm.update(window(90, 20, { minRttMs: 50, refused: 10 }));
+    const last = feed(limit, 500, (l) => window(50 * Math.max(1, l / 10), l, { refused: 10 })).slice(-100);
+    assert.ok(Math.max(...last) <= 14, `settled at ${Math.min(...last)}..${Math.max(...last)} for 10 slots`);
   });
   test('a service that became slower for good is learnt at the min bound, and the limit grows back', () => {
     const limit = resolveLimit({ algorithm: 'gradient2', initial: 10, min: 2, smoothing: 1 });

@@ -155,6 +155,26 @@ describe('the queue', () => {
   });
 });
 
+describe("the queue on the shedder's clock", () => {
+  test('a waiter past its deadline is refused when a ticket comes back, not handed it (its timer may fire late)', async () => {
+    const { clock, shedder } = clocked({
+      limit: { algorithm: 'aimd', initial: 1 },
+      queue: { max: 5, timeoutMs: 50 },
+    });
+    const held = granted(shedder.acquire({ priority: 'critical' }));
+    const late = shedder.acquire({ priority: 'critical' });
+    clock.nowMs += 40;
+    const inTime = shedder.acquire({ priority: 'critical' });
+    clock.nowMs += 20; // the first waiter's 50 ms are over, the second's are not
+    held.release();
+    assert.equal((await late).allowed, false);
+    const second = await inTime;
+    assert.equal(second.allowed, true);
+    assert.equal(shedder.inFlight, 1);
+    (second as Ticket).release();
+  });
+});
+
 describe('run()', () => {
   test('releases on settle, rejects refused calls with ERR_SLUICE_SHED, counts TimeoutError as dropped', async () => {
     const { shedder } = clocked({ limit: { algorithm: 'aimd', initial: 1 } });

@@ -1,7 +1,7 @@
 // The shedder in front of a modelled service (10 slots of 50 ms, halved at 8 s) at 3x its capacity, on a virtual clock.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { percentile, simulate } from './simulation.js';
+import { EXPERIMENT_SHEDDER, percentile, simulate } from './simulation.js';
 
 const BASE = {
   slots: 10,
@@ -18,14 +18,14 @@ function limitBetween(limits: readonly [number, number][], fromMs: number, toMs:
 }
 
 describe('3x overload, capacity halved at 8 s', () => {
-  test('without a shedder the service queue grows without bound', () => {
-    const outcome = simulate(BASE);
+  test('without a shedder the service queue grows without bound', async () => {
+    const outcome = await simulate(BASE);
     assert.ok(outcome.maxQueue > 3000, `queue ${outcome.maxQueue}`);
     assert.ok(percentile(outcome.latenciesMs, 99) > 10_000);
   });
   for (const algorithm of ['gradient2', 'vegas'] as const) {
-    test(`${algorithm}: the limit follows the slots, critical is served, latency stays near the service time`, () => {
-      const outcome = simulate({ ...BASE, shedder: { limit: algorithm, priorities: PRIORITIES } });
+    test(`${algorithm}: the limit follows the slots, critical is served, latency stays near the service time`, async () => {
+      const outcome = await simulate({ ...BASE, shedder: { limit: algorithm, priorities: PRIORITIES } });
       const { served, refused } = outcome;
       const critical =
         (served.critical as number) / ((served.critical as number) + (refused.critical as number));
@@ -42,7 +42,33 @@ describe('3x overload, capacity halved at 8 s', () => {
         assert.ok(limit >= 2 && limit <= 15, `${limit}`);
     });
   }
-  test('a fixed limit of 2x the slots queues; of 0.5x wastes capacity', () => {
+  test('the default classes and gradient2 with a short queue: what the issue asks, the limit within 0.5x-2x of the slots', async () => {
+    for (const classes of ['random', 'even'] as const) {
+      const outcome = await simulate({ ...BASE, classes, shedder: EXPERIMENT_SHEDDER });
+      const { served, refused } = outcome;
+      const all = (counts: Record<string, number>) => Object.values(counts).reduce((sum, n) => sum + n, 0);
+      // Capacity: 200/s for 8 s, then 100/s for 7 s.
+      assert.ok(all(served) >= 0.9 * 2300, `${classes}: goodput ${all(served)}`);
+      assert.ok(
+        percentile(outcome.latenciesMs, 99) <= 3 * 55,
+        `${classes}: p99 ${percentile(outcome.latenciesMs, 99)}`,
+      );
+      const critical =
+        (served.critical as number) / ((served.critical as number) + (refused.critical as number));
+      assert.ok(critical >= 0.99, `${classes}: critical served ${critical}`);
+      assert.ok((refused.sheddable as number) > all(refused) / 2, `${classes}: ${JSON.stringify(refused)}`);
+      for (const limit of limitBetween(outcome.limits, 4000, 8000))
+        assert.ok(limit >= 5 && limit <= 20, `${classes}: ${limit} for 10 slots`);
+      // Within 3 s of the halving, the limit has followed and the p99 is back under its bound.
+      for (const limit of limitBetween(outcome.limits, 11_000, 15_000))
+        assert.ok(limit >= 2.5 && limit <= 10, `${classes}: ${limit} for 5 slots`);
+      const late = outcome.answers
+        .filter(([sentMs, , status]) => status === 200 && sentMs >= 11_000)
+        .map(([, , , latencyMs]) => latencyMs);
+      assert.ok(percentile(late, 99) <= 3 * 55, `${classes}: p99 from 11 s ${percentile(late, 99)}`);
+    }
+  });
+  test('a fixed limit of 2x the slots queues; of 0.5x wastes capacity', async () => {
     const fixed = (limit: number) =>
       simulate({
         ...BASE,
@@ -51,8 +77,8 @@ describe('3x overload, capacity halved at 8 s', () => {
           priorities: PRIORITIES,
         },
       });
-    const high = fixed(20);
-    const low = fixed(5);
+    const high = await fixed(20);
+    const low = await fixed(5);
     const total = (served: Record<string, number>) =>
       Object.values(served).reduce((sum, count) => sum + count, 0);
     // Up to 12 of the lower classes in flight on 5 slots after the halving: 2.4x the service time and more.

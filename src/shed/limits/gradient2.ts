@@ -5,8 +5,10 @@ import { type Bounds, clampLimit, type LimitAlgorithm, type LimitWindow } from '
 export interface Gradient2Params {
   /**
    * How much slower than the long-run average recent latency may be before the limit shrinks:
-   * 1.5 lets it be 50% slower. Below 1 the limit shrinks on any noise.
-   * @default 1.5
+   * 1.25 lets it be 25% slower. It sets how deep the service behind may queue: at the limit it
+   * holds about `tolerance` times the requests it can work on at once. Below 1 the limit shrinks
+   * on any noise.
+   * @default 1.25
    */
   readonly tolerance?: number;
   /**
@@ -30,7 +32,7 @@ export interface Gradient2Params {
 }
 
 /** The defaults of {@link Gradient2Params}. */
-export const GRADIENT2_DEFAULTS = { tolerance: 1.5, queue: 4, smoothing: 0.2, longWindow: 100 } as const;
+export const GRADIENT2_DEFAULTS = { tolerance: 1.25, queue: 4, smoothing: 0.2, longWindow: 100 } as const;
 
 /**
  * The limit from the ratio of two latencies: the long-run average (what this service's latency
@@ -80,7 +82,10 @@ export class Gradient2Limit implements LimitAlgorithm {
   update(window: LimitWindow): number {
     const { tolerance, queue, smoothing, longWindow } = this.#params;
     const shortRtt = window.rttMs;
-    if (this.#longRttMs === 0) this.#longRttMs = shortRtt;
+    // The first window's fastest request, not its mean: a shedder that starts above the service's
+    // capacity has queued the rest of that window already, and an average that began at their
+    // latency would call that queue normal for as long as the overload lasts.
+    if (this.#longRttMs === 0) this.#longRttMs = window.minRttMs > 0 ? window.minRttMs : shortRtt;
     else if (this.#learnsFrom(window))
       this.#longRttMs += (shortRtt - this.#longRttMs) * (2 / (longWindow + 1));
     // After a long overload the average remembers the slow period; once latency is back to half
