@@ -54,6 +54,33 @@ function setHeaders(response: object, headers: Record<string, string>): void {
   else setNodeHeaders(response as ServerResponse, headers);
 }
 
+/**
+ * A refusal's headers on the platform's reply, its `Content-Type` kept through Nest's exception
+ * filter. On Express, Nest 11 replaces a `Content-Type` that does not start with `application/json`
+ * by `application/json` when it sends an exception's body (`setHeader('Content-Type',
+ * 'application/json')`; Nest 12 takes any `+json` type): on this response, that one call is let
+ * pass unheard while the refusal's type holds. A filter of yours sets its own with Express's
+ * `res.type()` or `res.set()`, or replaces the header with any other value.
+ */
+function setRefusalHeaders(response: object, headers: Record<string, string>): void {
+  setHeaders(response, headers);
+  const type = headers['Content-Type'];
+  if (type === undefined || isFastifyReply(response)) return;
+  const node = response as ServerResponse;
+  const setHeader = node.setHeader;
+  node.setHeader = function keepProblemType(this: ServerResponse, name, value) {
+    if (
+      value === 'application/json' &&
+      name.toLowerCase() === 'content-type' &&
+      this.getHeader('Content-Type') === type
+    ) {
+      node.setHeader = setHeader;
+      return this;
+    }
+    return setHeader.call(this, name, value);
+  };
+}
+
 function nodeResponseOf(response: object): ServerResponse {
   return isFastifyReply(response) ? response.raw : (response as ServerResponse);
 }
@@ -99,7 +126,7 @@ export class SluiceGuard implements CanActivate {
       finishOnEnd(nodeResponseOf(response), evaluation, response);
       return true;
     }
-    setHeaders(response, evaluation.refusal.headers);
+    setRefusalHeaders(response, evaluation.refusal.headers);
     throw new RateLimitException(denialInfo(evaluation));
   }
 }
