@@ -30,7 +30,8 @@ const USE_REDIS = argv.includes('--redis');
 const GUARD_ARGS = argv.includes('--guard') ? String(argv[argv.indexOf('--guard') + 1]).split(' ') : [];
 const SKIP_OFF = argv.includes('--skip-off');
 const PROBE_PER_SECOND = 200;
-const CONNECTIONS = 10;
+/** h2load's connections: Envoy opens another when one holds as many calls as the server allows. */
+const CONNECTIONS = flag('connections', 10);
 
 const dir = mkdtempSync(join(tmpdir(), 'sluice-overload-'));
 const envoyConfig = join(dir, 'envoy.yaml');

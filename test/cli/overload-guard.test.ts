@@ -125,7 +125,7 @@ describe('the guard’s wait, in process', () => {
 
   test('a burst waits, oldest first, up to burstMs; past the queue it is refused at once', async () => {
     clock.nowMs = 0;
-    const guard = new ServiceGuard(settings, now);
+    const guard = new ServiceGuard(settings, { now, watchLoop: false });
     const [a, b] = [ticket(guard.acquire('grpc')), ticket(guard.acquire('grpc'))];
     const first = guard.acquire('grpc');
     clock.nowMs = 10;
@@ -148,7 +148,7 @@ describe('the guard’s wait, in process', () => {
 
   test('once the wait has not emptied for burstMs it is overload: the newest goes first, the old are refused after waitMs', async () => {
     clock.nowMs = 0;
-    const guard = new ServiceGuard(settings, now);
+    const guard = new ServiceGuard(settings, { now, watchLoop: false });
     const held = [ticket(guard.acquire('grpc')), ticket(guard.acquire('grpc'))];
     const old = guard.acquire('grpc');
     clock.nowMs = 2100;
@@ -165,5 +165,29 @@ describe('the guard’s wait, in process', () => {
     assert.equal((await newer).allowed, false, 'newer has waited 100 ms, past waitMs');
     assert.equal(guard.stats().refused.grpc, 2);
     guard.close();
+  });
+
+  test('a loop behind by more than waitMs for burstMs refuses calls without a deadline at once; a call whose deadline is longer waits', () => {
+    clock.nowMs = 0;
+    const guard = new ServiceGuard(settings, { now, watchLoop: true });
+    try {
+      // The loop's timer has not run for 2.5 s: what arrives now has waited that long unread.
+      clock.nowMs = 2500;
+      const plain = guard.acquire('http');
+      assert.ok(
+        !(plain instanceof Promise) && !plain.allowed,
+        'no deadline: refused while the loop is that far behind',
+      );
+      const patient = guard.acquire('grpc', 30_000);
+      assert.ok(
+        !(patient instanceof Promise) && patient.allowed,
+        'a 30 s deadline: the service can still answer in time',
+      );
+      const hurried = guard.acquire('grpc', 20);
+      assert.ok(!(hurried instanceof Promise) && !hurried.allowed, 'a 20 ms deadline has passed already');
+      assert.deepEqual(guard.stats().refused, { grpc: 1, http: 1 });
+    } finally {
+      guard.close();
+    }
   });
 });

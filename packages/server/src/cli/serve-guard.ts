@@ -20,15 +20,19 @@ const ms = (value: number): string => (value % 1000 === 0 ? `${value / 1000}s` :
 export const GUARD_FLAGS_HELP = `Overload (on by default): decisions (POST /v1/limit, /v1/charge, /v1/reserve, /v1/extend,
 POST /json, gRPC ShouldRateLimit) run under a concurrency limit that follows their latency; past
 it a call waits briefly, then is refused before it is read: gRPC RESOURCE_EXHAUSTED, HTTP 503 with
-Retry-After. Refusals are counted in sluice_service_shed_total, never as store failures.
+Retry-After. A call is also refused at once when the event loop is further behind than the call's
+gRPC deadline, or (without one) has been behind by more than --shed-wait for --shed-burst.
+Refusals are counted in sluice_service_shed_total, never as store failures.
   --no-shed           take every call, however many (no refusals, no limit)
   --shed-limit <n>    the concurrency limit at start (default ${GUARD_DEFAULTS.initial}); it then moves with latency
   --shed-min <n>      the least it goes down to (default ${GUARD_DEFAULTS.min})
   --shed-max <n>      the most it goes up to (default ${GUARD_DEFAULTS.max})
   --shed-queue <n>    the most calls waiting for room (default ${GUARD_DEFAULTS.queue}; 0 refuses at once)
-  --shed-burst <time> how long calls may keep waiting before it counts as overload rather than a
-                      burst, and the longest one waits in a burst (default ${ms(GUARD_DEFAULTS.burstMs)})
-  --shed-wait <time>  the longest a call waits under overload, newest first (default ${ms(GUARD_DEFAULTS.waitMs)})
+  --shed-burst <time> how long calls may keep waiting (or the loop stay behind) before it counts as
+                      overload rather than a burst, and the longest a call without a deadline
+                      waits in a burst (default ${ms(GUARD_DEFAULTS.burstMs)})
+  --shed-wait <time>  the longest a call without a deadline waits under overload, newest first
+                      (default ${ms(GUARD_DEFAULTS.waitMs)})
   --shed-streams <n>  the most gRPC calls one connection holds open at once (default ${GUARD_DEFAULTS.streams})`;
 
 /** A count flag that may be 0. */

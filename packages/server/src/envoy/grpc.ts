@@ -137,6 +137,8 @@ function readUnary(
 
 /** Serves one call; `answered`, when given, is called once the answer is written (not for a call cut short). */
 type Handler = (stream: ServerHttp2Stream, answered?: () => void) => void;
+/** What the router calls with a stream and its headers. */
+type RouteHandler = (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => void;
 
 /** A call the guard refused: trailers-only RESOURCE_EXHAUSTED, with when to come back (gRPC's retry pushback). */
 function overloadHeaders(retryAfterMs: number): Record<string, string | number> {
@@ -155,7 +157,7 @@ function overloadHeaders(retryAfterMs: number): Record<string, string | number> 
  * message is read, and its ticket goes back when the stream closes; a call whose caller went away
  * before the answer counts as dropped.
  */
-function guarded(guard: ServiceGuard, handler: Handler): Handler {
+function guarded(guard: ServiceGuard, handler: Handler): RouteHandler {
   const refusedHeaders = overloadHeaders(guard.settings.retryAfterMs);
   const start = (stream: ServerHttp2Stream, admission: Ticket | Refusal): void => {
     if (!admission.allowed) {
@@ -173,11 +175,28 @@ function guarded(guard: ServiceGuard, handler: Handler): Handler {
     stream.once('close', () => guard.done(admission, !stream.headersSent));
     handler(stream, () => guard.done(admission));
   };
-  return (stream) => {
-    const admission = guard.acquire('grpc');
+  return (stream, headers) => {
+    const admission = guard.acquire('grpc', deadlineMs(headers['grpc-timeout']));
     if (admission instanceof Promise) admission.then((settled) => start(stream, settled));
     else start(stream, admission);
   };
+}
+
+const TIMEOUT_UNITS_MS: Readonly<Record<string, number>> = {
+  H: 3_600_000,
+  M: 60_000,
+  S: 1000,
+  m: 1,
+  u: 0.001,
+  n: 0.000_001,
+};
+
+/** A call's grpc-timeout (up to 8 digits and a unit) in ms; undefined when absent or not one. */
+export function deadlineMs(header: string | string[] | undefined): number | undefined {
+  if (typeof header !== 'string') return undefined;
+  const match = /^(\d{1,8})([HMSmun])$/.exec(header);
+  if (match === null) return undefined;
+  return Number(match[1]) * (TIMEOUT_UNITS_MS[match[2] as string] as number);
 }
 
 /** ShouldRateLimit: the service's answer, its refusals as gRPC statuses, anything else INTERNAL. */
@@ -235,7 +254,7 @@ function rateLimitHandler(
 function healthHandlers(
   options: GrpcOptions,
   services: ReturnType<typeof loadServices>,
-): Record<string, Handler> {
+): Record<string, RouteHandler> {
   const healthOf = async (name: string): Promise<number> => {
     if (!HEALTH_SERVICES.includes(name)) return SERVICE_UNKNOWN;
     return (await options.healthy()) ? SERVING : NOT_SERVING;
@@ -293,7 +312,7 @@ function healthHandlers(
 
 /** Routes a call by its path; what is not a gRPC call of these services is refused as gRPC and HTTP say. */
 function router(
-  routes: Readonly<Record<string, Handler>>,
+  routes: Readonly<Record<string, RouteHandler>>,
 ): (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => void {
   return (stream, headers) => {
     stream.on('error', () => {
@@ -310,7 +329,7 @@ function router(
       stream.resume();
       return;
     }
-    handler(stream);
+    handler(stream, headers);
   };
 }
 
@@ -339,7 +358,9 @@ export async function startGrpc(options: GrpcOptions, host: string, port: number
   const shouldRateLimit = rateLimitHandler(options, services.shouldRateLimit);
   const routes = {
     '/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit':
-      options.guard === undefined ? shouldRateLimit : guarded(options.guard, shouldRateLimit),
+      options.guard === undefined
+        ? (stream: ServerHttp2Stream) => shouldRateLimit(stream)
+        : guarded(options.guard, shouldRateLimit),
     ...healthHandlers(options, services),
   };
   // The session's memory bound covers the streams of a busy proxy's connection (Envoy multiplexes many calls on one).

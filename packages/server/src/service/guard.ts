@@ -45,10 +45,15 @@ export const GUARD_DEFAULTS: GuardSettings = {
 /** How often the wait is looked at when no ticket comes back: waiters past their time are refused, room is filled. */
 const EXPIRY_TICK_MS = 10;
 
+/** How often the event loop's delay is looked at: a timer this often, late by as much as the loop is behind. */
+const LAG_TICK_MS = 10;
+
 /** A request waiting for a ticket. */
 interface Waiter {
   readonly protocol: GuardProtocol;
   readonly sinceMs: number;
+  /** The caller's own deadline (gRPC's grpc-timeout), in ms from `sinceMs`; it never waits past it. */
+  readonly deadlineMs: number | undefined;
   readonly settle: (admission: Ticket | Refusal) => void;
 }
 
@@ -59,6 +64,8 @@ export interface GuardStats {
   readonly queued: number;
   /** Whether the wait counts as overload now (its short wait applies, newest first). */
   readonly overloaded: boolean;
+  /** How far behind the event loop is, in ms: how long what arrives now has waited unread. */
+  readonly lagMs: number;
   /** Requests refused since the service started, by protocol. */
   readonly refused: Readonly<Record<GuardProtocol, number>>;
   readonly admitted: number;
@@ -73,24 +80,42 @@ export interface GuardStats {
  * through, and a request may wait up to `burstMs`, oldest first; once it has not emptied for that
  * long, it is overload: a request waits at most `waitMs`, and the newest is admitted first (a call
  * that has already waited long is the one most likely to be late anyway, and serving the newest
- * keeps the answered calls' latency short).
+ * keeps the answered calls' latency short). A caller that sent its own deadline waits up to it.
+ *
+ * The calls in flight do not see what waits unread while the event loop works through a batch
+ * (on the memory store a call is answered in the turn that reads it), so the loop's delay is
+ * watched too: a call is refused at once when the loop is further behind than its deadline, or,
+ * without one, when the loop has been behind by more than `waitMs` for `burstMs`.
  */
 export class ServiceGuard {
   readonly settings: GuardSettings;
   readonly #shedder: Shedder<false>;
   readonly #now: () => number;
   /** Waiters, oldest first; `#head` is the index of the oldest still there. */
-  #waiting: (Waiter | undefined)[] = [];
+  #waiting: Waiter[] = [];
   #head = 0;
   #lastEmptyMs: number;
   #timer: ReturnType<typeof setInterval> | undefined;
+  readonly #lagTimer: ReturnType<typeof setInterval> | undefined;
+  readonly #watchLoop: boolean;
+  #lastTickMs: number;
+  #lagMs = 0;
+  /** Since when the loop has been behind by more than `waitMs`; undefined while it keeps up. */
+  #lagSinceMs: number | undefined;
   #refusedGrpc = 0;
   #refusedHttp = 0;
   #admitted = 0;
   /** Every refusal is this one frozen object: refusing allocates nothing. */
   readonly #refusal: Refusal;
 
-  constructor(settings: GuardSettings, now: () => number = () => performance.now()) {
+  /**
+   * `now` is the clock waits and latency are read from; `watchLoop: false` leaves the event loop's
+   * delay out (a test on a clock of its own, whose jumps would read as a loop far behind).
+   */
+  constructor(
+    settings: GuardSettings,
+    { now = () => performance.now(), watchLoop = true }: { now?: () => number; watchLoop?: boolean } = {},
+  ) {
     this.settings = settings;
     this.#now = now;
     this.#shedder = createShedder({
@@ -101,6 +126,12 @@ export class ServiceGuard {
       now,
     });
     this.#lastEmptyMs = now();
+    this.#lastTickMs = now();
+    this.#watchLoop = watchLoop;
+    if (watchLoop) {
+      this.#lagTimer = setInterval(() => this.#tick(), LAG_TICK_MS);
+      this.#lagTimer.unref();
+    }
     this.#refusal = Object.freeze({
       allowed: false,
       priority: 'default',
@@ -108,20 +139,33 @@ export class ServiceGuard {
     });
   }
 
-  /** A ticket, a refusal, or (when the request has to wait) a promise of one. Never throws. */
-  acquire(protocol: GuardProtocol): Ticket | Refusal | Promise<Ticket | Refusal> {
+  /**
+   * A ticket, a refusal, or (when the request has to wait) a promise of one. Never throws.
+   * `deadlineMs`: how long the caller said it waits for the answer (gRPC's grpc-timeout): a call is
+   * refused once the loop is further behind than that (it could not be answered in time), and
+   * otherwise may wait up to it, however busy; a call without one follows the burst and overload rules.
+   */
+  acquire(protocol: GuardProtocol, deadlineMs?: number): Ticket | Refusal | Promise<Ticket | Refusal> {
     const shedder = this.#shedder;
+    const nowMs = this.#now();
+    // What arrives now has waited unread about as long as the loop is behind: the timer says so
+    // once a turn ends, the time since its last tick while a long turn goes on.
+    const lagMs = this.#watchLoop ? Math.max(this.#lagMs, nowMs - this.#lastTickMs - LAG_TICK_MS) : 0;
+    if (lagMs > this.settings.waitMs) this.#lagSinceMs ??= nowMs - lagMs;
+    if (deadlineMs === undefined ? this.#lagging(nowMs) : lagMs >= deadlineMs) return this.#refuse(protocol);
     const room = shedder.inFlight < shedder.limit;
     const waiting = this.#size();
     if (waiting === 0 && room) return this.#grant();
     if (waiting >= this.settings.queue) return this.#refuse(protocol);
-    const sinceMs = this.#now();
     // The wait was empty until now: a burst starts here.
-    if (waiting === 0) this.#lastEmptyMs = sinceMs;
+    if (waiting === 0) this.#lastEmptyMs = nowMs;
     const admission = new Promise<Ticket | Refusal>((settle) => {
-      this.#waiting.push({ protocol, sinceMs, settle });
+      this.#waiting.push({ protocol, sinceMs: nowMs, deadlineMs, settle });
     });
-    this.#timer ??= setInterval(() => this.#drain(), EXPIRY_TICK_MS);
+    this.#timer ??= setInterval(() => {
+      this.#expire();
+      this.#drain();
+    }, EXPIRY_TICK_MS);
     // Room, but others waited first: they go first (or, under overload, this newest one does).
     if (room) this.#drain();
     return admission;
@@ -142,7 +186,8 @@ export class ServiceGuard {
       limit: shedder.limit,
       inFlight: shedder.inFlight,
       queued: this.#size(),
-      overloaded: this.#overloaded(this.#now()),
+      overloaded: this.#overloaded(this.#now()) || this.#lagging(this.#now()),
+      lagMs: this.#lagMs,
       refused: { grpc: this.#refusedGrpc, http: this.#refusedHttp },
       admitted: this.#admitted,
     };
@@ -154,6 +199,20 @@ export class ServiceGuard {
       waiter.settle(this.#refuse(waiter.protocol));
     }
     this.#stopTimer();
+    if (this.#lagTimer !== undefined) clearInterval(this.#lagTimer);
+  }
+
+  /** The loop has been behind by more than `waitMs` for `burstMs`: a burst it would have caught up with by now. */
+  #lagging(nowMs: number): boolean {
+    return this.#lagSinceMs !== undefined && nowMs - this.#lagSinceMs >= this.settings.burstMs;
+  }
+
+  #tick(): void {
+    const nowMs = this.#now();
+    this.#lagMs = Math.max(0, nowMs - this.#lastTickMs - LAG_TICK_MS);
+    this.#lastTickMs = nowMs;
+    if (this.#lagMs <= this.settings.waitMs) this.#lagSinceMs = undefined;
+    else this.#lagSinceMs ??= nowMs - this.#lagMs;
   }
 
   #size(): number {
@@ -179,7 +238,7 @@ export class ServiceGuard {
   /** Admits waiters while there is room: the oldest during a burst, the newest under overload. */
   #drain(): void {
     const shedder = this.#shedder;
-    this.#expire();
+    this.#expireOldest(this.#now());
     while (this.#size() > 0 && shedder.inFlight < shedder.limit) {
       const waiter = this.#overloaded(this.#now()) ? this.#takeNewest() : this.#takeOldest();
       if (waiter === undefined) break;
@@ -188,16 +247,34 @@ export class ServiceGuard {
     if (this.#size() === 0) this.#emptied();
   }
 
-  /** Refuses the waiters that have waited as long as they may. */
+  /**
+   * Refuses the waiters that have waited as long as they may: a caller with a deadline of its own,
+   * up to it (later, its answer would come too late to be read); the others `burstMs` during a
+   * burst, `waitMs` under overload. The wait is compacted as it goes, oldest first still.
+   */
   #expire(): void {
     const nowMs = this.#now();
     const longestMs = this.#overloaded(nowMs) ? this.settings.waitMs : this.settings.burstMs;
-    for (let oldest = this.#peekOldest(); oldest !== undefined; oldest = this.#peekOldest()) {
-      if (nowMs - oldest.sinceMs < longestMs) break;
-      this.#takeOldest();
+    const kept: Waiter[] = [];
+    for (let at = this.#head; at < this.#waiting.length; at++) {
+      const waiter = this.#waiting[at] as Waiter;
+      if (nowMs - waiter.sinceMs < (waiter.deadlineMs ?? longestMs)) kept.push(waiter);
+      else waiter.settle(this.#refuse(waiter.protocol));
+    }
+    this.#waiting = kept;
+    this.#head = 0;
+    if (kept.length === 0) this.#emptied();
+  }
+
+  /** Refuses the oldest waiters while they have waited as long as they may (the rest: at the next expiry tick). */
+  #expireOldest(nowMs: number): void {
+    const longestMs = this.#overloaded(nowMs) ? this.settings.waitMs : this.settings.burstMs;
+    while (this.#size() > 0) {
+      const oldest = this.#waiting[this.#head] as Waiter;
+      if (nowMs - oldest.sinceMs < (oldest.deadlineMs ?? longestMs)) return;
+      this.#head += 1;
       oldest.settle(this.#refuse(oldest.protocol));
     }
-    if (this.#size() === 0) this.#emptied();
   }
 
   #emptied(): void {
@@ -212,14 +289,9 @@ export class ServiceGuard {
     this.#timer = undefined;
   }
 
-  #peekOldest(): Waiter | undefined {
-    return this.#size() > 0 ? this.#waiting[this.#head] : undefined;
-  }
-
   #takeOldest(): Waiter | undefined {
     if (this.#size() === 0) return undefined;
     const waiter = this.#waiting[this.#head];
-    this.#waiting[this.#head] = undefined;
     this.#head += 1;
     return waiter;
   }
