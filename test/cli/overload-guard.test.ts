@@ -54,8 +54,15 @@ describe('the overload guard over HTTP, on Redis', () => {
   before(async () => {
     redis = await startRedis();
     config = writeConfig({
+      // A generous store timeout: on a loaded machine a late Redis reply must not pass for the guard's doing.
       policies: {
-        api: { algorithm: 'fixedWindow', limit: LIMIT, windowMs: 3_600_000, onStoreError: 'deny' },
+        api: {
+          algorithm: 'fixedWindow',
+          limit: LIMIT,
+          windowMs: 3_600_000,
+          onStoreError: 'deny',
+          timeoutMs: 5000,
+        },
       },
     });
   });
@@ -93,7 +100,9 @@ describe('the overload guard over HTTP, on Redis', () => {
     assert.equal(decided.filter((reply) => reply.status === 200).length, Math.min(LIMIT, decided.length));
     assert.equal(await metric(base, 'sluice_service_shed_total', { protocol: 'http' }), refused.length);
     assert.equal(await metric(base, 'sluice_service_shed_total', { protocol: 'grpc' }), 0);
-    assert.equal(await metric(base, 'sluice_service_shed_limit'), 2);
+    // The limit moves with latency, within its bounds.
+    const limitNow = await metric(base, 'sluice_service_shed_limit');
+    assert.ok(limitNow >= 1 && limitNow <= 2, `limit ${limitNow}`);
   });
 
   test('--no-shed: every request is decided, exactly the limit allowed', async () => {
