@@ -1,6 +1,8 @@
 // createShedder() on a clock moved by hand: classes and reserves, windows moving the limit, the queue, run(), options.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { ERROR_CODES } from '../../src/errors.js';
 import {
   type Admission,
@@ -220,5 +222,54 @@ describe('options', () => {
     for (const [options, message] of cases) {
       assert.throws(() => createShedder(options), isCode(ERROR_CODES.INVALID_OPTION, message));
     }
+  });
+});
+
+describe('allocations', () => {
+  /** Bytes the young generation grew by per call of `run` (count calls), the least of 20 rounds after a full GC. */
+  function bytesPerCall(run: (count: number) => void, after: () => void = () => {}): number {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const young = () =>
+      getHeapSpaceStatistics().find((space) => space.space_name === 'new_space')?.space_used_size ?? 0;
+    const count = 500;
+    for (let warm = 0; warm < 200; warm += 1) {
+      run(count);
+      after();
+    }
+    let least = Number.POSITIVE_INFINITY;
+    for (let round = 0; round < 20; round += 1) {
+      gc();
+      const before = young();
+      run(count);
+      const grown = young() - before;
+      after();
+      // A round in which a scavenge emptied the young generation says nothing.
+      if (grown >= 0) least = Math.min(least, grown / count);
+    }
+    return least;
+  }
+
+  test('a refusal allocates nothing; a grant and its release, the ticket alone', () => {
+    const idle = bytesPerCall((count) => {
+      let sum = 0;
+      for (let i = 0; i < count; i += 1) sum += i;
+      return sum;
+    });
+    const full = createShedder({ limit: { algorithm: 'aimd', initial: 1, min: 1, max: 1 } });
+    granted(full.acquire({ priority: 'critical' }));
+    const sheddable = { priority: 'sheddable' };
+    const refused = bytesPerCall((count) => {
+      for (let i = 0; i < count; i += 1) full.acquire(sheddable);
+    });
+    const open = createShedder({ limit: { algorithm: 'gradient2', initial: 1000, min: 1000, max: 1000 } });
+    const normal = { priority: 'default' };
+    const grantedAndReleased = bytesPerCall((count) => {
+      for (let i = 0; i < count; i += 1) (open.acquire(normal) as Ticket).release();
+    });
+    // The loop itself (and reading the heap's statistics) costs a few bytes per call.
+    assert.ok(refused - idle < 2, `${refused - idle} bytes per refusal`);
+    // The ticket (about 72 bytes) and its start time (a 16-byte number): a scope captured per call was 56 more.
+    assert.ok(grantedAndReleased - idle < 128, `${grantedAndReleased - idle} bytes per grant and release`);
   });
 });
