@@ -6,7 +6,7 @@
  * whether or not they are there (`charge`: usage known after the fact, into debt up to `maxDebt`),
  * take units in the first future slot where they fit (`schedule`, for `wait()`: GCRA and the token
  * bucket), or free or renew a concurrency policy's lease. What each one means to the scripts, the
- * stores and the limiter is one entry of `OPERATIONS` (operations.ts).
+ * stores and the limiter is one entry of `OPERATIONS` (src/operations/, one module each).
  */
 export type Operation = 'limit' | 'peek' | 'refund' | 'charge' | 'schedule' | 'release' | 'extend';
 

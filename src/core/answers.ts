@@ -269,12 +269,14 @@ export class Answers {
   }
 
   /** Reports the real decision to the hooks, and gives the caller the enforced one (shadow mode). */
-  #deliver(call: Call, decision: Decision, source: DecisionSource, storeMs: number): Decision {
+  #deliver(call: Call, given: Decision, source: DecisionSource, storeMs: number): Decision {
+    const entry = OPERATIONS[call.operation];
+    // A decision the store did not make carries what the operation's answer always does.
+    const decision =
+      source === 'store' || entry.unanswered === undefined ? given : entry.unanswered(given, call.cost);
     if (this.#observers !== undefined) this.observed(call, decision, source);
     if (this.#observed) this.#reporting.decided(call, decision, source, storeMs);
     if (this.#enforce) return decision;
-    // A charge is allowed whatever the policy says; its debt is the caller's to see in shadow mode too.
-    if (decision.debt !== undefined) return withFields(decision, { wouldAllow: true });
     const shadowed: Decision = {
       allowed: true,
       limit: decision.limit,
@@ -283,6 +285,7 @@ export class Answers {
       retryAfterMs: 0,
       wouldAllow: decision.allowed,
     };
+    if (entry.shadow !== undefined) return entry.shadow(decision, shadowed);
     // A lease taken in shadow mode is held as if enforced: the caller gets it, to release.
     if (hasLeaseFields(decision)) return { ...decision, ...shadowed };
     return decision.reason === undefined ? shadowed : withFields(shadowed, { reason: decision.reason });

@@ -6,6 +6,7 @@ import { describeValue, ERROR_CODES, invalidOption, SluiceError } from '../error
 import { atomicRequestsError } from '../stores/atomic.js';
 import type { Decision, Operation, Policy } from '../types.js';
 import type { Call } from './call.js';
+import { extendLease, giveBack } from './follow-up.js';
 import { withoutLease } from './leases.js';
 import type { Pipeline } from './pipeline.js';
 import { settleCall } from './reservation.js';
@@ -80,7 +81,7 @@ export class Grant {
       if (this.#given[i] !== undefined || this.#taken[i] !== true || decision.lease === undefined)
         return false;
       const lease = decision.lease;
-      const after = await (this.#pipelines[i] as Pipeline).extendLease(call, withFields(decision, { lease }));
+      const after = await extendLease(this.#pipelines[i] as Pipeline, call, withFields(decision, { lease }));
       return after?.extended === true;
     });
     return (await Promise.all(renewals)).includes(true);
@@ -91,7 +92,7 @@ export class Grant {
       this.#calls.map((call, i) => {
         const decision = this.#decisions[i] as Decision;
         if (this.#taken[i] !== true || !which(decision)) return undefined;
-        this.#given[i] ??= (this.#pipelines[i] as Pipeline).giveBack(call, decision).then((after) => {
+        this.#given[i] ??= giveBack(this.#pipelines[i] as Pipeline, call, decision).then((after) => {
           if (after !== undefined) {
             this.#decisions[i] = withoutLease({
               ...decision,

@@ -1,6 +1,6 @@
 // What createLimiter() returns: a limiter whose methods run its Pipeline, and the way back from one to the other.
-import type { ChargeDecision, Limiter, Policy, Store } from '../types.js';
-import { extendOperands, releaseOperands } from './leases.js';
+import { type OperationMethods, operationMethods } from '../operations.js';
+import type { Limiter, Policy, Store } from '../types.js';
 import type { Pipeline } from './pipeline.js';
 import { reserve } from './reservation.js';
 import { StoredOverrides } from './stored.js';
@@ -14,20 +14,18 @@ let pipelineOf: (limiter: unknown) => Pipeline | undefined;
  * all(), the HTTP middleware and the login guard decide through the pipeline itself, and take only
  * the limiter createLimiter() returned (a copy's methods would be passed by).
  */
+// The operations' methods, assigned in the constructor.
+export interface RateLimiter extends OperationMethods {}
+
+// biome-ignore lint/suspicious/noUnsafeDeclarationMerging: operationMethods() assigns the interface's methods in the constructor.
 export class RateLimiter implements Limiter {
   readonly #pipeline: Pipeline;
   readonly name: string;
   readonly policy: Policy;
   readonly store: Store;
-  readonly limit: Limiter['limit'];
-  readonly peek: Limiter['peek'];
-  readonly refund: Limiter['refund'];
   readonly wait: Limiter['wait'];
-  readonly charge: Limiter['charge'];
   readonly reserve: Limiter['reserve'];
   readonly reset: Limiter['reset'];
-  readonly release: Limiter['release'];
-  readonly extend: Limiter['extend'];
   readonly setLimit: Limiter['setLimit'];
   readonly getLimit: Limiter['getLimit'];
   readonly clearLimit: Limiter['clearLimit'];
@@ -46,19 +44,11 @@ export class RateLimiter implements Limiter {
     this.name = pipeline.name;
     this.policy = pipeline.policy;
     this.store = pipeline.store;
-    this.limit = (identifier, options) => pipeline.run('limit', identifier, options?.cost ?? 1, options);
-    this.peek = (identifier, options) => pipeline.run('peek', identifier, options?.cost ?? 1, options);
-    this.refund = (identifier, amount = 1, options) => pipeline.run('refund', identifier, amount, options);
+    // The methods that are one operation each come from their operation's module (src/operations/).
+    Object.assign(this, operationMethods(pipeline));
     this.wait = (identifier, options) => waitFor(pipeline, identifier, options);
-    // A charge's decision is its operation's answer, which carries `debt` and `cutOff`.
-    this.charge = (identifier, amount, options) =>
-      pipeline.run('charge', identifier, amount, options) as Promise<ChargeDecision>;
     this.reserve = (identifier, options) => reserve(pipeline, identifier, options?.cost ?? 1, options);
     this.reset = (identifier, options) => pipeline.reset(identifier, options?.tag);
-    this.release = (identifier, lease, options) =>
-      pipeline.run('release', identifier, 1, options, releaseOperands(lease));
-    this.extend = (identifier, lease, leaseMs, options) =>
-      pipeline.run('extend', identifier, 1, options, extendOperands(lease, leaseMs, pipeline.policy.leaseMs));
     const stored = new StoredOverrides(pipeline);
     this.setLimit = (identifier, limit, options) => stored.setLimit(identifier, limit, options);
     this.getLimit = (identifier, options) => stored.getLimit(identifier, options);

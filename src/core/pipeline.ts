@@ -1,32 +1,19 @@
 import { ERROR_CODES, SluiceError } from '../errors.js';
 import type { DecisionObserver, MetricsRecorder, WaitEvent } from '../hooks.js';
-import { checkUnits, OPERATIONS } from '../operations.js';
+import { type CallParts, checkUnits, OPERATIONS } from '../operations.js';
 import type { ResolvedLimiterOptions } from '../options.js';
-import type {
-  Decision,
-  Lease,
-  Operation,
-  Policy,
-  Store,
-  StoreFailure,
-  StoreReply,
-  StoreResult,
-} from '../types.js';
+import type { Decision, Operation, Policy, Store, StoreFailure, StoreReply, StoreResult } from '../types.js';
 import { Answers, storeError, underStoredLimit } from './answers.js';
 import { Call } from './call.js';
 import { checkIdentifier, checkTag, policyFor, readClock } from './checks.js';
 import { Deadlines } from './deadlines.js';
-import { ownOperands, undoOf, withoutLease } from './leases.js';
+import { ownOperands } from './leases.js';
 import { decisionOf } from './result.js';
 import { storedReads } from './stored.js';
 import { type Submitter, submitter } from './submit.js';
 import { type TogetherAnswer, type Unanswered, Waits } from './waits.js';
 
-/** The options of one call that the pipeline reads: `tag` and `limit` (CallOptions, KeyOptions). */
-export interface CallParts {
-  readonly tag?: string | undefined;
-  readonly limit?: number | undefined;
-}
+export type { CallParts } from '../operations.js';
 
 /** A store that decides in process, at once (the memory store). */
 type InProcess = Required<Pick<Store, 'decideNow'>>;
@@ -339,77 +326,11 @@ export class Pipeline implements StoreReply<Call> {
   }
 
   /**
-   * Gives back what a call took (its operation's `undo`; a lease's release), where it was taken: in
-   * the store, or in the fallback store. The store's answer to the give-back, if it made one. One
-   * that fails leaves the units taken until they expire: the strict side.
+   * Gives back, in the fallback store, what a fallback decision took (`back` is the call that gives
+   * back), or renews a lease it holds (see follow-up.ts).
    */
-  async giveBack(call: Call, decision: Decision): Promise<Decision | undefined> {
-    const undo = undoOf(call.operation, decision);
-    if (undo === undefined) return undefined;
-    const lease = decision.lease;
-    const operands = lease === undefined ? undefined : [lease.id];
-    const answer = await this.#follow(call, decision, undo, operands);
-    return answer === undefined ? undefined : withoutLease(answer);
-  }
-
-  /**
-   * Renews the lease a call's decision holds, where it was taken (see `giveBack`): the store's
-   * answer (`extended` says whether the lease was still live), or undefined when there is none.
-   */
-  extendLease(call: Call, decision: Decision & { readonly lease: Lease }): Promise<Decision | undefined> {
-    const { id, token } = decision.lease;
-    return this.#follow(call, decision, 'extend', [id, '', String(token)]);
-  }
-
-  /** A call about what an earlier call took (a give-back, a renewal), decided where that was taken. */
-  async #follow(
-    call: Call,
-    decision: Decision,
-    operation: Operation,
-    operands: readonly string[] | undefined,
-  ): Promise<Decision | undefined> {
-    const next = new Call(this.name, call.policy, operation, call.identifier, call.cost, call.tag);
-    next.operands = operands ?? next.operands;
-    const now = this.time();
-    if (now instanceof SluiceError) return undefined;
-    if (decision.reason === 'fallback') {
-      // A give-back is decided at the time of what it gives back; a renewal, now.
-      next.now = operation === 'extend' ? now : call.now;
-      return this.#answers.giveBackFallback(next);
-    }
-    next.now = now;
-    const answer = await this.decide(next);
-    return answer.reason === undefined ? answer : undefined;
-  }
-
-  /**
-   * Gives back (`refund`) or takes more (`charge`) of what a call took, under the same policy and
-   * key, where it was taken: in the store, or in the fallback store when the fallback decided it.
-   * The store's answer; `undefined` for the fallback store's, or when the clock fails (nothing is
-   * asked). A charge the store fails rejects with its error (OperationEntry.onStoreFailure).
-   */
-  adjust(
-    call: Call,
-    decision: Decision,
-    operation: Operation,
-    amount: number,
-    settleId?: string,
-  ): Promise<Decision | undefined> {
-    const next = new Call(this.name, call.policy, operation, call.identifier, amount, call.tag);
-    // A settle's id goes last (see NO_SETTLE): the store applies it once.
-    if (settleId !== undefined && next.operands !== undefined)
-      next.operands = [...next.operands.slice(0, -1), settleId];
-    if (decision.reason === 'fallback') {
-      next.now = call.now;
-      this.#answers.giveBackFallback(next);
-      return Promise.resolve(undefined);
-    }
-    const now = this.time();
-    // A give-back the clock prevents leaves the units taken (the strict side); a charge says why it was not made.
-    if (now instanceof SluiceError)
-      return operation === 'charge' ? Promise.reject(now) : Promise.resolve(undefined);
-    next.now = now;
-    return this.decide(next);
+  giveBackFallback(back: Call): Decision | undefined {
+    return this.#answers.giveBackFallback(back);
   }
 
   /**

@@ -4,6 +4,7 @@ import { describeValue, ERROR_CODES, SluiceError } from '../errors.js';
 import { refusal } from '../operations.js';
 import type { Decision, Reservation } from '../types.js';
 import type { Call } from './call.js';
+import { adjust } from './follow-up.js';
 import type { CallParts, Pipeline } from './pipeline.js';
 import { took } from './together.js';
 
@@ -23,8 +24,8 @@ export function settleCall(
   const difference = actual - call.cost;
   if (difference === 0) return Promise.resolve(undefined);
   return difference < 0
-    ? pipeline.adjust(call, decision, 'refund', -difference, settleId)
-    : pipeline.adjust(call, decision, 'charge', difference, settleId);
+    ? adjust(pipeline, call, decision, 'refund', -difference, settleId)
+    : adjust(pipeline, call, decision, 'charge', difference, settleId);
 }
 
 /**

@@ -5,6 +5,7 @@ import { SluiceError } from '../errors.js';
 import type { ScheduledDecision } from '../operations.js';
 import type { Decision } from '../types.js';
 import type { Call } from './call.js';
+import { giveBack } from './follow-up.js';
 import type { CallParts, Pipeline } from './pipeline.js';
 import { took } from './together.js';
 
@@ -44,7 +45,7 @@ export class Slot {
   giveBack(): Promise<void> {
     if (!this.taken) return Promise.resolve();
     this.#given = true;
-    return this.#pipeline.giveBack(this.#call, this.decision).then(
+    return giveBack(this.#pipeline, this.#call, this.decision).then(
       () => undefined,
       () => undefined,
     );

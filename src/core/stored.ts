@@ -26,7 +26,7 @@ import type { Pipeline } from './pipeline.js';
  * usage already served, which counts against what comes after the denial.
  */
 export function storedReads(policy: Policy, operation: Operation, callLimit: number | undefined): number {
-  const asks = OPERATIONS[operation].denyCache === 'lookup' || operation === 'schedule';
+  const asks = OPERATIONS[operation].readsDenial;
   const deny = asks ? STORED_READS.deny : 0;
   const limit = callLimit === undefined && policy.rule.storedLimit !== undefined ? STORED_READS.limit : 0;
   return deny | limit;

@@ -1,7 +1,6 @@
 // The Redis store: one script call per batch of decisions, each key decided atomically on the server.
 import { ERROR_CODES, invalidOption, SluiceError } from '../../errors.js';
 import { stateKey } from '../../keys.js';
-import { OPERATIONS, shapeOf } from '../../operations.js';
 import type {
   AtomicBatch,
   LimiterDeadline,
@@ -18,51 +17,17 @@ import { warnAboutClientSettings, warnAboutRequestTimeout } from './client-setti
 import { type Batch, byKey, coalesce, type Items, noItems } from './coalesce.js';
 import { combinedCall, combinedResults } from './combined-call.js';
 import type { ClientLibrary, Commander } from './commander.js';
+import type { RedisStoreOptions } from './options.js';
 import { Readiness } from './readiness.js';
 import { Recovery } from './recovery.js';
 import { answerRecords } from './reply.js';
 import { LIBRARY_CODE, SCRIPTS, type Script } from './scripts.js';
 import { isTryAgain, storeError, type Unrun, unrunReason } from './server-errors.js';
 import { keySlot } from './slot.js';
-import { entryArguments, NO_ENTRIES, RedisStoredEntries } from './stored-entries.js';
-import { wireOf } from './wire.js';
+import { RedisStoredEntries } from './stored-entries.js';
+import { batchCall } from './wire.js';
 
-/** Options of {@link RedisStore}. */
-export interface RedisStoreOptions {
-  /**
-   * An ioredis or iovalkey client (direct or through Sentinel) or Cluster, a node-redis client,
-   * cluster (`createCluster()`) or sentinel (`createSentinel()`), or a Valkey GLIDE `GlideClient`
-   * or `GlideClusterClient`, already configured.
-   */
-  readonly client: unknown;
-  /**
-   * How long decisions made before the client's first connection wait for it; then the limiter's
-   * `timeoutMs` applies. If the server cannot be reached in this time, those decisions (and later
-   * ones, until it connects) get the failure policy's answer. Once connected, an outage is never
-   * waited for: the failure policy answers within `timeoutMs`.
-   * @default 5000
-   */
-  readonly connectTimeoutMs?: number;
-  /**
-   * First part of every key: `<prefix>:<limiter name>:{<identifier>}`.
-   * @default 'rl'
-   */
-  readonly prefix?: string;
-  /**
-   * `scripts` sends EVALSHA (and the body once after NOSCRIPT); `functions` loads a versioned
-   * library with FUNCTION LOAD and calls it with FCALL.
-   * @default 'scripts'
-   */
-  readonly mode?: 'scripts' | 'functions';
-  /**
-   * Decisions that arrive in the same tick share one script call, up to this many keys (each still
-   * decided atomically and on its own). 1 turns coalescing off. Smaller calls let the client
-   * encode the next while Redis runs the last: with 200 decisions in flight, 32 to 64 keys per
-   * call decided the most per second (BENCHMARKS.md), and each call stays well under a millisecond.
-   * @default 64
-   */
-  readonly maxBatch?: number;
-}
+export type { RedisStoreOptions } from './options.js';
 
 const DEFAULTS = { prefix: 'rl', mode: 'scripts', maxBatch: 64, connectTimeoutMs: 5000 } as const;
 /**
@@ -76,7 +41,6 @@ const SEND_TRIES = 3;
  * did not follow waits before it is resent, while the client learns the new owner.
  */
 const REDIRECT_WAIT_MS = 50;
-const COSTS = Array.from({ length: 101 }, (_, i) => String(i));
 
 /**
  * Keeps state in Redis, Valkey or Redis Cluster. Every decision is made by one Lua script (or
@@ -343,43 +307,13 @@ export class RedisStore implements Store {
   /** One script call for a batch; each request answered with its record of the reply. */
   readonly #send = (batch: Batch): void => {
     batch.sent = true;
-    const { requests, keys, replies, policy } = batch;
+    const { requests, keys, replies } = batch;
     const stored = batch.storedReads !== 0;
-    const wire = wireOf(policy);
-    const script = wire.script;
-    // A decision function that is not its script's own is named last (lua/single.lua).
-    const named = wire.named;
-    const entry = OPERATIONS[batch.operation];
-    const shape = shapeOf(batch);
+    const { script, args, fields } = batchCall(batch);
     const count = requests.length;
-    const tail = stored ? entryArguments(batch.storedReads, wire) : NO_ENTRIES;
-    const args: string[] = new Array(
-      5 + count * (2 + shape.operands) + wire.args.length + tail.length + (named === undefined ? 0 : 1),
-    );
-    // Slots 0 and 1 are the command and the script's name; run() fills them. Then the keys, the
-    // operation, the time, the policy's parameters, one cost per key, each key's operands, and what
-    // to read of the entries stored beside the keys (lua/single.lua).
-    args[2] = String(count);
-    let at = 3;
-    for (const key of keys) args[at++] = key;
-    args[at++] = entry.code as string;
-    args[at++] = batch.now === undefined ? '' : String(batch.now);
-    for (const arg of wire.args) args[at++] = arg;
-    for (const request of requests) {
-      const cost = request.cost;
-      args[at++] = cost < COSTS.length ? (COSTS[cost] as string) : String(cost);
-    }
-    if (shape.operands > 0)
-      for (const request of requests) {
-        // A request made without its operation's operands (a refund's settle) carries the defaults.
-        const operands = request.operands ?? entry.operandsOf?.(request.policy) ?? [];
-        for (const operand of operands) args[at++] = operand;
-      }
-    for (const arg of tail) args[at++] = arg;
-    if (named !== undefined) args[at] = named;
     this.#run(script, args, keys[0] as string).then(
       (reply) => {
-        if (answerRecords(reply, requests, replies, shape.fields, stored)) return;
+        if (answerRecords(reply, requests, replies, fields, stored)) return;
         const error = new SluiceError(
           ERROR_CODES.BAD_REPLY,
           `Expected one record per key (${count}) from the ${script.name} script, got ${Array.isArray(reply) ? `${reply.length} values that do not make them` : typeof reply}.`,

@@ -1,7 +1,10 @@
 // A policy as the Redis scripts take it: which script decides it, and its parameters as arguments.
+import { OPERATIONS, shapeOf } from '../../operations.js';
 import type { Policy, StoredLimitRule } from '../../types.js';
+import type { Batch } from './coalesce.js';
 import { DECISION_SCRIPTS } from './lua.generated.js';
 import { SCRIPTS, type Script } from './scripts.js';
+import { entryArguments, NO_ENTRIES } from './stored-entries.js';
 
 /** What a decision call of one policy sends besides its keys, costs and operands (lua/single.lua). */
 export interface PolicyWire {
@@ -51,4 +54,52 @@ export function wireOf(policy: Policy): PolicyWire {
     wires.set(policy, wire);
   }
   return wire;
+}
+
+/** Costs up to 100 as text, made once. */
+const COSTS = Array.from({ length: 101 }, (_, i) => String(i));
+
+/** One script call for a batch of one policy and operation: the script, its arguments, the fields per record. */
+export interface BatchCall {
+  readonly script: Script;
+  readonly args: string[];
+  readonly fields: number;
+}
+
+/**
+ * A batch's call (lua/single.lua). Slots 0 and 1 of `args` are the command and the script's name,
+ * which the store fills; then the key count, the keys, the operation, the time, the policy's
+ * parameters, one cost per key, each key's operands, what to read of the entries stored beside the
+ * keys, and the decision function's name when it is not its script's own.
+ */
+export function batchCall(batch: Batch): BatchCall {
+  const { requests, keys } = batch;
+  const wire = wireOf(batch.policy);
+  const named = wire.named;
+  const entry = OPERATIONS[batch.operation];
+  const shape = shapeOf(batch);
+  const count = requests.length;
+  const tail = batch.storedReads !== 0 ? entryArguments(batch.storedReads, wire) : NO_ENTRIES;
+  const args: string[] = new Array(
+    5 + count * (2 + shape.operands) + wire.args.length + tail.length + (named === undefined ? 0 : 1),
+  );
+  args[2] = String(count);
+  let at = 3;
+  for (const key of keys) args[at++] = key;
+  args[at++] = shape.wire;
+  args[at++] = batch.now === undefined ? '' : String(batch.now);
+  for (const arg of wire.args) args[at++] = arg;
+  for (const request of requests) {
+    const cost = request.cost;
+    args[at++] = cost < COSTS.length ? (COSTS[cost] as string) : String(cost);
+  }
+  if (shape.operands > 0)
+    for (const request of requests) {
+      // A request made without its operation's operands (a refund's settle) carries the defaults.
+      const operands = request.operands ?? entry.operandsOf?.(request.policy) ?? [];
+      for (const operand of operands) args[at++] = operand;
+    }
+  for (const arg of tail) args[at++] = arg;
+  if (named !== undefined) args[at] = named;
+  return { script: wire.script, args, fields: shape.fields };
 }

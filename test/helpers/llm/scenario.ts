@@ -92,7 +92,8 @@ function replay(commands: readonly string[][], key: string, t0: number): { exces
   let state: GcraState | undefined;
   for (const args of commands) {
     const keys = Number(args[2]);
-    const code = args[3 + keys] as string;
+    // The operation's code, before its shape (`<code>:<operands>:<fields>`, see lua/single.lua).
+    const code = (args[3 + keys] as string).split(':')[0] as string;
     for (let i = 0; i < keys; i++) {
       if (args[3 + i] !== key) continue;
       const operation = OPERATIONS[code] as Operation;

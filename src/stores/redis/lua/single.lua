@@ -14,8 +14,8 @@
 --     now: ms, a float; the caller's clock when the call brings one (tests replay timelines), else
 --     the server's TIME, read once per call by clock() in prelude.lua, which then sets server_clock.
 --     A function never reads TIME itself: every key of a batch is decided at the same `now`.
---     op: the operation's code as text (src/operations.ts: '0' limit, '1' peek, '2' refund,
---     '3' charge, '4' schedule, '5' release, '6' extend). A function raises error() for an op it
+--     op: the operation's code as text (the code of its module in src/operations/: '0' limit, '1' peek,
+--     '2' refund, '3' charge, '4' schedule, '5' release, '6' extend, ...). A function raises error() for an op it
 --     does not take (the store only sends what the policy takes). cost: a whole number (units,
 --     or a budget write's amount).
 --     first, second: the policy's two parameters as numbers (a window's limit and ms; GCRA's
@@ -25,7 +25,7 @@
 --   Returns whole numbers (Redis truncates a Lua number in a reply): allowed 1 or 0; remaining
 --     units >= 0; resetMs, when the state is back to empty (0 when nothing is held); retryAfterMs,
 --     0 when allowed (a charge's, always allowed, is the wait for a cost of 1); then the operation's
---     fields (FIELDS below: a charge's debt and units cut off, a schedule's wait, pause and shift, a
+--     fields (`fields` of its shape: a charge's debt and units cut off, a schedule's wait, pause and shift, a
 --     lease's token, expiry and slots reclaimed), none for limit, peek and refund.
 --   Duties. A denial and a peek take nothing and write nothing that changes a later decision.
 --     Every write sets the key's expiry in the same call (PX), no later than when its state stops
@@ -37,8 +37,8 @@
 --     their helpers are prefixed the same way: every algorithm shares one chunk in all.lua.
 --
 -- KEYS: one state key per identifier.
--- ARGV: op, now in ms ('' reads the server clock), the policy's two parameters, one cost per key,
---       then each key's operands (OPERANDS[op] each: a refund's settle id; a charge's max_debt and
+-- ARGV: op (with its shape: see below), now in ms ('' reads the server clock), the policy's two parameters, one cost per key,
+--       then each key's operands (`operands` each: a refund's settle id; a charge's max_debt and
 --       settle id (a reservation's settle is applied once: see the marker below); a schedule's max_wait and
 --       pause_ms; a lease's id, and an extension's ms and token; a concurrency policy's
 --       acquisition, a limit, carries its new lease's id); when entries are read, the policy's limit
@@ -52,16 +52,16 @@
 --   -2 - 2 x reset, r, t  denied; remaining r, resetMs reset, retryAfterMs t
 -- Most records are one integer (every allowed key of a window policy ends its state at the same
 -- moment): Redis builds a quarter of the reply, and the client decodes a quarter of the integers.
--- An operation with fields (FIELDS[op]) follows each record with that many integers. A charge's
+-- An operation with fields (`fields` of its shape) follows each record with that many integers. A charge's
 -- record (always allowed) is followed by the retryAfterMs for a cost of 1, the debt, and the units
 -- cut off; a lease's acquisition's by its token, expiry and the slots it reclaimed.
 -- Last, when entries are read, one more integer per record (after the operation's fields): the
 -- stored limit applied, 0, or -1 for a denial (stored.lua).
-local op = ARGV[1]
--- Each operation's `operands` and `fields` (its entry in src/operations.ts); 0 when absent.
-local OPERANDS = { ['2'] = 1, ['3'] = 2, ['4'] = 2, ['5'] = 1, ['6'] = 3 }
-local FIELDS = { ['3'] = 3, ['4'] = 3, ['5'] = 2, ['6'] = 3 }
-local operands, fields = OPERANDS[op] or 0, FIELDS[op] or 0
+-- The operation and its shape, '<code>:<operands>:<fields>' (RecordShape.wire, made by each operation's
+-- module in src/operations/): a new operation needs no table here. A bare code has neither.
+local op, operands, fields = string.match(ARGV[1], '^(%d+):?(%d*):?(%d*)$')
+if not op then return redis.error_reply('ERR sluice: an operation is <code>:<operands>:<fields>') end
+operands, fields = tonumber(operands) or 0, tonumber(fields) or 0
 -- One script per algorithm file: a call of another of its functions names it last.
 local last = #ARGV
 if functions and functions[ARGV[last]] then
@@ -72,9 +72,6 @@ end
 -- server holds one script per algorithm file.
 local reads = tonumber(ARGV[last])
 local stored = reads ~= 0
--- A limit that carries an operand is a concurrency policy's acquisition (shapeOf in
--- src/operations.ts): its lease's id in, its token, expiry and slots reclaimed out.
-if op == '0' and last > 5 + #KEYS + (stored and 6 or 0) then operands, fields = 1, 3 end
 -- A lease's operands stay text (its id; an extension's ms, '' for the policy's): concurrency.lua
 -- reads them. Every other operation's are numbers.
 local numeric = op ~= '0' and op ~= '5' and op ~= '6'

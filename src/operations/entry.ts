@@ -1,0 +1,82 @@
+// What an operation module declares: the one shape every layer reads an operation by.
+import type { SluiceError } from '../errors.js';
+import type { Decision, Operation, Policy } from '../types.js';
+
+/** The operations of the registry: the decisions (see {@link Operation}) and `reset`, which forgets. */
+export type OperationName = Operation | 'reset';
+
+/** What a request and its result carry beyond a decision: operands sent, fields received. */
+export interface RecordShape {
+  readonly operands: number;
+  readonly fields: number;
+  /**
+   * The shape as the scripts read it (ARGV[1] of lua/single.lua): `<code>:<operands>:<fields>`, so
+   * that a new operation needs no table of the scripts to learn it.
+   */
+  readonly wire: string;
+}
+
+/** An operation's code and shape on the wire (see {@link RecordShape.wire}). */
+export function wire(
+  code: string,
+  operands: number,
+  fields: number,
+): { readonly code: string } & RecordShape {
+  return { code, operands, fields, wire: `${code}:${operands}:${fields}` };
+}
+
+/**
+ * What one operation is, for every layer that handles it: the scripts (its code), the stores (its
+ * extra arguments and result fields), and the pipeline (validation, deny cache, failure, refunds).
+ * Each operation is one module of src/operations/ that exports its entry; see docs/contributing.md.
+ */
+export interface OperationEntry extends RecordShape {
+  /** The code the scripts read as `op` (ARGV[1]); `undefined` when no script runs (`reset` is a DEL). */
+  readonly code: string | undefined;
+  /** The option that names the operation's amount in error messages: `cost`, `amount`, `n`. */
+  readonly amountOption: 'cost' | 'amount' | 'n';
+  /** Checks the amount against the policy; the error names `amountOption`. */
+  readonly checkAmount: (option: string, amount: unknown, policy: Policy) => SluiceError | undefined;
+  /**
+   * Whether a granted call took units, where the store (or the fallback store) decided it: what a
+   * refused group gives back, with {@link OperationEntry.undo}.
+   */
+  readonly takes: boolean;
+  /** The operation that gives back what this one took (a refused group, the middleware's count modes). */
+  readonly undo: Operation | undefined;
+  /**
+   * The deny cache: `lookup`, a remembered denial answers and a new denial is remembered; `forget`,
+   * what is remembered of the identifier is dropped first (it may be granted more); `none`.
+   */
+  readonly denyCache: 'lookup' | 'forget' | 'none';
+  /**
+   * Whether a denial an operator stored for the identifier (`limiter.deny()`) refuses the call: the
+   * operations that ask for units.
+   */
+  readonly readsDenial: boolean;
+  /**
+   * A store that fails or runs out of time: `policy`, the limiter's `onStoreError` answers (a
+   * decision with a `reason`); `reject`, the call rejects with the error.
+   */
+  readonly onStoreFailure: 'policy' | 'reject';
+  /** Whether the operation may be decided with others by one script (an atomic all()). */
+  readonly atomic: boolean;
+  /** The request's `operands` for a call under `policy` (as many as `operands`); absent when there are none. */
+  readonly operandsOf?: (policy: Policy) => readonly string[];
+  /** The decision a result with `fields` makes, from the decision of its first four; absent when there are none. */
+  readonly answer?: (decision: Decision, fields: readonly number[]) => Decision;
+  /**
+   * The decision when the store did not answer (the failure policy's `open` or `closed`, the deny
+   * cache), completed with what the operation's answer always carries; `amount` is the call's.
+   * Absent: the decision as it is.
+   */
+  readonly unanswered?: (decision: Decision, amount: number) => Decision;
+  /**
+   * In shadow mode (`enforce: false`), what the caller gets: `shadowed` is the decision made
+   * allowed, with `wouldAllow`. Absent: `shadowed` (with the decision's `reason`).
+   */
+  readonly shadow?: (decision: Decision, shadowed: Decision) => Decision;
+}
+
+/** What most decisions share: units checked, the failure policy answers, no operands, no fields. */
+export const DECISION = { onStoreFailure: 'policy', operands: 0, fields: 0, readsDenial: false } as const;

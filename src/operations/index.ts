@@ -1,0 +1,54 @@
+// The registry of operations: one module each (its checks, operands, answer, undo, deny cache, failure rule).
+import type { Limiter, StoreRequest } from '../types.js';
+import { CHARGE, chargeMethod } from './charge.js';
+import type { OperationEntry, OperationName, RecordShape } from './entry.js';
+import { ACQUIRE, EXTEND, extendMethod, RELEASE, releaseMethod } from './leases.js';
+import { LIMIT, limitMethod } from './limit.js';
+import { PEEK, peekMethod } from './peek.js';
+import { REFUND, refundMethod } from './refund.js';
+import { RESET } from './reset.js';
+import type { OperationRunner } from './runner.js';
+import { SCHEDULE } from './schedule.js';
+
+export { checkCharge } from './charge.js';
+export { checkUnits, MAX_PAUSE_MS, MAX_WAIT_MS, NO_SETTLE, refusal } from './checks.js';
+export type { OperationEntry, OperationName, RecordShape } from './entry.js';
+export { checkLease } from './leases.js';
+export type { CallParts, OperationRunner } from './runner.js';
+export type { ScheduledDecision } from './schedule.js';
+
+/**
+ * Every operation by name. The scripts read each one's code and shape from its request (lua/single.lua
+ * takes `wire` as ARGV[1]); an algorithm's Lua branches on the code.
+ */
+export const OPERATIONS: Readonly<Record<OperationName, OperationEntry>> = {
+  limit: LIMIT,
+  peek: PEEK,
+  refund: REFUND,
+  charge: CHARGE,
+  schedule: SCHEDULE,
+  release: RELEASE,
+  extend: EXTEND,
+  reset: RESET,
+};
+
+/** The operands and fields of a request: its operation's, or a lease policy's acquisition's. */
+export function shapeOf(request: Pick<StoreRequest, 'operation' | 'policy'>): RecordShape {
+  const { operation } = request;
+  return operation === 'limit' && request.policy.leaseMs !== undefined ? ACQUIRE : OPERATIONS[operation];
+}
+
+/** The limiter's methods that are one operation each. */
+export type OperationMethods = Pick<Limiter, 'limit' | 'peek' | 'refund' | 'charge' | 'release' | 'extend'>;
+
+/** Each operation's public method, run on one limiter's pipeline (see RateLimiter). */
+export function operationMethods(runner: OperationRunner): OperationMethods {
+  return {
+    limit: limitMethod(runner),
+    peek: peekMethod(runner),
+    refund: refundMethod(runner),
+    charge: chargeMethod(runner),
+    release: releaseMethod(runner),
+    extend: extendMethod(runner),
+  };
+}

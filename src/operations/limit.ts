@@ -1,0 +1,25 @@
+// `limit`: takes `cost` units if they are all there; a refusal takes nothing. Remembered denials answer it.
+
+import type { Limiter } from '../types.js';
+import { checkUnits } from './checks.js';
+import { DECISION, type OperationEntry, wire } from './entry.js';
+import type { OperationRunner } from './runner.js';
+
+const WIRE = wire('0', 0, 0);
+
+export const LIMIT: OperationEntry = {
+  ...DECISION,
+  ...WIRE,
+  amountOption: 'cost',
+  checkAmount: checkUnits,
+  takes: true,
+  undo: 'refund',
+  denyCache: 'lookup',
+  readsDenial: true,
+  atomic: true,
+};
+
+/** `limiter.limit(identifier, options?)`: a lease policy's acquisition too (see leases.ts, ACQUIRE). */
+export function limitMethod(runner: OperationRunner): Limiter['limit'] {
+  return (identifier, options) => runner.run('limit', identifier, options?.cost ?? 1, options);
+}
