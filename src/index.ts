@@ -101,5 +101,7 @@ export type {
   StoreRequest,
   StoreResult,
   StoreScripts,
+  TakeDecision,
+  TakeOptions,
 } from './types.js';
 export { isStoreFailure, STORED_READS } from './types.js';

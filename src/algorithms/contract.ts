@@ -5,10 +5,18 @@
  * What a request asks of a policy: take units, look without taking, give units back, take units
  * whether or not they are there (`charge`: usage known after the fact, into debt up to `maxDebt`),
  * take units in the first future slot where they fit (`schedule`, for `wait()`: GCRA and the token
- * bucket), or free or renew a concurrency policy's lease. What each one means to the scripts, the
+ * bucket), take as many as are free up to a number (`takeUpTo`), or free or renew a concurrency policy's lease. What each one means to the scripts, the
  * stores and the limiter is one entry of `OPERATIONS` (src/operations/, one module each).
  */
-export type Operation = 'limit' | 'peek' | 'refund' | 'charge' | 'schedule' | 'release' | 'extend';
+export type Operation =
+  | 'limit'
+  | 'peek'
+  | 'refund'
+  | 'charge'
+  | 'schedule'
+  | 'release'
+  | 'extend'
+  | 'takeUpTo';
 
 /**
  * The rules an algorithm's twin decides by, each one function (a store that runs them elsewhere,

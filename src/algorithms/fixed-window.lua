@@ -3,7 +3,7 @@
 -- Twin of fixed-window.ts; the two change together. Composed into scripts after stores/redis/lua/prelude.lua.
 -- fixed_window(key, now, op, cost, limit, window, max_debt)
 --   -> allowed, remaining, resetMs, retryAfterMs (and for a charge: debt, cut off)
---   op: '0' limit, '1' peek, '2' refund, '3' charge; window in ms; max_debt: a charge's only.
+--   op: '0' limit, '1' peek, '2' refund, '3' charge, '7' takeUpTo; window in ms; max_debt: a charge's only.
 -- A charge counts in the window as usage does, up to limit + max_debt: the debt ends with the window.
 -- Its retryAfterMs is for a cost of 1.
 --
@@ -50,6 +50,15 @@ local function fixed_window_left(limit, count)
 end
 
 local function fixed_window(key, now, op, cost, limit, window, max_debt)
+  -- takeUpTo (op '7'): as many units as are free, up to cost, at least 1; else a refusal of 1 that
+  -- takes nothing. A look at one unit says how many are free, a limit of that many takes them; the
+  -- one field is the units granted (the twin: algorithms/take-up-to.ts).
+  if op == '7' then
+    local _, free = fixed_window(key, now, '1', 1, limit, window, max_debt)
+    local granted = free < cost and free or cost
+    local allowed, remaining, reset, retry = fixed_window(key, now, '0', granted > 0 and granted or 1, limit, window, max_debt)
+    return allowed, remaining, reset, retry, allowed == 1 and granted or 0
+  end
   local index = floor(now / window)
   -- The key lives until its window ends, never longer.
   local untilEnd = ceil((index + 1) * window - now)

@@ -5,6 +5,7 @@ import { describeShare, resolveShare, scaleLimit } from '../share.js';
 import type { Operation, Outcome, Policy } from '../types.js';
 import { durationMs, knownKeys, optionsObject, positiveInteger } from '../validate.js';
 import { DEBT_OPTION_KEYS, type DebtOptions, debtOptions } from './debt.js';
+import { takeUpTo } from './take-up-to.js';
 import { callLimit, limitRule, type PolicyBody, windowBody, withLimits } from './variants.js';
 
 /**
@@ -48,6 +49,8 @@ export function decideFixedWindow(
   windowMs: number,
   maxDebt = limit,
 ): Outcome<FixedWindowState> {
+  if (operation === 'takeUpTo')
+    return takeUpTo((op, units) => decideFixedWindow(stored, now, op, units, limit, windowMs, maxDebt), cost);
   const index = Math.floor(now / windowMs);
   const untilEnd = Math.ceil((index + 1) * windowMs - now);
   let count = 0;

@@ -5,7 +5,7 @@
 -- gcra(key, now, op, cost, interval, tolerance, operand, operand2)
 --   -> allowed, remaining, resetMs, retryAfterMs (and for a charge: debt, cut off; for a schedule:
 --   waitMs, pausedMs, shiftMs)
---   op: '0' limit, '1' peek, '2' refund, '3' charge, '4' schedule; interval: ms per unit; tolerance:
+--   op: '0' limit, '1' peek, '2' refund, '3' charge, '4' schedule, '7' takeUpTo; interval: ms per unit; tolerance:
 --   burst x interval, in ms. The operands: a charge's max_debt; a schedule's max_wait and pause_ms
 --   (see gcra_schedule). A charge moves the TAT on past the tolerance, by at most max_debt units
 --   more (tokens below zero); its retryAfterMs is for a cost of 1.
@@ -107,6 +107,15 @@ local function gcra_schedule(key, tat, paused_until, shift, now, cost, interval,
 end
 
 local function gcra(key, now, op, cost, interval, tolerance, operand, operand2)
+  -- takeUpTo (op '7'): as many units as are free, up to cost, at least 1; else a refusal of 1 that
+  -- takes nothing. A look at one unit says how many are free, a limit of that many takes them; the
+  -- one field is the units granted (the twin: algorithms/take-up-to.ts).
+  if op == '7' then
+    local _, free = gcra(key, now, '1', 1, interval, tolerance)
+    local granted = free < cost and free or cost
+    local allowed, remaining, reset, retry = gcra(key, now, '0', granted > 0 and granted or 1, interval, tolerance)
+    return allowed, remaining, reset, retry, allowed == 1 and granted or 0
+  end
   -- The usual value is a number, read here rather than through gcra_read (a decision's hot path).
   local stored = get(key)
   local tat, paused_until, shift = tonumber(stored), nil, nil

@@ -14,6 +14,7 @@ import {
   tatOf,
   unitsAvailable,
 } from './gcra-state.js';
+import { takeUpTo } from './take-up-to.js';
 import { limitRule, type PolicyBody, scaledAtLeastOne, withLimits } from './variants.js';
 
 export type { GcraPause, GcraPaused, GcraState } from './gcra-state.js';
@@ -50,6 +51,11 @@ export function decideGcra(
   operands?: readonly string[],
   maxDebt = Math.round(toleranceMs / intervalMs),
 ): Outcome<GcraState> {
+  if (operation === 'takeUpTo') {
+    const decide = (op: Operation, units: number) =>
+      decideGcra(stored, now, op, units, intervalMs, toleranceMs, operands, maxDebt);
+    return takeUpTo(decide, cost);
+  }
   if (operation === 'schedule') return decideSchedule(stored, now, cost, intervalMs, toleranceMs, operands);
   const pause = activePause(stored, now);
   const storedTat = tatOf(stored);

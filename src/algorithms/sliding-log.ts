@@ -6,6 +6,7 @@ import { describeShare, resolveShare, scaleLimit } from '../share.js';
 import type { Operation, Outcome, Policy } from '../types.js';
 import { durationMs, knownKeys, optionsObject, positiveInteger } from '../validate.js';
 import { DEBT_OPTION_KEYS, type DebtOptions, debtOptions } from './debt.js';
+import { takeUpTo } from './take-up-to.js';
 import { callLimit, limitRule, type PolicyBody, windowBody, withLimits } from './variants.js';
 
 /**
@@ -39,6 +40,11 @@ export function decideSlidingLog(
   windowMs: number,
   maxDebt = limit,
 ): Outcome<SlidingLogState> {
+  if (operation === 'takeUpTo')
+    return takeUpTo(
+      (op, units) => decideSlidingLog(stored, clock, op, units, limit, windowMs, maxDebt),
+      cost,
+    );
   const times = stored === undefined ? [] : stored.times;
   let now = clock;
   const last = times[times.length - 1];

@@ -4,7 +4,7 @@
 -- Twin of sliding-window.ts; the two change together. Composed into scripts after stores/redis/lua/prelude.lua.
 -- sliding_window(key, now, op, cost, limit, window, max_debt)
 --   -> allowed, remaining, resetMs, retryAfterMs (and for a charge: debt, cut off)
---   op: '0' limit, '1' peek, '2' refund, '3' charge; window in ms; max_debt: a charge's only.
+--   op: '0' limit, '1' peek, '2' refund, '3' charge, '7' takeUpTo; window in ms; max_debt: a charge's only.
 -- A charge counts in the current window as usage does, up to limit + max_debt in the estimate; its
 -- retryAfterMs is for a cost of 1.
 
@@ -19,6 +19,15 @@ local function sliding_window_until_room(previous, current, cost, limit, window,
 end
 
 local function sliding_window(key, now, op, cost, limit, window, max_debt)
+  -- takeUpTo (op '7'): as many units as are free, up to cost, at least 1; else a refusal of 1 that
+  -- takes nothing. A look at one unit says how many are free, a limit of that many takes them; the
+  -- one field is the units granted (the twin: algorithms/take-up-to.ts).
+  if op == '7' then
+    local _, free = sliding_window(key, now, '1', 1, limit, window, max_debt)
+    local granted = free < cost and free or cost
+    local allowed, remaining, reset, retry = sliding_window(key, now, '0', granted > 0 and granted or 1, limit, window, max_debt)
+    return allowed, remaining, reset, retry, allowed == 1 and granted or 0
+  end
   local index = floor(now / window)
   local elapsed = now - index * window
   -- Share of the previous window that still overlaps the sliding window ending now.

@@ -5,6 +5,7 @@ import { describeShare, resolveShare, scaleLimit } from '../share.js';
 import type { Operation, Outcome, Policy } from '../types.js';
 import { durationMs, knownKeys, optionsObject, positiveInteger } from '../validate.js';
 import { DEBT_OPTION_KEYS, type DebtOptions, debtOptions } from './debt.js';
+import { takeUpTo } from './take-up-to.js';
 import { callLimit, limitRule, type PolicyBody, windowBody, withLimits } from './variants.js';
 
 /** Slack for float comparisons; the Lua twin uses the same value. */
@@ -120,6 +121,11 @@ export function decideSlidingWindow(
   windowMs: number,
   maxDebt = limit,
 ): Outcome<SlidingWindowState> {
+  if (operation === 'takeUpTo')
+    return takeUpTo(
+      (op, units) => decideSlidingWindow(stored, now, op, units, limit, windowMs, maxDebt),
+      cost,
+    );
   const index = Math.floor(now / windowMs);
   const elapsed = now - index * windowMs;
   const weight = (windowMs - elapsed) / windowMs;

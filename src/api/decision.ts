@@ -92,3 +92,12 @@ export interface WaitDecision extends Decision {
   /** Milliseconds from the call of `wait()` to its answer, with fractions. */
   readonly waitedMs: number;
 }
+
+/**
+ * What `takeUpTo` answers: the decision, and how many units it took. Allowed when at least one unit
+ * was free; `remaining` is what is left after the grant.
+ */
+export interface TakeDecision extends Decision {
+  /** Units taken, from 1 to `n` when allowed; 0 when refused (nothing was taken). */
+  readonly granted: number;
+}

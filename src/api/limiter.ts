@@ -2,8 +2,8 @@
 import type { Policy } from '../algorithms/contract.js';
 import type { Denial, DenyOptions, StoredLimit, StoredLimitOptions, StoredOptions } from '../stored-types.js';
 import type { Store } from '../stores/contract.js';
-import type { ChargeDecision, Decision, Lease, WaitDecision } from './decision.js';
-import type { CallOptions, ChargeOptions, KeyOptions, WaitOptions } from './options.js';
+import type { ChargeDecision, Decision, Lease, TakeDecision, WaitDecision } from './decision.js';
+import type { CallOptions, ChargeOptions, KeyOptions, TakeOptions, WaitOptions } from './options.js';
 
 /**
  * A reservation made by `reserve`: the decision for the estimate, and `settle`, which gives back or
@@ -56,6 +56,17 @@ export interface Limiter {
    * not recorded, or, after a timeout, may not have been).
    */
   charge(identifier: string, amount: number, options?: ChargeOptions): Promise<ChargeDecision>;
+  /**
+   * Takes as many units as are free, up to `n` (at least 1), or refuses and takes nothing: for a
+   * worker pulling up to `n` jobs, or a bulk request served in part. `granted` says how many were
+   * taken (0 when refused); `retryAfterMs`, when refused, is how long until one unit is free. Every
+   * policy but `concurrency()` and a global budget's. Options as for `limit` (but `cost`).
+   *
+   * @example
+   * const { granted } = await limiter.takeUpTo('worker-7', 50);
+   * const jobs = await queue.pull(granted);
+   */
+  takeUpTo(identifier: string, n: number, options?: TakeOptions): Promise<TakeDecision>;
   /**
    * Takes an estimate now (a `limit` of `cost`), and returns it with `settle(actual)`, which gives
    * back the difference or charges it once the real cost is known.

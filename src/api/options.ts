@@ -64,3 +64,11 @@ export interface ChargeOptions {
   /** This call's quota instead of the policy's own (see {@link CallOptions.limit}). */
   readonly limit?: number;
 }
+
+/** Options of `takeUpTo`: the key's tag and the call's limit, as for `limit`. */
+export interface TakeOptions {
+  /** The tag the identifier's calls are made with, if any (see {@link CallOptions.tag}). */
+  readonly tag?: string;
+  /** This call's quota instead of the policy's own (see {@link CallOptions.limit}). */
+  readonly limit?: number;
+}

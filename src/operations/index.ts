@@ -9,6 +9,7 @@ import { REFUND, refundMethod } from './refund.js';
 import { RESET } from './reset.js';
 import type { OperationRunner } from './runner.js';
 import { SCHEDULE } from './schedule.js';
+import { TAKE_UP_TO, takeUpToMethod } from './take-up-to.js';
 
 export { checkCharge } from './charge.js';
 export { checkUnits, MAX_PAUSE_MS, MAX_WAIT_MS, NO_SETTLE, refusal } from './checks.js';
@@ -29,6 +30,7 @@ export const OPERATIONS: Readonly<Record<OperationName, OperationEntry>> = {
   schedule: SCHEDULE,
   release: RELEASE,
   extend: EXTEND,
+  takeUpTo: TAKE_UP_TO,
   reset: RESET,
 };
 
@@ -39,7 +41,10 @@ export function shapeOf(request: Pick<StoreRequest, 'operation' | 'policy'>): Re
 }
 
 /** The limiter's methods that are one operation each. */
-export type OperationMethods = Pick<Limiter, 'limit' | 'peek' | 'refund' | 'charge' | 'release' | 'extend'>;
+export type OperationMethods = Pick<
+  Limiter,
+  'limit' | 'peek' | 'refund' | 'charge' | 'release' | 'extend' | 'takeUpTo'
+>;
 
 /** Each operation's public method, run on one limiter's pipeline (see RateLimiter). */
 export function operationMethods(runner: OperationRunner): OperationMethods {
@@ -50,5 +55,6 @@ export function operationMethods(runner: OperationRunner): OperationMethods {
     charge: chargeMethod(runner),
     release: releaseMethod(runner),
     extend: extendMethod(runner),
+    takeUpTo: takeUpToMethod(runner),
   };
 }
