@@ -105,6 +105,16 @@ describe('the overload guard over HTTP, on Redis', () => {
     assert.ok(limitNow >= 1 && limitNow <= 2, `limit ${limitNow}`);
   });
 
+  test('a burst is not overload: 500 concurrent POST /v1/limit with the default guard are all decided, exactly the limit allowed', async () => {
+    const { base } = await serve([]);
+    const key = `burst-${Date.now()}`;
+    const replies = await Promise.all(Array.from({ length: 500 }, () => limit(base, key)));
+    assert.equal(replies.filter((reply) => reply.status === 200).length, LIMIT);
+    assert.equal(replies.filter((reply) => reply.status === 429).length, 500 - LIMIT);
+    for (const reply of replies) assert.equal(reply.body.reason, undefined, JSON.stringify(reply.body));
+    assert.equal(await metric(base, 'sluice_service_shed_total', { protocol: 'http' }), 0);
+  });
+
   test('--no-shed: every request is decided, exactly the limit allowed', async () => {
     const { base } = await serve(['--no-shed']);
     const replies = await all(base, `off-${Date.now()}`);
