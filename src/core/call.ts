@@ -1,16 +1,12 @@
 // One call on its way through the pipeline: plain data the pipeline fills and the store reads.
+import { withFields } from '../copy.js';
 import type { SluiceError } from '../errors.js';
 import { OPERATIONS } from '../operations.js';
-import type { Decision, Operation, Policy, StoreRequest } from '../types.js';
+import type { Decision, Operation, Policy, StoreRequest, StoreResult } from '../types.js';
 import type { Expiring } from './deadlines.js';
+import { withLeaseFields } from './leases.js';
 
 const unanswered = (): void => {};
-
-/** The operands a call of `operation` under `policy` carries (OperationEntry.operandsOf). */
-function operandsFor(operation: Operation, policy: Policy): readonly string[] | undefined {
-  const of = OPERATIONS[operation].operandsOf;
-  return of === undefined ? undefined : of(policy);
-}
 
 /**
  * A request to one limiter's store, with what the pipeline learns on the way. It is at once the
@@ -67,7 +63,9 @@ export class Call implements StoreRequest, Expiring {
     this.cost = cost;
     this.tag = tag;
     this.now = undefined;
-    this.operands = operandsFor(operation, policy);
+    // The operands a call of the operation carries by default (OperationEntry.operandsOf).
+    const of = OPERATIONS[operation].operandsOf;
+    this.operands = of === undefined ? undefined : of(policy);
   }
 
   /** Makes a finished call a new one (a limiter's in-process decisions reuse one object). */
@@ -84,7 +82,9 @@ export class Call implements StoreRequest, Expiring {
     this.cost = cost;
     this.tag = tag;
     this.now = undefined;
-    this.operands = operandsFor(operation, policy);
+    // The operands a call of the operation carries by default (OperationEntry.operandsOf).
+    const of = OPERATIONS[operation].operandsOf;
+    this.operands = of === undefined ? undefined : of(policy);
     this.startedAt = 0;
     this.epoch = 0;
     this.outagesSeen = 0;
@@ -95,4 +95,21 @@ export class Call implements StoreRequest, Expiring {
     this.storedReads = 0;
     return this;
   }
+}
+
+/** The decision a store's result makes for a request, under its policy's `limit`, with what its fields say. */
+export function decisionOf(result: StoreResult, request: StoreRequest): Decision {
+  const decision: Decision = {
+    allowed: result.allowed,
+    limit: request.policy.limit,
+    remaining: result.remaining,
+    resetMs: result.resetMs,
+    retryAfterMs: result.retryAfterMs,
+  };
+  if (result.stored === -1) return withFields(decision, { reason: 'denied' as const });
+  const fields = result.fields;
+  if (fields === undefined) return decision;
+  // An operation that makes its own answer from its fields (a charge's debt), else a lease policy's.
+  const answer = OPERATIONS[request.operation].answer;
+  return answer === undefined ? withLeaseFields(decision, request, fields) : answer(decision, fields);
 }

@@ -39,7 +39,6 @@ export class Health {
   /** Where `fallback` decides; cleared when every shard is back. */
   readonly #fallback: Fallback;
   readonly #changed: (up: boolean, shard: string | undefined) => void;
-  #begun = 0;
 
   /** `changed` hears each shard going down and coming back. */
   constructor(
@@ -52,10 +51,11 @@ export class Health {
     this.#changed = changed;
   }
 
-  /** How many outages have begun: a call notes it when it is sent (Call.outagesSeen). */
-  get begun(): number {
-    return this.#begun;
-  }
+  /**
+   * How many outages have begun: a call notes it when it is sent (Call.outagesSeen). A field, not a
+   * getter: it is read on every call's way to the store. Written by this class alone.
+   */
+  begun = 0;
 
   /** Whether some shard is failing. */
   get down(): boolean {
@@ -115,8 +115,8 @@ export class Health {
       if (probe) outage.probing = false;
       return;
     }
-    this.#begun++;
-    this.#outages.set(key, { reason, error, probing: false, since: this.#begun });
+    this.begun++;
+    this.#outages.set(key, { reason, error, probing: false, since: this.begun });
     this.#changed(false, shard);
   }
 

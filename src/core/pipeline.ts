@@ -108,7 +108,8 @@ export class Pipeline implements StoreReply<Call> {
     const policy = this.check(operation, identifier, amount, parts);
     if (policy instanceof SluiceError) return policy;
     const call = new Call(this.name, policy, operation, identifier as string, amount as number, parts?.tag);
-    call.operands = ownOperands(operation, call) ?? call.operands;
+    // A lease policy's acquisition carries its new lease's id (see ownOperands).
+    if (policy.leaseMs !== undefined) call.operands = ownOperands(operation, call) ?? call.operands;
     if (this.overrides) call.storedReads = storedReads(this.policy, operation, parts?.limit);
     return call;
   }
@@ -157,7 +158,8 @@ export class Pipeline implements StoreReply<Call> {
     const memory = this.#inProcess;
     if (memory !== undefined && spare !== undefined && this.clock === undefined) {
       const call = spare.renew(policy, operation, identifier, amount, parts?.tag);
-      call.operands = given ?? ownOperands(operation, call) ?? call.operands;
+      call.operands =
+        given ?? (policy.leaseMs === undefined ? undefined : ownOperands(operation, call)) ?? call.operands;
       if (this.overrides) call.storedReads = storedReads(this.policy, operation, parts?.limit);
       // In process with nothing but the store's result to answer (see Answers.plain): a path short
       // enough for the compiler to take in whole, and no hook that could call the limiter meanwhile.
@@ -168,9 +170,12 @@ export class Pipeline implements StoreReply<Call> {
       return answer;
     }
     const call = new Call(this.name, policy, operation, identifier, amount, parts?.tag);
-    call.operands = given ?? ownOperands(operation, call) ?? call.operands;
+    call.operands =
+      given ?? (policy.leaseMs === undefined ? undefined : ownOperands(operation, call)) ?? call.operands;
     if (this.overrides) call.storedReads = storedReads(this.policy, operation, parts?.limit);
-    const now = this.time();
+    // As time() reads it, written out: this is every call's way to a store that does I/O.
+    const clock = this.clock;
+    const now = clock === undefined ? undefined : readClock(clock);
     if (now instanceof SluiceError) return Promise.reject(now);
     call.now = now;
     return this.decide(call);

@@ -2,6 +2,26 @@
 import { describeValue, ERROR_CODES, SluiceError } from '../errors.js';
 import type { Operation, Policy } from '../types.js';
 
+const MAX_IDENTIFIER_BYTES = 1024;
+
+/** Checks an identifier; `option` names it in the message. */
+export function checkIdentifier(identifier: unknown, option = 'identifier'): SluiceError | undefined {
+  if (typeof identifier !== 'string' || identifier.length === 0) {
+    return new SluiceError(
+      ERROR_CODES.INVALID_IDENTIFIER,
+      `Expected \`${option}\` to be a non-empty string, got ${describeValue(identifier)}.`,
+    );
+  }
+  // UTF-8 takes at most 3 bytes per UTF-16 unit: only long strings need measuring.
+  if (identifier.length * 3 > MAX_IDENTIFIER_BYTES && Buffer.byteLength(identifier) > MAX_IDENTIFIER_BYTES) {
+    return new SluiceError(
+      ERROR_CODES.INVALID_IDENTIFIER,
+      `Expected \`${option}\` to be at most ${MAX_IDENTIFIER_BYTES} bytes of UTF-8, got ${Buffer.byteLength(identifier)} bytes.`,
+    );
+  }
+  return undefined;
+}
+
 /** Units a request may take or give back: a positive safe integer, at most what the policy can ever grant. */
 export function checkUnits(option: string, amount: unknown, policy: Policy): SluiceError | undefined {
   if (typeof amount !== 'number' || !Number.isSafeInteger(amount) || amount < 1) {

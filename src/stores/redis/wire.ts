@@ -1,6 +1,9 @@
-// A policy as the Redis scripts take it: which script decides it, and its parameters as arguments.
+// The wire of a decision script (lua/single.lua): a policy as the scripts take it, a batch's arguments, and
+// the reply, checked whole, then turned into one result per key.
+
+import { withFields } from '../../copy.js';
 import { OPERATIONS, shapeOf } from '../../operations.js';
-import type { Policy, StoredLimitRule } from '../../types.js';
+import type { Policy, StoredLimitRule, StoreReply, StoreRequest, StoreResult } from '../../types.js';
 import type { Batch } from './coalesce.js';
 import { DECISION_SCRIPTS } from './lua.generated.js';
 import { SCRIPTS, type Script } from './scripts.js';
@@ -77,7 +80,8 @@ export function batchCall(batch: Batch): BatchCall {
   const wire = wireOf(batch.policy);
   const named = wire.named;
   const entry = OPERATIONS[batch.operation];
-  const shape = shapeOf(batch);
+  // Only a lease policy's acquisition has a shape other than its operation's (see shapeOf).
+  const shape = batch.policy.leaseMs === undefined ? entry : shapeOf(batch);
   const count = requests.length;
   const tail = batch.storedReads !== 0 ? entryArguments(batch.storedReads, wire) : NO_ENTRIES;
   const args: string[] = new Array(
@@ -102,4 +106,81 @@ export function batchCall(batch: Batch): BatchCall {
   for (const arg of tail) args[at++] = arg;
   if (named !== undefined) args[at] = named;
   return { script: wire.script, args, fields: shape.fields };
+}
+
+/** The integers a record's decision takes (see lua/single.lua), from its first; 0 for anything else. */
+function recordLength(head: unknown): number {
+  if (typeof head !== 'number' || !Number.isSafeInteger(head)) return 0;
+  if (head >= 0) return 1;
+  return (-1 - head) % 2 === 0 ? 2 : 3;
+}
+
+/** Whether the reply holds `count` records, each followed by `fields` integers, and nothing else. */
+function wellFormed(values: readonly unknown[], count: number, fields: number): boolean {
+  let at = 1;
+  for (let i = 0; i < count; i++) {
+    const length = recordLength(values[at]);
+    if (length === 0) return false;
+    for (let k = 1; k < length + fields; k++) if (typeof values[at + k] !== 'number') return false;
+    at += length + fields;
+  }
+  return at === values.length && typeof values[0] === 'number';
+}
+
+/**
+ * Answers each request of a batch with its record of the script's reply (lua/single.lua), through
+ * its reply, in order: one integer for an allowed key whose reset is the batch's shared one, two
+ * for another allowed key, three for a denied one; then, for an operation whose entry has `fields`,
+ * that many integers (the result's `fields`); then, for a batch that reads what operators stored,
+ * one (the result's `stored` when not 0). Checks the whole reply first: false, answering nothing,
+ * when it does not hold one record per request.
+ */
+export function answerRecords(
+  reply: unknown,
+  requests: readonly StoreRequest[],
+  replies: readonly StoreReply[],
+  fields: number,
+  stored = false,
+): boolean {
+  if (!Array.isArray(reply)) return false;
+  const values = reply as unknown[];
+  const count = requests.length;
+  if (!wellFormed(values, count, stored ? fields + 1 : fields)) return false;
+  const shared = values[0] as number;
+  let at = 1;
+  for (let i = 0; i < count; i++) {
+    const head = values[at] as number;
+    let result: StoreResult;
+    if (head >= 0) {
+      result = { allowed: true, remaining: head, resetMs: shared, retryAfterMs: 0 };
+      at += 1;
+    } else if ((-1 - head) % 2 === 0) {
+      result = {
+        allowed: true,
+        remaining: values[at + 1] as number,
+        resetMs: (-1 - head) / 2,
+        retryAfterMs: 0,
+      };
+      at += 2;
+    } else {
+      result = {
+        allowed: false,
+        remaining: values[at + 1] as number,
+        resetMs: (-2 - head) / 2,
+        retryAfterMs: values[at + 2] as number,
+      };
+      at += 3;
+    }
+    if (fields > 0) {
+      result = withFields(result, { fields: values.slice(at, at + fields) as number[] });
+      at += fields;
+    }
+    if (stored) {
+      const applied = values[at] as number;
+      if (applied !== 0) result = withFields(result, { stored: applied });
+      at += 1;
+    }
+    (replies[i] as StoreReply).answered(requests[i] as StoreRequest, result);
+  }
+  return true;
 }
