@@ -195,6 +195,32 @@ describe('the overload guard over gRPC, on Redis', () => {
     }
   });
 
+  test('calls opened and never sent do not hold the limit: with 10 of them open, a call is answered', async () => {
+    const serve = await startEnvoyServe(CONFIG, ['--redis', redis.url, ...TIGHT]);
+    const session = connect(`http://${serve.grpc}`);
+    try {
+      const held = Array.from({ length: 10 }, () => {
+        const stream = session.request({
+          ':method': 'POST',
+          ':path': METHOD,
+          'content-type': 'application/grpc',
+          te: 'trailers',
+        });
+        stream.on('error', () => {});
+        // Headers only: the message never comes.
+        return stream;
+      });
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const answer = await call(session, framedRequest(`held-${Date.now()}`));
+      assert.equal(answer.status, '0', 'answered, not refused RESOURCE_EXHAUSTED');
+      assert.equal(overallCode(answer), 1);
+      for (const stream of held) stream.close();
+    } finally {
+      session.close();
+      await serve.stop();
+    }
+  });
+
   test('--no-shed: the same burst is answered in full, nothing refused', async () => {
     const serve = await startEnvoyServe(CONFIG, ['--redis', redis.url, '--no-shed']);
     try {

@@ -323,6 +323,7 @@ function banner(
       policies: names,
       config: options.config.path ?? null,
       dashboard: admin.dashboard,
+      guard: options.guard ?? null,
       ...(parts.budget === undefined ? {} : { budget: parts.budget.json }),
       ...(parts.envoy === undefined ? {} : { envoy: parts.envoy.json }),
     });
@@ -333,9 +334,16 @@ function banner(
     `  policies ${names.join(', ')} from ${options.config.path ?? 'the built-in config'}`,
     ...admin.lines,
     ...(parts.budget === undefined ? [] : [parts.budget.banner]),
+    guardLine(options.guard),
     `  try: curl -i ${where}/demo   or   curl -i -d '{"policy":"${names[0]}","key":"client-42"}' ${where}/v1/limit`,
     ...(parts.envoy === undefined ? [] : [parts.envoy.banner]),
   ].join('\n');
+}
+
+/** The banner's line on the overload guard. */
+function guardLine(guard: GuardSettings | undefined): string {
+  if (guard === undefined) return '  overload guard off (--no-shed): every call is taken, however many';
+  return `  overload guard: ${guard.initial} calls in flight at start (${guard.min}-${guard.max} as latency moves it), ${guard.streams} gRPC calls per connection; refusals in sluice_service_shed_total`;
 }
 
 /** Resolves with the signal's name at SIGTERM, or at Ctrl-C (which aborts `signal`). */

@@ -174,12 +174,22 @@ function guarded(guard: ServiceGuard, handler: Handler): RouteHandler {
     // A call that ends without one (reset, or refused while read) gives it back when the stream closes.
     stream.once('close', () => guard.done(admission, !stream.headersSent));
     handler(stream, () => guard.done(admission));
+    setImmediate(releaseIfMessageLate, guard, stream, admission);
   };
   return (stream, headers) => {
     const admission = guard.acquire('grpc', deadlineMs(headers['grpc-timeout']));
     if (admission instanceof Promise) admission.then((settled) => start(stream, settled));
     else start(stream, admission);
   };
+}
+
+/**
+ * A call whose message did not come with its headers (by the loop's check phase, what arrived in the
+ * same read has been read) gives its ticket back while it waits for it: callers that open calls and
+ * never send them cannot take the whole limit. It is decided unguarded when its message comes.
+ */
+function releaseIfMessageLate(guard: ServiceGuard, stream: ServerHttp2Stream, ticket: Ticket): void {
+  if (!stream.readableEnded) guard.done(ticket);
 }
 
 const TIMEOUT_UNITS_MS: Readonly<Record<string, number>> = {

@@ -245,6 +245,7 @@ function guardedHandler(guard: ServiceGuard, handle: Handler): Handler {
       return undefined;
     }
     response.once('close', () => guard.done(admission, !response.writableFinished));
+    setImmediate(releaseIfBodyLate, guard, request, admission);
     return handle(request, response);
   };
   return (request, response) => {
@@ -252,6 +253,16 @@ function guardedHandler(guard: ServiceGuard, handle: Handler): Handler {
     if (admission instanceof Promise) return admission.then((settled) => start(request, response, settled));
     return start(request, response, admission);
   };
+}
+
+/**
+ * A body that did not come with its headers (by the loop's check phase, node has parsed whatever
+ * arrived in the same read) is still on its way: the request gives its ticket back while it dawdles, so that clients
+ * that hold requests open half-sent cannot take the whole limit and have the guard refuse everyone
+ * else. Such a request is decided unguarded when its body comes (within the server's request timeout).
+ */
+function releaseIfBodyLate(guard: ServiceGuard, request: IncomingMessage, ticket: Ticket): void {
+  if (!request.complete) guard.done(ticket);
 }
 
 /** Path -> method -> handler; HEAD is answered by GET's handler (node leaves the body out). */

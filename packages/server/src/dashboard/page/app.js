@@ -202,7 +202,7 @@ function renderGuard(guard, historySeconds) {
       : 'taking every call';
   const { settings } = guard;
   document.getElementById('guard-settings').textContent =
-    `The limit follows latency from ${formatCount(settings.min)} to ${formatCount(settings.max)} calls in flight; past it a call waits up to ${settings.burstMs} ms in a burst, ${settings.waitMs} ms under overload, then is refused (gRPC RESOURCE_EXHAUSTED, HTTP 503). Refused: ${formatCount(guard.refused.grpc)} gRPC, ${formatCount(guard.refused.http)} HTTP.`;
+    `The limit follows latency from ${formatCount(settings.min)} to ${formatCount(settings.max)} calls in flight; past it a call waits up to ${settings.burstMs} ms in a burst, ${settings.waitMs} ms under overload, then is refused (gRPC RESOURCE_EXHAUSTED, HTTP 503). Refused: ${formatCount(guard.refused.grpc)} gRPC, ${formatCount(guard.refused.http)} HTTP. Event loop behind by ${Math.round(guard.lagMs)} ms.`;
   document.getElementById('guard-limit').textContent = formatCount(guard.limit);
   document.getElementById('guard-in-flight').textContent =
     `${formatCount(guard.inFlight)} · ${formatCount(guard.queued)}`;
