@@ -39,7 +39,7 @@ local function fixed_window_write(key, index, count, limit, fresh, untilEnd)
   if fresh then
     call('SET', key, value, 'KEEPTTL')
   else
-    call('SET', key, value, 'PX', int(untilEnd))
+    set_for(key, value, untilEnd)
   end
 end
 
@@ -84,7 +84,7 @@ local function fixed_window(key, now, op, cost, limit, window, max_debt)
       end
       -- A new key, or a count from an earlier window (stale): the window starts empty, and a cost
       -- never exceeds the limit.
-      call('SET', key, string.format('%d', index * FIXED_WINDOW_SPAN + cost), 'PX', int(untilEnd))
+      set_for(key, string.format('%d', index * FIXED_WINDOW_SPAN + cost), untilEnd)
       return 1, limit - cost, untilEnd, 0
     end
   end

@@ -63,7 +63,7 @@ local function gcra_write(key, tat, now, paused_until, shift)
     if type(value) == 'number' then value = string.format('%.17g', value) end
     value = value .. string.format(' %d %d', paused_until, shift)
   end
-  call('SET', key, value, 'PX', int(ceil(tat - now)))
+  set_for(key, value, ceil(tat - now))
 end
 
 -- The lowest TAT while a pause holds: the first unit after the pause comes when it ends, the next
@@ -169,7 +169,7 @@ local function gcra(key, now, op, cost, interval, tolerance, operand, operand2)
   end
   if write then
     if paused_until == nil and tat > now then
-      call('SET', key, gcra_encode(tat), 'PX', int(ceil(tat - now)))
+      set_for(key, gcra_encode(tat), ceil(tat - now))
     else
       gcra_write(key, tat, now, paused_until, shift)
     end

@@ -93,7 +93,7 @@ local function sliding_window(key, now, op, cost, limit, window, max_debt)
     if lasting and current > 0 then
       call('SET', key, string.format('%d:%d:%d', index, previous, current), 'KEEPTTL')
     elseif keepFor > 0 then
-      call('SET', key, string.format('%d:%d:%d', index, previous, current), 'PX', int(keepFor))
+      set_for(key, string.format('%d:%d:%d', index, previous, current), keepFor)
     else
       call('DEL', key)
     end

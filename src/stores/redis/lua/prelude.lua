@@ -11,6 +11,8 @@ local EPSILON_MS = 1e-3
 -- expiry already marks the right moment may keep it (SET ... KEEPTTL). A caller's clock may run
 -- backwards or slower than Redis's, and then every write sets its expiry anew.
 local server_clock = false
+-- On the server's clock, Redis's own clock in whole ms when the script read TIME (see set_for).
+local server_ms = nil
 
 -- A whole number as a command's argument. Redis turns a Lua number into text with %.17g, which costs
 -- more than the INCRBY it feeds (0.3 µs a call, measured); a cost of 1, the usual one, is a constant.
@@ -43,5 +45,17 @@ local function clock(given)
   if now then return now end
   server_clock = true
   local t = call('TIME')
-  return tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
+  local seconds, micros = tonumber(t[1]), tonumber(t[2])
+  server_ms = seconds * 1000 + floor(micros / 1000)
+  return seconds * 1000 + micros / 1000
+end
+
+-- Writes a key's value with an expiry `ms` from now (a whole number > 0). On the server's clock the
+-- expiry goes as the moment PX would compute (Redis's ms clock plus ms, read when the script began
+-- rather than a few µs later): PXAT spares Redis a clock read and, on 7.0, the rewrite of the
+-- command for replication, about 0.3 µs of the 2 µs a SET ... PX takes here (measured over 64-key
+-- batches, 10 alternating rounds). A caller's clock says nothing of Redis's: then PX.
+local function set_for(key, value, ms)
+  if server_ms then return call('SET', key, value, 'PXAT', string.format('%d', server_ms + ms)) end
+  return call('SET', key, value, 'PX', int(ms))
 end

@@ -28,7 +28,7 @@
 --     fields (`fields` of its shape: a charge's debt and units cut off, a schedule's wait, pause and shift, a
 --     lease's token, expiry and slots reclaimed), none for limit, peek and refund.
 --   Duties. A denial and a peek take nothing and write nothing that changes a later decision.
---     Every write sets the key's expiry in the same call (PX), no later than when its state stops
+--     Every write sets the key's expiry in the same call (set_for in prelude.lua), no later than when its state stops
 --     mattering to a decision (each file says when: a window's end, the TAT, a lease length past
 --     the last slot), so Redis removes idle identifiers; on the server's clock (server_clock) a key
 --     whose expiry is already right may keep it (SET ... KEEPTTL). A function whose file says
