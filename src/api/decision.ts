@@ -101,3 +101,12 @@ export interface TakeDecision extends Decision {
   /** Units taken, from 1 to `n` when allowed; 0 when refused (nothing was taken). */
   readonly granted: number;
 }
+
+/**
+ * What `limit` answers: a decision, with the lease (and the slots it reclaimed) when a concurrency
+ * policy's acquisition was allowed. It never carries a charge's or a lease operation's fields.
+ */
+export type LimitDecision = Omit<Decision, 'debt' | 'cutOff' | 'released' | 'extended'>;
+
+/** What `peek` and `refund` answer: a decision, with the slots a concurrency policy's call reclaimed. */
+export type LookDecision = Omit<Decision, 'debt' | 'cutOff' | 'released' | 'extended' | 'lease'>;

@@ -2,7 +2,15 @@
 import type { Policy } from '../algorithms/contract.js';
 import type { Denial, DenyOptions, StoredLimit, StoredLimitOptions, StoredOptions } from '../stored-types.js';
 import type { Store } from '../stores/contract.js';
-import type { ChargeDecision, Decision, Lease, TakeDecision, WaitDecision } from './decision.js';
+import type {
+  ChargeDecision,
+  Decision,
+  Lease,
+  LimitDecision,
+  LookDecision,
+  TakeDecision,
+  WaitDecision,
+} from './decision.js';
 import type { CallOptions, ChargeOptions, KeyOptions, TakeOptions, WaitOptions } from './options.js';
 
 /**
@@ -35,11 +43,11 @@ export interface Limiter {
   readonly policy: Policy;
   readonly store: Store;
   /** Takes `cost` units if they are available; a denied request takes nothing. */
-  limit(identifier: string, options?: CallOptions): Promise<Decision>;
+  limit(identifier: string, options?: CallOptions): Promise<LimitDecision>;
   /** The decision `limit` would give, consuming nothing. `remaining` is what is left now. */
-  peek(identifier: string, options?: CallOptions): Promise<Decision>;
+  peek(identifier: string, options?: CallOptions): Promise<LookDecision>;
   /** Gives back `amount` units (at most what is in use), e.g. for a request that turned out free. */
-  refund(identifier: string, amount?: number, options?: KeyOptions): Promise<Decision>;
+  refund(identifier: string, amount?: number, options?: KeyOptions): Promise<LookDecision>;
   /**
    * Waits until the request may go, then resolves with an allowed decision. With `gcra` and
    * `tokenBucket`, one store call takes the first free slot (in the order calls reach the store,
