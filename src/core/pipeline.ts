@@ -50,6 +50,8 @@ export class Pipeline implements StoreReply<Call> {
   #ready = false;
   /** The call the next in-process decision of the limiter's own methods reuses (see run). */
   #spare: Call | undefined;
+  /** Chooses each new call's policy in place of `policy` (see choosePolicy). */
+  #choose: (() => Policy) | undefined;
 
   constructor(options: ResolvedLimiterOptions) {
     const { store, policy, name } = options;
@@ -91,9 +93,19 @@ export class Pipeline implements StoreReply<Call> {
     return this.clock === undefined ? undefined : readClock(this.clock);
   }
 
+  /**
+   * From now on each new call runs under the policy `choose` returns when it is made, in place of
+   * `policy` (one of the same rule and limit with other parameters): a budget's region decides with
+   * or without its floor as its lease on it stands at that moment.
+   */
+  choosePolicy(choose: () => Policy): void {
+    this.#choose = choose;
+  }
+
   /** The policy a call runs under (the limiter's, or its variant for `limit`), or why the call is refused. */
   check(operation: Operation, identifier: unknown, amount: unknown, parts?: CallParts): Policy | SluiceError {
-    const policy = parts?.limit === undefined ? this.policy : policyFor(this.policy, parts.limit);
+    const own = this.#choose === undefined ? this.policy : this.#choose();
+    const policy = parts?.limit === undefined ? own : policyFor(own, parts.limit);
     if (policy instanceof SluiceError) return policy;
     const entry = OPERATIONS[operation];
     const invalid =
@@ -147,9 +159,10 @@ export class Pipeline implements StoreReply<Call> {
       this.#answers.plain
     ) {
       // The usual call, checked as `check` does for these two operations, decided as below.
-      const invalid = checkIdentifier(identifier) ?? checkUnits('cost', amount, this.policy);
+      const own = this.#choose === undefined ? this.policy : this.#choose();
+      const invalid = checkIdentifier(identifier) ?? checkUnits('cost', amount, own);
       if (invalid !== undefined) return Promise.reject(invalid);
-      return this.#plain(direct, spare.renew(this.policy, operation, identifier, amount, undefined));
+      return this.#plain(direct, spare.renew(own, operation, identifier, amount, undefined));
     }
     const policy = this.check(operation, identifier, amount, parts);
     if (policy instanceof SluiceError) return Promise.reject(policy);
