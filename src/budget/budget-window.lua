@@ -7,7 +7,8 @@
 -- per policy; the sign carries the kind).
 -- budget_window(key, now, op, cost, base, window) -> allowed, remaining, resetMs, retryAfterMs
 --   op: '0' limit, '1' peek, '2' refund; base: the region's floor, its grant when nothing more was
---   granted. Admits while count + cost <= grant; a sliding window while
+--   granted; negative when the region does not hold its floor's lease (it then admits against its
+--   grant less the floor). Admits while count + cost <= grant; a sliding window while
 --   previous * (1 - elapsed) + count + cost <= grant (the region's own estimate within its grant).
 -- budget_window_grant(key, now, op, amount, target, window) -> 1, count, grant, 0
 --   raises the grant of window `target` (the current one or the next) to `amount`.
@@ -67,6 +68,8 @@ end
 local function budget_window(key, now, op, cost, base, window)
   local sliding
   window, sliding = budget_window_kind(window)
+  local floorOff = base < 0
+  if floorOff then base = -base end
   local index = floor(now / window)
   local untilEnd = ceil((index + 1) * window - now)
   local storedIndex, storedCount, storedGrant, storedNext, storedPrevious = budget_window_read(key)
@@ -77,6 +80,12 @@ local function budget_window(key, now, op, cost, base, window)
   end
   local count, grant, next, current, previous =
     budget_window_roll(storedIndex, storedCount, storedGrant, storedNext, storedPrevious, index, base)
+  -- Grants are kept with the floor in them; a region whose floor lease lapsed admits what is beyond it.
+  local usable = grant
+  if floorOff then
+    usable = grant - base
+    if usable < 0 then usable = 0 end
+  end
   local allowed = 1
   local retry = 0
   local write = false
@@ -84,7 +93,7 @@ local function budget_window(key, now, op, cost, base, window)
     count = count - cost
     if count < 0 then count = 0 end
     write = true
-  elseif budget_window_used(count, previous, index, now, window, sliding) + cost * window > grant * window then
+  elseif budget_window_used(count, previous, index, now, window, sliding) + cost * window > usable * window then
     allowed = 0
     retry = untilEnd
     -- A denial in a window not reached yet writes it, so that a grant arriving later finds it.
@@ -94,7 +103,7 @@ local function budget_window(key, now, op, cost, base, window)
     write = true
   end
   if write then budget_window_write(key, index, count, grant, next, previous, window, sliding, now) end
-  local room = grant * window - budget_window_used(count, previous, index, now, window, sliding)
+  local room = usable * window - budget_window_used(count, previous, index, now, window, sliding)
   local remaining = 0
   if room > 0 then remaining = floor(room / window) end
   local reset = 0

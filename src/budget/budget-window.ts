@@ -162,6 +162,7 @@ export function decideBudgetWindow(
   floor: number,
   windowMs: number,
   sliding = false,
+  floorOff = false,
 ): Outcome<BudgetWindowState> {
   const index = Math.floor(now / windowMs);
   const untilEnd = Math.ceil((index + 1) * windowMs - now);
@@ -178,16 +179,15 @@ export function decideBudgetWindow(
     };
   }
   const rolled = roll(stored, index, floor);
+  // Grants are kept with the floor in them; a region whose floor lease lapsed admits what is beyond it.
+  const grant = floorOff ? Math.max(0, rolled.grant - floor) : rolled.grant;
   let allowed = true;
   let retryAfterMs = 0;
   let write = false;
   if (operation === 'refund') {
     rolled.count = Math.max(0, rolled.count - cost);
     write = true;
-  } else if (
-    usedTimesWindow(rolled, index, now, windowMs, sliding) + cost * windowMs >
-    rolled.grant * windowMs
-  ) {
+  } else if (usedTimesWindow(rolled, index, now, windowMs, sliding) + cost * windowMs > grant * windowMs) {
     allowed = false;
     retryAfterMs = untilEnd;
     write = operation === 'limit' && !rolled.current;
@@ -196,7 +196,7 @@ export function decideBudgetWindow(
     write = true;
   }
   const ttlMs = write ? keepFor(index, windowMs, now) : -1;
-  const room = rolled.grant * windowMs - usedTimesWindow(rolled, index, now, windowMs, sliding);
+  const room = grant * windowMs - usedTimesWindow(rolled, index, now, windowMs, sliding);
   return {
     allowed,
     remaining: room <= 0 ? 0 : Math.floor(room / windowMs),
@@ -283,23 +283,27 @@ export const releaseBudgetWindow: WorkerWrite = (stored, now, amount, target, wi
 /**
  * The policy a region decides a window budget with: the global policy's limit and window (for
  * headers and `maxCost`), deciding against the region's grant, `floor` when nothing more was granted.
+ * With `floorOff` (the region does not hold its floor's lease), against the grant less the floor:
+ * the script takes it as a negative floor (the sign is the one place left for it).
  */
 export function budgetWindowPolicy(
   global: Policy,
   floor: number,
   description: string,
   sliding = false,
+  floorOff = false,
 ): Policy<BudgetWindowState> {
   const windowMs = global.windowMs;
+  const off = floorOff && floor > 0;
   return {
     algorithm: global.algorithm,
-    rule: { name: 'budget-window', parameters: [floor, windowParameter(windowMs, sliding)] },
+    rule: { name: 'budget-window', parameters: [off ? -floor : floor, windowParameter(windowMs, sliding)] },
     limit: global.limit,
     windowMs,
     maxCost: global.maxCost,
     description,
     decide: (state, now, operation, cost) =>
-      decideBudgetWindow(state, now, operation, cost, floor, windowMs, sliding),
+      decideBudgetWindow(state, now, operation, cost, floor, windowMs, sliding, off),
   };
 }
 

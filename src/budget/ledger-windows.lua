@@ -4,7 +4,9 @@
 -- Twin of ledger-windows.ts; the two change together. Composed after stores/redis/lua/prelude.lua.
 -- KEYS: one ledger per identifier.
 -- ARGV: now ('' reads the server clock), region, regions, window (ms), limit, floor, reserve
---       (thousandths), sliding ('1' or '0'), the asker's window index; then per key: demand, want,
+--       (thousandths), sliding ('1' or '0'), the asker's window index, the regions' floor gaps
+--       ('s:out:back,...': windows [out, back) in which region s admits nothing on its floor, left out
+--       of the sums; see ledger-regions.lua); then per key: demand, want,
 --       claim, release, before (a sliding window: what the region admitted in the window before, -1
 --       when not known; that window's grant is lowered to it).
 -- Returns per key: the region's grant for its window and for the next (floor included), all regions'
@@ -16,6 +18,26 @@ local sliding, index = ARGV[8] == '1', tonumber(ARGV[9])
 local current = floor(now / window)
 local fields
 
+-- Each region's floor gap, as the asker last read it: its floor is out of the sums there.
+local gapOut, gapBack = {}, {}
+for s, o, b in string.gmatch(ARGV[10], '(%d+):(%-?%d+):(%-?%d+)') do
+  gapOut[tonumber(s)] = tonumber(o)
+  gapBack[tonumber(s)] = tonumber(b)
+end
+
+-- A region's floor in a window, as the sums count it: none in its gap.
+local function floorOf(at, s)
+  local o = gapOut[s]
+  if o and o >= 0 and at >= o and at < gapBack[s] then return 0 end
+  return base
+end
+
+local function floors(at)
+  local total = 0
+  for s = 0, regions - 1 do total = total + floorOf(at, s) end
+  return total
+end
+
 local function value(name) return fields[name] or 0 end
 
 local function sum(kind, at)
@@ -24,10 +46,10 @@ local function sum(kind, at)
   return total
 end
 
-local function total(at) return regions * base + sum('g', at) end
+local function total(at) return floors(at) + sum('g', at) end
 
--- A region's grant for a window, floor included.
-local function grant(at, s) return base + value('g:' .. at .. ':' .. s) end
+-- A region's grant for a window, floor included (as the sums count it).
+local function grant(at, s) return floorOf(at, s) + value('g:' .. at .. ':' .. s) end
 
 -- Units region `region` may be granted for window `at`. A fixed window: what the window's floors and
 -- grants leave of the limit. A sliding one: each region keeps its own estimate within its grant, so
@@ -55,9 +77,9 @@ end
 local function add(name, amount) fields[name] = value(name) + amount end
 
 -- The region's share of the next window beyond its floor, from this window's demand (the last one's
--- when none was reported yet).
+-- when none was reported yet); the next window's floors as the sums count them (a lapsed one is lent).
 local function share()
-  local pool = limit - regions * base
+  local pool = limit - floors(index + 1)
   local at = index
   local demand = sum('d', at)
   if demand == 0 then
@@ -92,7 +114,7 @@ end
 
 local out = {}
 for i = 1, #KEYS do
-  local at = 9 + (i - 1) * 5
+  local at = 10 + (i - 1) * 5
   local demand, want, claim = tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2]), ARGV[at + 3] == '1'
   local release, before = tonumber(ARGV[at + 4]), tonumber(ARGV[at + 5])
   load(KEYS[i])
@@ -105,7 +127,7 @@ for i = 1, #KEYS do
     -- Its store has moved on: the window before weighs what the region admitted there.
     local mineBefore = 'g:' .. (index - 1) .. ':' .. region
     if sliding and before >= 0 and fields[mineBefore] then
-      fields[mineBefore] = math.min(value(mineBefore), math.max(0, before - base))
+      fields[mineBefore] = math.min(value(mineBefore), math.max(0, before - floorOf(index - 1, region)))
     end
     -- A sliding window's past cannot take more: its weight in the estimate was counted without it.
     if want > 0 and ((not sliding) or index >= current) then

@@ -1,4 +1,5 @@
 // The ledger of a window budget (fixed or sliding): the pure twin of ledger-windows.lua, one identifier's grants and demand.
+import { type FloorGap, floorIn } from './ledger-regions.js';
 
 /**
  * One identifier's ledger: `g:<window>:<region>` units granted to a region beyond its floor, and
@@ -21,6 +22,12 @@ export interface WindowLedgerSettings {
   readonly sliding: boolean;
   /** The asker's window, on its clock. */
   readonly index: number;
+  /**
+   * Each region's floor gap as the asker last read it (see ledger-regions.ts): windows in which a
+   * region admits nothing on its floor, so the ledger leaves that floor out of its sums. Absent or
+   * an empty list: every floor counts.
+   */
+  readonly gaps?: readonly FloorGap[] | undefined;
 }
 
 /** What a region asks for one identifier. */
@@ -87,7 +94,7 @@ export function windowLedger(
   settings: WindowLedgerSettings,
   request: WindowLedgerRequest,
 ): LedgerOutcome<WindowLedgerReply> {
-  const { region, regions, windowMs, limit, floor, sliding, index } = settings;
+  const { region, regions, windowMs, limit, floor, sliding, index, gaps } = settings;
   const current = Math.floor(now / windowMs);
   const fields = pruned(stored, current);
   const value = (name: string): number => fields.get(name) ?? 0;
@@ -96,8 +103,15 @@ export function windowLedger(
     for (let s = 0; s < regions; s++) total += value(`${kind}:${window}:${s}`);
     return total;
   };
-  const total = (window: number): number => regions * floor + sum('g', window);
-  const grant = (window: number, s: number): number => floor + value(`g:${window}:${s}`);
+  // A region's floor in a window, as the sums count it: none in its gap (see ledger-regions.ts).
+  const floorOf = (window: number, s: number): number => floorIn(gaps, s, window, floor);
+  const floors = (window: number): number => {
+    let total = 0;
+    for (let s = 0; s < regions; s++) total += floorOf(window, s);
+    return total;
+  };
+  const total = (window: number): number => floors(window) + sum('g', window);
+  const grant = (window: number, s: number): number => floorOf(window, s) + value(`g:${window}:${s}`);
   // See available() in ledger-windows.lua: the same sums, in the same order.
   const available = (window: number): number => {
     if (!sliding) return limit - total(window);
@@ -130,7 +144,7 @@ export function windowLedger(
     const before = request.before ?? -1;
     const mineBefore = `g:${index - 1}:${region}`;
     if (sliding && before >= 0 && fields.has(mineBefore)) {
-      fields.set(mineBefore, Math.min(value(mineBefore), Math.max(0, before - floor)));
+      fields.set(mineBefore, Math.min(value(mineBefore), Math.max(0, before - floorOf(index - 1, region))));
     }
     // A sliding window's past cannot take more: its weight in the estimate was counted without it.
     if (request.want > 0 && (!sliding || index >= current)) {
@@ -141,7 +155,7 @@ export function windowLedger(
       }
     }
     if (request.claim) {
-      let target = share(settings, sum, value);
+      let target = share(settings, sum, value, floors(index + 1));
       // See the claim in ledger-windows.lua: a sliding region keeps what it holds and was asked for.
       if (sliding) target = Math.max(target, Math.min(value(mine), askedInWindow(fields, now, settings)));
       const granted = Math.min(target - value(mineNext), available(index + 1));
@@ -168,15 +182,17 @@ function askedInWindow(fields: LedgerFields, now: number, settings: WindowLedger
 
 /**
  * A region's share of the next window beyond its floor: the grantable units less the reserve, in
- * the part of this window's demand (the last one's when none was reported yet) that was its own.
+ * the part of this window's demand (the last one's when none was reported yet) that was its own;
+ * `floors` are the next window's, as the sums count them (a lapsed region's is lent).
  */
 function share(
   settings: WindowLedgerSettings,
   sum: (kind: string, window: number) => number,
   value: (name: string) => number,
+  floors: number,
 ): number {
-  const { region, regions, limit, floor, reservePermille, index } = settings;
-  const pool = limit - regions * floor;
+  const { region, regions, limit, reservePermille, index } = settings;
+  const pool = limit - floors;
   let window = index;
   let demand = sum('d', window);
   if (demand === 0) {

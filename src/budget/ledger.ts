@@ -3,6 +3,12 @@ import { ERROR_CODES, SluiceError } from '../errors.js';
 import type { Store, StoreScripts } from '../types.js';
 import { type BucketLedgerReply, type BucketLedgerSettings, bucketLedger } from './ledger-bucket.js';
 import {
+  gapsArgument,
+  type RegionLeaseReply,
+  type RegionLeaseSettings,
+  regionLeases,
+} from './ledger-regions.js';
+import {
   type LedgerFields,
   type LedgerOutcome,
   type WindowLedgerReply,
@@ -22,6 +28,12 @@ export interface Ledger {
   readonly entries: number;
   /** The key of one identifier's ledger for the limiter `name`: `<prefix>:budget:<name>:{<identifier>}` (or the tag in braces). */
   keyFor(name: string, identifier: string, tag?: string): string;
+  /** The key of the region leases of the limiter `name` (one per budget). */
+  regionsKeyFor(name: string): string;
+  /** Renews a region's lease of its floor; answers every region's gap (see ledger-regions.ts). */
+  regions(key: string, settings: RegionLeaseSettings, now: number | undefined): Promise<RegionLeaseReply>;
+  /** The same, answered at once by a ledger in this process (absent where the ledger is remote). */
+  regionsNow?(key: string, settings: RegionLeaseSettings): RegionLeaseReply;
   /** Window budgets: records demand, grants chunks and shares; one reply per key, in order. */
   windows(
     keys: readonly string[],
@@ -55,6 +67,11 @@ export function ledgerIn(store: Store): Ledger {
 /** The key of one identifier's ledger: `<prefix>:budget:<name>:{<identifier>}` (or the tag in braces). */
 function ledgerKey(store: Store, name: string, identifier: string, tag: string | undefined): string {
   return store.keyFor(`budget:${name}`, identifier, tag);
+}
+
+/** The key of a budget's region leases: `<prefix>:budget-regions:<name>:{leases}`, apart from every identifier's. */
+function regionsKey(store: Store, name: string): string {
+  return store.keyFor(`budget-regions:${name}`, 'leases');
 }
 
 /** Indexes of `keys` grouped into calls: by group (a cluster's slot, see StoreScripts), at most MAX_KEYS_PER_CALL each. */
@@ -94,6 +111,31 @@ class ScriptLedger implements Ledger {
     return ledgerKey(this.#store, name, identifier, tag);
   }
 
+  regionsKeyFor(name: string): string {
+    return regionsKey(this.#store, name);
+  }
+
+  async regions(
+    key: string,
+    settings: RegionLeaseSettings,
+    now: number | undefined,
+  ): Promise<RegionLeaseReply> {
+    const { region, regions, leaseMs, windowMs } = settings;
+    const args = [now === undefined ? '' : String(now), ...[region, regions, leaseMs, windowMs].map(String)];
+    this.calls++;
+    this.entries++;
+    const answer = await this.#scripts.run('ledger-regions', [key], args);
+    if (!Array.isArray(answer) || answer.length !== 1 + 2 * regions) {
+      throw badReply('ledger-regions', 1 + 2 * regions, answer);
+    }
+    const values = answer.map(Number);
+    const gaps = [];
+    for (let s = 0; s < regions; s++) {
+      gaps.push({ out: values[1 + 2 * s] as number, back: values[2 + 2 * s] as number });
+    }
+    return { now: values[0] as number, gaps };
+  }
+
   windows(
     keys: readonly string[],
     settings: WindowLedgerSettings,
@@ -104,6 +146,7 @@ class ScriptLedger implements Ledger {
     const head = [region, regions, windowMs, limit, floor, reservePermille, sliding ? 1 : 0, index].map(
       String,
     );
+    head.push(gapsArgument(settings.gaps));
     return this.#run(
       'ledger-windows',
       4,
@@ -222,6 +265,25 @@ class MemoryLedger implements Ledger {
     return ledgerKey(this.#store, name, identifier, tag);
   }
 
+  regionsKeyFor(name: string): string {
+    return regionsKey(this.#store, name);
+  }
+
+  async regions(
+    key: string,
+    settings: RegionLeaseSettings,
+    now: number | undefined,
+  ): Promise<RegionLeaseReply> {
+    const [reply] = await this.#run([key], now, (fields, at) => regionLeases(fields, at, settings));
+    return reply as RegionLeaseReply;
+  }
+
+  regionsNow(key: string, settings: RegionLeaseSettings): RegionLeaseReply {
+    return this.#runNow([key], undefined, (fields, at) =>
+      regionLeases(fields, at, settings),
+    )[0] as RegionLeaseReply;
+  }
+
   windows(
     keys: readonly string[],
     settings: WindowLedgerSettings,
@@ -253,6 +315,14 @@ class MemoryLedger implements Ledger {
     given: number | undefined,
     step: (fields: LedgerFields, now: number, i: number) => LedgerOutcome<R>,
   ): Promise<R[]> {
+    return Promise.resolve(this.#runNow(keys, given, step));
+  }
+
+  #runNow<R>(
+    keys: readonly string[],
+    given: number | undefined,
+    step: (fields: LedgerFields, now: number, i: number) => LedgerOutcome<R>,
+  ): R[] {
     const now = given ?? Date.now();
     this.#sweep(now);
     this.calls += calls(keys, () => 0).length;
@@ -265,7 +335,7 @@ class MemoryLedger implements Ledger {
       else this.#held.set(key, { fields: outcome.fields, expiresAt: now + outcome.ttlMs });
       return outcome.reply;
     });
-    return Promise.resolve(replies);
+    return replies;
   }
 
   #sweep(now: number): void {

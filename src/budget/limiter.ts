@@ -81,6 +81,13 @@ export function budgetedLimiter(options: ResolvedLimiterOptions, config: BudgetC
       ? new BucketWorker(parts, options.policy)
       : new WindowWorker(parts, options.policy);
   const pipeline = new Pipeline({ ...options, policy: regionPolicy(worker.policy) });
+  const floorOff = worker.floorOff;
+  if (floorOff !== undefined) {
+    // Each call is decided with the floor or without it, as this process's lease on it stands then.
+    const on = pipeline.policy;
+    const off = regionPolicy(floorOff.policy);
+    pipeline.choosePolicy(() => (floorOff.holds() ? on : off));
+  }
   // An observer, not a recorder: the worker sees every decision and the fast path stays on.
   pipeline.observe((decision, call, source) => worker.count(decision, call, source));
   metrics?.budget?.(name, () => worker.view());

@@ -25,4 +25,10 @@ export interface BudgetView {
   readonly ledgerMs: number;
   /** Whether the last ledger call succeeded. */
   readonly ledgerUp: boolean;
+  /**
+   * Whether this process admits on its floor now. A window budget's region holds its floor as a
+   * lease, renewed by each of its processes: false until a process's first renewal is answered, and
+   * once its last renewal is older than 0.9 × `leaseMs` (see docs/regions.md). Always true for buckets.
+   */
+  readonly floorHeld: boolean;
 }

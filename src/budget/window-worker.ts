@@ -7,6 +7,7 @@ import {
   budgetSyncPolicy,
   budgetWindowPolicy,
 } from './budget-window.js';
+import { FloorLease } from './floor-lease.js';
 import type { WindowLedgerRequest, WindowLedgerSettings } from './ledger-windows.js';
 import { describeBudget } from './options.js';
 import { type Tracked, Worker, type WorkerParts } from './worker.js';
@@ -79,6 +80,8 @@ interface WindowRecord extends Tracked {
 /** Grants per window: a region's share of each window claimed ahead, chunks of the reserve when it runs low. */
 export class WindowWorker extends Worker<WindowRecord> {
   readonly policy: Policy;
+  override readonly floorOff: { readonly policy: Policy; holds(): boolean };
+  readonly #lease: FloorLease;
   readonly #windowMs: number;
   readonly #floor: number;
   readonly #sliding: boolean;
@@ -90,12 +93,36 @@ export class WindowWorker extends Worker<WindowRecord> {
     this.#windowMs = config.windowMs;
     this.#floor = config.floorUnits;
     this.#sliding = config.kind === 'sliding';
-    this.policy = budgetWindowPolicy(
-      global,
-      config.floorUnits,
-      describeBudget(config, global),
-      this.#sliding,
-    );
+    const description = describeBudget(config, global);
+    this.policy = budgetWindowPolicy(global, config.floorUnits, description, this.#sliding);
+    const { ledger, clock, name } = parts;
+    this.#lease = new FloorLease({
+      ledger,
+      key: ledger.regionsKeyFor(name),
+      settings: {
+        region: config.regionIndex,
+        regions: config.regions.length,
+        leaseMs: config.leaseMs,
+        windowMs: config.windowMs,
+      },
+      clock,
+      report: (error) => parts.report(error, '', 'store-error'),
+    });
+    const lease = this.#lease;
+    this.floorOff = {
+      policy: budgetWindowPolicy(global, config.floorUnits, description, this.#sliding, true),
+      holds: () => lease.holds(clock()),
+    };
+  }
+
+  override start(): void {
+    this.#lease.start();
+    super.start();
+  }
+
+  override close(): void {
+    this.#lease.close();
+    super.close();
   }
 
   protected track(identifier: string, tag: string | undefined, now: number): WindowRecord {
@@ -190,6 +217,7 @@ export class WindowWorker extends Worker<WindowRecord> {
       reservePermille: config.reservePermille,
       sliding: config.kind === 'sliding',
       index,
+      gaps: this.#lease.gaps,
     };
     const keys = records.map((record) => this.ledgerKey(record));
     let replies: Awaited<ReturnType<typeof ledger.windows>>;
@@ -273,6 +301,9 @@ export class WindowWorker extends Worker<WindowRecord> {
    */
   #surplus(record: WindowRecord, now: number): number {
     if (record.remaining === Number.POSITIVE_INFINITY || record.granted <= this.#floor) return 0;
+    // Without its floor's lease, what the region admitted may have taken units the ledger counts as
+    // granted beyond the floor: it gives nothing back (given back, they could be admitted twice).
+    if (!this.#lease.holds(now)) return 0;
     const start = record.window * this.#windowMs;
     const elapsed = Math.max(1, now - start);
     const left = Math.max(0, start + this.#windowMs - now);

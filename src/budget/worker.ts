@@ -43,6 +43,11 @@ export interface WorkerParts {
 export interface RegionWorker {
   /** The policy the region's store decides with. */
   readonly policy: Policy;
+  /**
+   * For a region that holds its floor as a lease (windows): the policy it decides with while this
+   * process does not hold it (its grants less the floor), and whether it holds it now.
+   */
+  readonly floorOff?: { readonly policy: Policy; holds(): boolean };
   /** Hears each decision of the limiter (its DecisionObserver). */
   count(decision: Decision, call: CountedCall, source: DecisionSource): void;
   start(): void;
@@ -93,6 +98,8 @@ export abstract class Worker<T extends Tracked> implements RegionWorker {
 
   /** The policy the region's store decides with. */
   abstract readonly policy: Policy;
+  /** See RegionWorker.floorOff. */
+  readonly floorOff?: { readonly policy: Policy; holds(): boolean };
   /** A new record for an identifier (and tag) seen for the first time. */
   protected abstract track(identifier: string, tag: string | undefined, now: number): T;
   /** Notes a decision; true when the identifier needs the ledger soon (its allowance runs low). */
@@ -170,6 +177,7 @@ export abstract class Worker<T extends Tracked> implements RegionWorker {
       ledgerErrors: this.#errors,
       ledgerMs: Math.round(this.rttMs * 10) / 10,
       ledgerUp: this.#up,
+      floorHeld: this.floorOff?.holds() ?? true,
     };
   }
 

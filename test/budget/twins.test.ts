@@ -102,6 +102,8 @@ describe("a region's budget scripts: Lua and the twins agree", () => {
     test(`window decisions and grants, with clocks of a region that disagree${sliding ? ' (sliding)' : ''}`, async () => {
       const global = fixedWindow({ limit: 50, windowMs: 1000 });
       const decisions = budgetWindowPolicy(global, 4, 'budget', sliding);
+      // A process that does not hold its floor's lease decides against its grants less the floor.
+      const withoutFloor = budgetWindowPolicy(global, 4, 'budget', sliding, true);
       const memory = new MemoryStore();
       const random = seeded(23);
       const clock = replayClock(1_700_000_000_000);
@@ -144,7 +146,7 @@ describe("a region's budget scripts: Lua and the twins agree", () => {
                   now,
                 }
               : {
-                  policy: decisions,
+                  policy: random.next() < 0.3 ? withoutFloor : decisions,
                   name: 'w',
                   identifier,
                   operation: random.pick(['limit', 'limit', 'limit', 'peek', 'refund'] as const),
@@ -231,6 +233,15 @@ describe('the ledger: Lua and the twins agree, replies and stored fields', () =>
             reservePermille: 200,
             sliding,
             index: Math.floor((now + random.int(-30, 30)) / 1000),
+            // Some calls name regions whose floor is out of the sums for some windows (a lapse).
+            gaps:
+              random.next() < 0.5
+                ? undefined
+                : [0, 1, 2].map(() => {
+                    if (random.next() < 0.4) return { out: -1, back: -1 };
+                    const out = Math.floor(now / 1000) + random.int(-2, 2);
+                    return { out, back: out + random.int(0, 3) };
+                  }),
           };
           const identifiers = IDENTIFIERS.slice(0, random.int(1, 3));
           const keys = identifiers.map((id) => onRedis.keyFor('api', id));
@@ -268,6 +279,37 @@ describe('the ledger: Lua and the twins agree, replies and stored fields', () =>
       }
     });
   }
+
+  test('region leases: three regions renewing, lapsing and coming back on one clock', async () => {
+    const variant = await openVariant('ioredis', 'scripts', server.port, 'lr');
+    const memoryStore = new MemoryStore({ prefix: 'lr' });
+    try {
+      const onRedis = ledgerIn(variant.store);
+      const inMemory = ledgerIn(memoryStore);
+      const random = seeded(43);
+      let now = 1_800_000_000_000 + random.int(0, 999);
+      const key = onRedis.regionsKeyFor('api');
+      let lapses = 0;
+      for (let step = 0; step < 400; step++) {
+        // Mostly within a lease; sometimes long enough for the others' leases to lapse (less than the
+        // key's life, 3 s: Redis expires it in real time).
+        now += random.next() < 0.85 ? random.int(0, 300) : random.int(1000, 2500);
+        const settings = { region: random.int(0, 2), regions: 3, leaseMs: 900, windowMs: 1000 };
+        const expected = await inMemory.regions(key, settings, now);
+        const actual = await onRedis.regions(key, settings, now);
+        assert.deepEqual(actual, expected, `step ${step}, now ${now}, ${JSON.stringify(settings)}`);
+        lapses += actual.gaps.filter((gap) => gap.out >= 0).length;
+        assert.deepEqual(
+          await redisFields(key),
+          sortedFields(memoryLedgerFields(memoryStore, key, now)),
+          `step ${step}: fields`,
+        );
+      }
+      assert.ok(lapses > 100, `${lapses} gaps answered`);
+    } finally {
+      await variant.connected.close();
+    }
+  });
 
   test('bucket: three regions leasing on one clock', async () => {
     const variant = await openVariant('ioredis', 'scripts', server.port, 'lb');

@@ -24,9 +24,9 @@ const MAX_SCRIPT_BYTES = 160_000;
 /**
  * One decision script per algorithm file (fixed window, sliding log, sliding window, GCRA and the
  * token bucket, concurrency, and a budget's window and bucket), the combined one, the two that
- * write stored entries, and a budget's two ledgers.
+ * write stored entries, a budget's two ledgers and its regions' floor leases.
  */
-const SCRIPT_COUNT = 12;
+const SCRIPT_COUNT = 13;
 
 let server: RedisServer;
 before(async () => {
