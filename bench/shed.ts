@@ -76,7 +76,9 @@ function cost(count: number): { grantNs: number; refuseNs: number } {
  * full collection (a round in which a scavenge ran is discarded). The ticket itself is the one
  * allocation a grant must make: a pooled ticket could be released twice by a holder that kept it.
  */
-function allocations(count: number): { grantBytes: number; refuseBytes: number; ticketBytes: number } {
+async function allocations(
+  count: number,
+): Promise<{ grantBytes: number; refuseBytes: number; ticketBytes: number }> {
   setFlagsFromString('--expose-gc');
   const gc = runInNewContext('gc') as () => void;
   const youngBytes = () =>
@@ -95,13 +97,17 @@ function allocations(count: number): { grantBytes: number; refuseBytes: number; 
       for (let i = 0; i < count; i += 1) held.push(open.acquire(DEFAULT_CLASS) as Ticket);
     },
   };
-  const perCall = (run: () => void): number => {
+  const perCall = async (run: () => void): Promise<number> => {
+    // Warmed up over 300 ms, so that the paths taken once a window closes (every 100 ms) are optimized too.
     for (let warm = 0; warm < 200; warm += 1) {
       run();
       for (const ticket of held.splice(0)) ticket.release();
+      if (warm % 3 === 0) await new Promise((resolve) => setTimeout(resolve, 5));
     }
     let least = Number.POSITIVE_INFINITY;
-    for (let round = 0; round < 20; round += 1) {
+    for (let round = 0; round < 40; round += 1) {
+      // V8 optimizes on a background thread, late on a busy machine: code not yet optimized boxes numbers.
+      await new Promise((resolve) => setTimeout(resolve, 5));
       held.length = 0;
       held.length = count; // the array's storage is allocated before the count starts
       held.length = 0;
@@ -115,24 +121,24 @@ function allocations(count: number): { grantBytes: number; refuseBytes: number; 
     return least;
   };
   // The loop and the reading of the heap's statistics cost a few bytes per call of their own.
-  const idle = perCall(() => {
+  const idle = await perCall(() => {
     for (let i = 0; i < count; i += 1) held.length = 0;
   });
   return {
-    grantBytes: perCall(runs.grant) - idle,
-    refuseBytes: perCall(runs.refuse) - idle,
-    ticketBytes: perCall(runs.ticket) - idle,
+    grantBytes: (await perCall(runs.grant)) - idle,
+    refuseBytes: (await perCall(runs.refuse)) - idle,
+    ticketBytes: (await perCall(runs.ticket)) - idle,
   };
 }
 
-function printCost(): void {
+async function printCost(): Promise<void> {
   const { grantNs, refuseNs } = cost(2_000_000);
-  const { grantBytes, refuseBytes, ticketBytes } = allocations(500);
+  const { grantBytes, refuseBytes, ticketBytes } = await allocations(500);
   console.log(
     `shedder's own cost: ${grantNs.toFixed(0)} ns per acquire + release (granted), ${refuseNs.toFixed(0)} ns per refused acquire (least of 5 rounds of 2,000,000)`,
   );
   console.log(
-    `allocated per call: ${grantBytes.toFixed(1)} bytes per acquire + release, ${refuseBytes.toFixed(1)} per refusal, ${ticketBytes.toFixed(1)} per ticket kept (young generation, least of 20 rounds of 500, less an empty loop's)`,
+    `allocated per call: ${grantBytes.toFixed(1)} bytes per acquire + release, ${refuseBytes.toFixed(1)} per refusal, ${ticketBytes.toFixed(1)} per ticket kept (young generation, least of 40 rounds of 500, 5 ms apart, less an empty loop's)`,
   );
 }
 
@@ -144,7 +150,7 @@ const load = () =>
 async function main(): Promise<void> {
   console.log(`${new Date().toISOString()}, load average ${load()} (1, 5, 15 min), ${cpus().length} CPUs`);
   if (process.argv.includes('--cost-only')) {
-    printCost();
+    await printCost();
     return;
   }
   // The service unloaded (0.3x its capacity, no halving), behind the same shedder: the p99 the bound is 3x of.
@@ -179,7 +185,7 @@ async function main(): Promise<void> {
     column('limit, 3 s after halving', (row) => limitAt(row.run, PLAN.halveAtMs + 3000, PLAN.durationMs)),
   );
   console.log(`load average after the runs: ${load()}\n`);
-  printCost();
+  await printCost();
   if (!process.argv.includes('--no-plot') && !quick) {
     const svg = shedPlot(
       runs,
