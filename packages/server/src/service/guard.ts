@@ -102,6 +102,9 @@ export class ServiceGuard {
   #lagMs = 0;
   /** Since when the loop has been behind by more than `waitMs`; undefined while it keeps up. */
   #lagSinceMs: number | undefined;
+  /** Calls that asked for a ticket, ever; and how many had when the loop fell behind. */
+  #arrivals = 0;
+  #arrivalsAtLag = 0;
   #refusedGrpc = 0;
   #refusedHttp = 0;
   #admitted = 0;
@@ -151,7 +154,8 @@ export class ServiceGuard {
     // What arrives now has waited unread about as long as the loop is behind: the timer says so
     // once a turn ends, the time since its last tick while a long turn goes on.
     const lagMs = this.#watchLoop ? Math.max(this.#lagMs, nowMs - this.#lastTickMs - LAG_TICK_MS) : 0;
-    if (lagMs > this.settings.waitMs) this.#lagSinceMs ??= nowMs - lagMs;
+    if (lagMs > this.settings.waitMs && this.#lagSinceMs === undefined) this.#behindSince(nowMs - lagMs);
+    this.#arrivals += 1;
     if (deadlineMs === undefined ? this.#lagging(nowMs) : lagMs >= deadlineMs) return this.#refuse(protocol);
     const room = shedder.inFlight < shedder.limit;
     const waiting = this.#size();
@@ -202,9 +206,22 @@ export class ServiceGuard {
     if (this.#lagTimer !== undefined) clearInterval(this.#lagTimer);
   }
 
-  /** The loop has been behind by more than `waitMs` for `burstMs`: a burst it would have caught up with by now. */
+  /**
+   * The loop has been behind by more than `waitMs` for `burstMs` (a burst it would have caught up
+   * with by now), while at least the limit's `min` calls came: a loop slowed by something else (the
+   * start, a collection, a machine busy with other work) is not overload that refusing would cure.
+   */
   #lagging(nowMs: number): boolean {
-    return this.#lagSinceMs !== undefined && nowMs - this.#lagSinceMs >= this.settings.burstMs;
+    return (
+      this.#lagSinceMs !== undefined &&
+      nowMs - this.#lagSinceMs >= this.settings.burstMs &&
+      this.#arrivals - this.#arrivalsAtLag >= this.settings.min
+    );
+  }
+
+  #behindSince(sinceMs: number): void {
+    this.#lagSinceMs = sinceMs;
+    this.#arrivalsAtLag = this.#arrivals;
   }
 
   #tick(): void {
@@ -212,7 +229,7 @@ export class ServiceGuard {
     this.#lagMs = Math.max(0, nowMs - this.#lastTickMs - LAG_TICK_MS);
     this.#lastTickMs = nowMs;
     if (this.#lagMs <= this.settings.waitMs) this.#lagSinceMs = undefined;
-    else this.#lagSinceMs ??= nowMs - this.#lagMs;
+    else if (this.#lagSinceMs === undefined) this.#behindSince(nowMs - this.#lagMs);
   }
 
   #size(): number {
