@@ -8,6 +8,16 @@
 -- A charge counts in the current window as usage does, up to limit + max_debt in the estimate; its
 -- retryAfterMs is for a cost of 1.
 
+-- On the server's clock the value is one integer when the counts fit, (index mod 2^11) x 2^42 +
+-- previous x 2^21 + current, which Redis keeps inside the key's object: a request in a window the
+-- key already holds is then one INCRBY, with no text to format or parse. Only the index's low 11 bits
+-- are kept: such a key was written on the server's clock and expires by the end of the next window,
+-- so it never meets an index 2,048 windows on (on a caller's clock, which Redis's expiries do not
+-- follow, every write is the text form). Either form is read whatever the clock.
+local SLIDING_WINDOW_SPAN = 2097152 -- 2^21: counts stay below it
+local SLIDING_WINDOW_PAIR = 4398046511104 -- 2^42: the two counts
+local SLIDING_WINDOW_TURN = 2048 -- 2^11: the index's low bits
+
 -- Milliseconds until previous x weight + current leaves room for cost (it does not now).
 local function sliding_window_until_room(previous, current, cost, limit, window, elapsed)
   if current + cost <= limit then
@@ -38,15 +48,32 @@ local function sliding_window(key, now, op, cost, limit, window, max_debt)
   -- count then leaves the expiry where it is, with KEEPTTL, which costs Redis much less than
   -- SET ... PX (that removes and re-adds the expiry).
   local lasting = false
+  -- Whether the key holds this window's counts as one integer (then INCRBY can add to the current count).
+  local packed = false
   local stored = get(key)
   if stored then
-    local storedIndex, storedPrevious, storedCurrent = string.match(stored, '^(%d+):(%d+):(%d+)$')
-    storedIndex = tonumber(storedIndex)
-    if storedIndex == index then
-      previous, current = tonumber(storedPrevious), tonumber(storedCurrent)
-      lasting = server_clock and current > 0
-    elseif storedIndex == index - 1 then
-      previous = tonumber(storedCurrent)
+    local value = tonumber(stored)
+    if value then
+      local turn = floor(value / SLIDING_WINDOW_PAIR)
+      local counts = value - turn * SLIDING_WINDOW_PAIR
+      local storedPrevious = floor(counts / SLIDING_WINDOW_SPAN)
+      local storedCurrent = counts - storedPrevious * SLIDING_WINDOW_SPAN
+      if turn == index % SLIDING_WINDOW_TURN then
+        previous, current = storedPrevious, storedCurrent
+        lasting = server_clock and current > 0
+        packed = true
+      elseif turn == (index - 1) % SLIDING_WINDOW_TURN then
+        previous = storedCurrent
+      end
+    else
+      local storedIndex, storedPrevious, storedCurrent = string.match(stored, '^(%d+):(%d+):(%d+)$')
+      storedIndex = tonumber(storedIndex)
+      if storedIndex == index then
+        previous, current = tonumber(storedPrevious), tonumber(storedCurrent)
+        lasting = server_clock and current > 0
+      elseif storedIndex == index - 1 then
+        previous = tonumber(storedCurrent)
+      end
     end
   end
   local allowed = 1
@@ -90,10 +117,23 @@ local function sliding_window(key, now, op, cost, limit, window, max_debt)
     keepFor = ceil(window - elapsed)
   end
   if write then
-    if lasting and current > 0 then
-      call('SET', key, string.format('%d:%d:%d', index, previous, current), 'KEEPTTL')
+    local fits = server_clock and previous < SLIDING_WINDOW_SPAN and current < SLIDING_WINDOW_SPAN
+    if lasting and current > 0 and packed and fits and op == '0' then
+      -- The key holds this window's counts, its expiry already the next window's end: add in place.
+      call('INCRBY', key, int(cost))
     elseif keepFor > 0 then
-      set_for(key, string.format('%d:%d:%d', index, previous, current), keepFor)
+      local value
+      if fits then
+        value = string.format('%d', (index % SLIDING_WINDOW_TURN) * SLIDING_WINDOW_PAIR
+          + previous * SLIDING_WINDOW_SPAN + current)
+      else
+        value = string.format('%d:%d:%d', index, previous, current)
+      end
+      if lasting and current > 0 then
+        call('SET', key, value, 'KEEPTTL')
+      else
+        set_for(key, value, keepFor)
+      end
     else
       call('DEL', key)
     end

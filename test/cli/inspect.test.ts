@@ -117,6 +117,9 @@ describe('sluice inspect and reset', () => {
             [0, 4, 0, 4],
           );
           assert.equal(state.estimate, 4);
+          // On the server's clock, one integer: (index mod 2^11) × 2^42 + previous × 2^21 + current.
+          assert.equal(state.windowIndex, Math.floor(report.serverTimeMs / WEEK_MS));
+          assert.equal(report.raw, String(((state.windowIndex as number) % 2048) * 2 ** 42 + 4));
           break;
         case 'slidingLog':
           assert.equal(report.type, 'zset');

@@ -159,6 +159,48 @@ describe('the two forms of a fixed window count', () => {
   });
 });
 
+describe('the two forms of a sliding window', () => {
+  test("on the server's clock the counts are one integer that INCRBY adds to; text is read and rewritten as it", async () => {
+    const { connected, store } = await openVariant('ioredis', 'scripts', server.port, 'swforms');
+    try {
+      const limiter = createLimiter({
+        ...EXACT,
+        store,
+        policy: slidingWindow({ limit: 10, windowMs: DAY_MS }),
+        name: 's',
+      });
+      const key = store.keyFor('s', 'id');
+      const index = Math.floor(Date.now() / DAY_MS);
+      const packed = (previous: number, current: number) =>
+        String((index % 2048) * 2 ** 42 + previous * 2 ** 21 + current);
+      assert.equal((await limiter.limit('id', { cost: 2 })).remaining, 8);
+      assert.equal((await limiter.limit('id')).remaining, 7);
+      assert.equal(String(await connected.command('GET', key)), packed(0, 3));
+      assert.equal(await connected.command('OBJECT', 'ENCODING', key), 'int');
+      // A key of the text form (an earlier version, or a caller's clock): read, then written as one integer.
+      await connected.command('SET', key, `${index}:0:5`, 'KEEPTTL');
+      assert.equal((await limiter.limit('id')).remaining, 4);
+      assert.equal(String(await connected.command('GET', key)), packed(0, 6));
+      // The previous window's count, kept as one integer, weighs in the next window.
+      await connected.command(
+        'SET',
+        key,
+        String(((index - 1) % 2048) * 2 ** 42 + 0 * 2 ** 21 + 10),
+        'KEEPTTL',
+      );
+      const decision = await limiter.peek('id');
+      const weight = (DAY_MS - (Date.now() % DAY_MS)) / DAY_MS;
+      assert.ok(
+        Math.abs(decision.remaining - Math.floor(10 - 10 * weight)) <= 1,
+        `remaining ${decision.remaining}`,
+      );
+      assert.equal((await limiter.refund('id', 1)).allowed, true);
+    } finally {
+      await connected.close();
+    }
+  });
+});
+
 describe('bytes per identifier', () => {
   const policies: ReadonlyArray<[string, () => Policy, string]> = [
     ['fixedWindow', () => fixedWindow({ limit: 1000, windowMs: DAY_MS }), 'int'],

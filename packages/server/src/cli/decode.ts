@@ -23,7 +23,9 @@ export interface FixedWindowView {
 }
 
 export interface SlidingWindowView {
-  readonly format: 'sliding window "<window index>:<previous count>:<current count>"';
+  readonly format:
+    | 'sliding window "<window index>:<previous count>:<current count>"'
+    | 'sliding window, one integer: (window index mod 2^11) x 2^42 + previous count x 2^21 + current count';
   readonly windowIndex: number;
   readonly storedPrevious: number;
   readonly storedCurrent: number;
@@ -191,20 +193,41 @@ function fixedWindowView(policy: Policy, value: string, nowMs: number): FixedWin
   };
 }
 
+/**
+ * The integer form (sliding-window.lua): the window's index is kept modulo 2^11, so it is the latest
+ * index at or before `index` (the window of now) with those low bits; the scripts write this form on
+ * the server's clock only, and such a key expires by the end of the window after its own.
+ */
+function decodeSlidingWindow(
+  value: string,
+  index: number,
+): { index: number; previous: number; current: number } | undefined {
+  if (!/^\d+$/.test(value)) return undefined;
+  const packed = Number(value);
+  const turn = Math.floor(packed / 2 ** 42);
+  const counts = packed - turn * 2 ** 42;
+  const previous = Math.floor(counts / 2 ** 21);
+  const back = (((index - turn) % 2048) + 2048) % 2048;
+  return { index: index - back, previous, current: counts - previous * 2 ** 21 };
+}
+
 function slidingWindowView(
   policy: Policy,
   value: string,
   nowMs: number,
 ): SlidingWindowView | { error: string } {
-  const match = /^(\d+):(\d+):(\d+)$/.exec(value);
-  if (match === null) {
-    return { error: `expected "<window index>:<previous>:<current>", found ${JSON.stringify(value)}` };
-  }
   const windowMs = policy.rule.parameters[1];
-  const windowIndex = Number(match[1]);
-  const storedPrevious = Number(match[2]);
-  const storedCurrent = Number(match[3]);
   const index = Math.floor(nowMs / windowMs);
+  const packed = decodeSlidingWindow(value, index);
+  const match = /^(\d+):(\d+):(\d+)$/.exec(value);
+  if (packed === undefined && match === null) {
+    return {
+      error: `expected an integer ((index mod 2^11) × 2^42 + previous × 2^21 + current) or "<window index>:<previous>:<current>", found ${JSON.stringify(value)}`,
+    };
+  }
+  const windowIndex = packed?.index ?? Number(match?.[1]);
+  const storedPrevious = packed?.previous ?? Number(match?.[2]);
+  const storedCurrent = packed?.current ?? Number(match?.[3]);
   if (windowIndex * windowMs > nowMs + CLOCK_SLACK_MS) {
     return notThisPolicy(
       policy,
@@ -216,7 +239,10 @@ function slidingWindowView(
   const previous = windowIndex === index ? storedPrevious : windowIndex === index - 1 ? storedCurrent : 0;
   const current = windowIndex === index ? storedCurrent : 0;
   return {
-    format: 'sliding window "<window index>:<previous count>:<current count>"',
+    format:
+      packed === undefined
+        ? 'sliding window "<window index>:<previous count>:<current count>"'
+        : 'sliding window, one integer: (window index mod 2^11) x 2^42 + previous count x 2^21 + current count',
     windowIndex,
     storedPrevious,
     storedCurrent,
