@@ -203,7 +203,10 @@ export class WindowWorker extends Worker<WindowRecord> {
     const index = this.#index(sentAt);
     const claiming = sentAt - index * this.#windowMs >= CLAIM_AT * this.#windowMs;
     const released = await this.#release(records, index, sentAt);
-    const before = this.#sliding ? await this.#admittedBefore(records, index) : undefined;
+    // The ledger lowers the window before to what was admitted less the floor as this process's view
+    // counts it there: only a process that holds its floor's lease knows its own region's gap.
+    const before =
+      this.#sliding && this.#lease.holds(sentAt) ? await this.#admittedBefore(records, index) : undefined;
     const requests = records.map((record, i) => ({
       ...this.#request(record, sentAt, index, claiming, released[i] as number),
       before: before?.[i] ?? -1,
