@@ -56,7 +56,7 @@ export const INSTRUMENTS = {
     prometheus: 'sluice_units_total',
     openTelemetry: 'sluice.units',
     unit: '{unit}',
-    help: 'Units requested (the cost of each decision), by limiter.',
+    help: 'Units requested (the cost of each decision; a takeUpTo counts the units it took), by limiter.',
   },
   skipped: {
     prometheus: 'sluice_store_skipped_total',

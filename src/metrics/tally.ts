@@ -9,6 +9,7 @@ import type {
   MetricsRecorder,
   WaitEvent,
 } from '../hooks.js';
+import { OPERATIONS } from '../operations.js';
 import { type Decision, isStoreFailure, type Policy, type Store } from '../types.js';
 import { type Outcome, type SkipReason, STORE_SECONDS_BUCKETS } from './definitions.js';
 import { LeaseTally } from './leases.js';
@@ -28,9 +29,9 @@ export interface LimiterMetrics {
   readonly store: string | undefined;
   /** `false` in shadow mode. */
   readonly enforced: boolean;
-  /** `limit` calls by outcome. */
+  /** Decisions by outcome: `limit` (a lease's acquisition too), `takeUpTo`, the slots of wait() (OperationEntry.counts). */
   readonly decisions: Readonly<Record<Outcome, number>>;
-  /** Units those calls asked for. */
+  /** Units those calls asked for (`takeUpTo`: the units it took). */
   readonly units: number;
   /** Allowed calls that left at most 20% of the limit. */
   readonly nearLimit: number;
@@ -98,8 +99,9 @@ export interface DecisionMetricsOptions {
  * counts with `snapshot()` and the most-denied identifiers with `topDenied()`. The Prometheus and
  * OpenTelemetry recorders are this with an exporter; use this one alone for a dashboard of your own.
  *
- * Only `limit` calls are decisions here; charges are counted apart (with what `maxDebt` cut off);
- * `peek` and `refund` count in the store time histogram only.
+ * Decisions are the calls that ask for units (`limit`, `takeUpTo`, the slots of `wait()`); charges
+ * are counted apart (with what `maxDebt` cut off); `peek` and `refund` count in the store time
+ * histogram only. Each operation declares which it is (see OperationEntry.counts).
  *
  * @example
  * const metrics = decisionMetrics();
@@ -170,10 +172,12 @@ export class DecisionMetrics implements MetricsRecorder {
     if (tally.leases !== undefined && (source === 'store' || decision.reason === 'fallback')) {
       tally.leases.observe(call.identifier, decision);
     }
-    // Decisions are the calls that take units when allowed: `limit`, and the slots of wait().
-    if (call.operation !== 'limit' && call.operation !== 'schedule') {
+    // What a call counts is its operation's to say (OperationEntry.counts): decisions by outcome
+    // (`limit`, a lease's acquisition, the slots of wait(), takeUpTo), charges, or neither.
+    const counts = OPERATIONS[call.operation].counts;
+    if (!counts.decisions) {
       // Off the path of `limit`: a charge's counts cost the calls that charge.
-      if (call.operation === 'charge') {
+      if (counts.charges) {
         const cutOff = decision.cutOff ?? 0;
         tally.charges++;
         tally.chargedUnits += call.cost - cutOff;
@@ -181,7 +185,8 @@ export class DecisionMetrics implements MetricsRecorder {
       }
       return;
     }
-    tally.units += call.cost;
+    if (counts.units === 'cost') tally.units += call.cost;
+    else if (counts.units === 'granted') tally.units += (decision as { granted?: number }).granted ?? 0;
     if (decision.allowed) {
       tally.allowed++;
       // At least 80% of the limit used: remaining <= limit / 5, without a division.

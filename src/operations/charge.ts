@@ -59,6 +59,8 @@ export const CHARGE: OperationEntry = {
   readsDenial: false,
   // Usage already served that the store did not record must not pass silently: the caller hears of it.
   onStoreFailure: 'reject',
+  // Not a decision (it never refuses): counted apart, so that a `limit` pays nothing for it.
+  counts: { decisions: false, units: 'none', charges: true },
   atomic: false,
   operandsOf: chargeOperands,
   answer: chargeAnswer,

@@ -26,8 +26,38 @@ export function wire(
 }
 
 /**
+ * What a call of an operation counts in metrics (src/metrics/tally.ts reads it; no layer of the
+ * metrics names an operation). Every call the store decides counts in the store time histogram, and
+ * every decision of a lease policy in its slots, whatever this says.
+ */
+export interface OperationCounts {
+  /**
+   * Whether it is a decision: counted by outcome (`sluice_decisions_total`: allowed, denied,
+   * shadow_denied), in near-limit calls, the deny cache's and the failure policy's answers, the
+   * stored denials, and the most-denied identifiers.
+   */
+  readonly decisions: boolean;
+  /**
+   * What it adds to `sluice_units_total`: what it asked (`cost`, allowed or not), what its decision
+   * says it took (`granted`), or nothing (`none`).
+   */
+  readonly units: 'cost' | 'granted' | 'none';
+  /**
+   * Whether it is a charge: `sluice_charges_total`, the units it took (its amount less what
+   * `maxDebt` cut off: the decision's `cutOff`) and the units cut off.
+   */
+  readonly charges: boolean;
+}
+
+/** What `limit` and the other calls that ask for units count: a decision, with the units asked. */
+export const COUNTS_DECISION: OperationCounts = { decisions: true, units: 'cost', charges: false };
+/** What an operation that asks for nothing counts: the store's time only. */
+export const COUNTS_NOTHING: OperationCounts = { decisions: false, units: 'none', charges: false };
+
+/**
  * What one operation is, for every layer that handles it: the scripts (its code), the stores (its
- * extra arguments and result fields), and the pipeline (validation, deny cache, failure, refunds).
+ * extra arguments and result fields), the pipeline (validation, deny cache, failure, refunds) and
+ * the metrics (what it counts).
  * Each operation is one module of src/operations/ that exports its entry; see docs/contributing.md.
  */
 export interface OperationEntry extends RecordShape {
@@ -59,6 +89,8 @@ export interface OperationEntry extends RecordShape {
    * decision with a `reason`); `reject`, the call rejects with the error.
    */
   readonly onStoreFailure: 'policy' | 'reject';
+  /** What a call counts in metrics (see {@link OperationCounts}). */
+  readonly counts: OperationCounts;
   /** Whether the operation may be decided with others by one script (an atomic all()). */
   readonly atomic: boolean;
   /** The request's `operands` for a call under `policy` (as many as `operands`); absent when there are none. */

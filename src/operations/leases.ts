@@ -2,7 +2,7 @@
 import { describeValue, ERROR_CODES, SluiceError } from '../errors.js';
 import type { Lease, Limiter, Operation, Policy } from '../types.js';
 import { unsupported } from './checks.js';
-import { DECISION, type OperationEntry, type RecordShape, wire } from './entry.js';
+import { COUNTS_NOTHING, DECISION, type OperationEntry, type RecordShape, wire } from './entry.js';
 import type { OperationRunner } from './runner.js';
 
 /**
@@ -28,6 +28,8 @@ export const RELEASE: OperationEntry = {
   takes: false,
   undo: undefined,
   denyCache: 'forget',
+  // Counted in the lease policy's slots (metrics/leases.ts), as every decision on them is.
+  counts: COUNTS_NOTHING,
   atomic: false,
 };
 
@@ -43,6 +45,7 @@ export const EXTEND: OperationEntry = {
   takes: false,
   undo: undefined,
   denyCache: 'none',
+  counts: COUNTS_NOTHING,
   atomic: false,
 };
 

@@ -2,7 +2,7 @@
 
 import type { Limiter } from '../types.js';
 import { checkUnits } from './checks.js';
-import { DECISION, type OperationEntry, wire } from './entry.js';
+import { COUNTS_DECISION, DECISION, type OperationEntry, wire } from './entry.js';
 import type { OperationRunner } from './runner.js';
 
 const WIRE = wire('0', 0, 0);
@@ -16,6 +16,7 @@ export const LIMIT: OperationEntry = {
   undo: 'refund',
   denyCache: 'lookup',
   readsDenial: true,
+  counts: COUNTS_DECISION,
   atomic: true,
 };
 

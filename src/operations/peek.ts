@@ -2,7 +2,7 @@
 
 import type { Limiter } from '../types.js';
 import { checkUnits } from './checks.js';
-import { DECISION, type OperationEntry, wire } from './entry.js';
+import { COUNTS_NOTHING, DECISION, type OperationEntry, wire } from './entry.js';
 import type { OperationRunner } from './runner.js';
 
 const WIRE = wire('1', 0, 0);
@@ -16,6 +16,8 @@ export const PEEK: OperationEntry = {
   undo: undefined,
   denyCache: 'lookup',
   readsDenial: true,
+  // A look takes nothing: not a decision, only the store's time.
+  counts: COUNTS_NOTHING,
   atomic: true,
 };
 

@@ -1,7 +1,7 @@
 // `refund`: gives units back (at most what is in use); a reservation's settle sends its id, applied once.
 import type { Limiter, Policy } from '../types.js';
 import { checkUnits, NO_SETTLE, unsupported } from './checks.js';
-import { DECISION, type OperationEntry, wire } from './entry.js';
+import { COUNTS_NOTHING, DECISION, type OperationEntry, wire } from './entry.js';
 import type { OperationRunner } from './runner.js';
 
 // The settle it belongs to (NO_SETTLE).
@@ -25,6 +25,7 @@ export const REFUND: OperationEntry = {
   takes: false,
   undo: undefined,
   denyCache: 'forget',
+  counts: COUNTS_NOTHING,
   atomic: false,
   operandsOf: () => REFUND_OPERANDS,
 };

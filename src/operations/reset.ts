@@ -1,5 +1,5 @@
 // `reset`: forgets an identifier (a DEL: no script); a store failure rejects.
-import type { OperationEntry } from './entry.js';
+import { COUNTS_NOTHING, type OperationEntry } from './entry.js';
 
 export const RESET: OperationEntry = {
   code: undefined,
@@ -10,6 +10,8 @@ export const RESET: OperationEntry = {
   denyCache: 'forget',
   readsDenial: false,
   onStoreFailure: 'reject',
+  // It reaches onError only, never a recorder.
+  counts: COUNTS_NOTHING,
   atomic: false,
   operands: 0,
   fields: 0,

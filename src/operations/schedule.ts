@@ -3,7 +3,7 @@ import { withFields } from '../copy.js';
 import { ERROR_CODES, SluiceError } from '../errors.js';
 import type { Decision, Policy } from '../types.js';
 import { checkUnits } from './checks.js';
-import { DECISION, type OperationEntry, wire } from './entry.js';
+import { COUNTS_DECISION, DECISION, type OperationEntry, wire } from './entry.js';
 
 // The longest wait in ms (-1 only reads) and an upstream's pause in ms (0 for none); back: the wait until
 // the slot, the pause left, and how far the pause moved the slots handed out.
@@ -40,6 +40,8 @@ export const SCHEDULE: OperationEntry = {
   // A remembered denial says nothing of a slot further on; a slot taken makes none of them wrong.
   denyCache: 'none',
   readsDenial: true,
+  // The slots wait() takes are decisions: allowed, or denied beyond `maxWaitMs`.
+  counts: COUNTS_DECISION,
   atomic: false,
   answer: (decision, [waitMs = 0, pausedMs = 0, shiftMs = 0]): ScheduledDecision =>
     withFields(decision, { waitMs, pausedMs, shiftMs }),

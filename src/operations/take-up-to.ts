@@ -45,6 +45,8 @@ export const TAKE_UP_TO: OperationEntry = {
   // A remembered denial is for a cost; a partial grant needs only one unit.
   denyCache: 'none',
   readsDenial: true,
+  // A decision like limit's; its units are those it took, not the `n` it asked for.
+  counts: { decisions: true, units: 'granted', charges: false },
   atomic: false,
   answer: (decision, [units = 0]): TakeDecision =>
     withFields(decision, { granted: decision.allowed ? units : 0 }),
