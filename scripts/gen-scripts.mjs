@@ -40,7 +40,8 @@ function fail(path, message) {
 }
 
 /**
- * The text as embedded: every comment and trailing space removed, and each removed comment line
+ * The text as embedded: every comment and every leading and trailing space removed (Lua reads no
+ * indentation, and a string never spans lines here: long brackets are refused), and each removed comment line
  * left empty rather than dropped, so that line n of the embedded text is line n of the file (a Lua
  * error names a line of the script; scriptLine() in scripts.ts maps it to its file). Long brackets
  * (`--[[`, `[[`) are refused: this scanner does not read them.
@@ -60,10 +61,10 @@ function strip(path, text) {
         } else if (c === '[' && (line[at + 1] === '[' || line[at + 1] === '=')) {
           fail(path, `line ${i + 1}: long brackets are not supported by the generator`);
         } else if (c === '-' && line[at + 1] === '-') {
-          return line.slice(0, at).trimEnd();
+          return line.slice(0, at).trim();
         }
       }
-      return line.trimEnd();
+      return line.trim();
     })
     .join('\n')
     .replace(/\n+$/, '');

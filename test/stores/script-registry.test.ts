@@ -31,7 +31,7 @@ describe('the script registry', () => {
     assert.equal(names.includes('budget-window-grant' as ScriptKey), false);
   });
 
-  test("bodies carry no comment, and each line of a body is its file's line, comments removed", () => {
+  test("bodies carry no comment, and each line of a body is its file's line, comments and indentation removed", () => {
     for (const name of names) {
       const lines = SCRIPTS[name].body.split('\n');
       lines.forEach((line, i) => {
@@ -45,7 +45,7 @@ describe('the script registry', () => {
         const original = readFileSync(join(ROOT, from.file), 'utf8').split('\n')[from.line - 1] ?? '';
         if (line === '')
           assert.match(original, /^\s*(--.*)?$/, `${name}:${i + 1} is ${from.file}:${from.line}`);
-        else assert.ok(original.startsWith(line), `${name}:${i + 1} is ${from.file}:${from.line}`);
+        else assert.ok(original.trimStart().startsWith(line), `${name}:${i + 1} is ${from.file}:${from.line}`);
       });
       assert.equal(scriptLine(name, lines.length + 1), undefined, name);
     }
