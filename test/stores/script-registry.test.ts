@@ -45,7 +45,8 @@ describe('the script registry', () => {
         const original = readFileSync(join(ROOT, from.file), 'utf8').split('\n')[from.line - 1] ?? '';
         if (line === '')
           assert.match(original, /^\s*(--.*)?$/, `${name}:${i + 1} is ${from.file}:${from.line}`);
-        else assert.ok(original.trimStart().startsWith(line), `${name}:${i + 1} is ${from.file}:${from.line}`);
+        else
+          assert.ok(original.trimStart().startsWith(line), `${name}:${i + 1} is ${from.file}:${from.line}`);
       });
       assert.equal(scriptLine(name, lines.length + 1), undefined, name);
     }
