@@ -4,14 +4,13 @@ import { storedVariant } from '../algorithms/variants.js';
 import { withFields } from '../copy.js';
 import { ERROR_CODES, SluiceError } from '../errors.js';
 import type { DecisionObserver, DecisionSource, HookContext, MetricsRecorder, WaitEvent } from '../hooks.js';
-import { OPERATIONS } from '../operations.js';
+import { entryOf } from '../operations.js';
 import type { ResolvedLimiterOptions } from '../options.js';
 import type { Decision, Store, StoreFailure, StoreResult } from '../types.js';
 import type { Call } from './call.js';
 import { DenyCache } from './deny-cache.js';
 import { Fallback } from './fallback.js';
 import { Health } from './health.js';
-import { hasLeaseFields } from './leases.js';
 import { Reporting } from './reporting.js';
 import { decisionOf } from './result.js';
 
@@ -130,7 +129,7 @@ export class Answers {
    */
   ask(call: Call): boolean {
     call.outagesSeen = this.#health.begun;
-    if (this.#down && OPERATIONS[call.operation].onStoreFailure === 'policy' && !this.admit(call))
+    if (this.#down && entryOf(call.operation, call.policy).onStoreFailure === 'policy' && !this.admit(call))
       return false;
     if (this.#observed) call.askedAt = this.#reporting.timesThisOne() ? performance.now() : Number.NaN;
     return true;
@@ -144,7 +143,7 @@ export class Answers {
     const cache = this.#denyCache;
     if (cache === undefined) return undefined;
     call.startedAt = call.now ?? performance.now();
-    const use = OPERATIONS[call.operation].denyCache;
+    const use = entryOf(call.operation, call.policy).denyCache;
     if (use === 'forget') {
       cache.forget(call.identifier, call.tag);
     } else if (use === 'lookup') {
@@ -192,7 +191,7 @@ export class Answers {
       this.#denyCache !== undefined &&
       !result.allowed &&
       result.stored !== -1 &&
-      OPERATIONS[call.operation].denyCache === 'lookup'
+      entryOf(call.operation, call.policy).denyCache === 'lookup'
     ) {
       const { identifier, tag, cost, startedAt, epoch } = call;
       this.#denyCache.remember(identifier, tag, cost, decision.limit, result, startedAt, epoch);
@@ -270,7 +269,7 @@ export class Answers {
 
   /** Reports the real decision to the hooks, and gives the caller the enforced one (shadow mode). */
   #deliver(call: Call, given: Decision, source: DecisionSource, storeMs: number): Decision {
-    const entry = OPERATIONS[call.operation];
+    const entry = entryOf(call.operation, call.policy);
     // A decision the store did not make carries what the operation's answer always does.
     const decision =
       source === 'store' || entry.unanswered === undefined ? given : entry.unanswered(given, call.cost);
@@ -285,9 +284,8 @@ export class Answers {
       retryAfterMs: 0,
       wouldAllow: decision.allowed,
     };
+    // A lease's acquisition, release and renewal give the caller what they hold (their entries' shadow).
     if (entry.shadow !== undefined) return entry.shadow(decision, shadowed);
-    // A lease taken in shadow mode is held as if enforced: the caller gets it, to release.
-    if (hasLeaseFields(decision)) return { ...decision, ...shadowed };
     return decision.reason === undefined ? shadowed : withFields(shadowed, { reason: decision.reason });
   }
 }

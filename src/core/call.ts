@@ -1,10 +1,9 @@
 // One call on its way through the pipeline: plain data the pipeline fills and the store reads.
 import { withFields } from '../copy.js';
 import type { SluiceError } from '../errors.js';
-import { OPERATIONS } from '../operations.js';
+import { entryOf, OPERATIONS } from '../operations.js';
 import type { Decision, Operation, Policy, StoreRequest, StoreResult } from '../types.js';
 import type { Expiring } from './deadlines.js';
-import { withLeaseFields } from './leases.js';
 
 const unanswered = (): void => {};
 
@@ -63,8 +62,10 @@ export class Call implements StoreRequest, Expiring {
     this.cost = cost;
     this.tag = tag;
     this.now = undefined;
-    // The operands a call of the operation carries by default (OperationEntry.operandsOf).
-    const of = OPERATIONS[operation].operandsOf;
+    // The operands a call of the operation carries by default (OperationEntry.operandsOf): a lease
+    // policy's acquisition, its new lease's id.
+    const entry = policy.leaseMs === undefined ? OPERATIONS[operation] : entryOf(operation, policy);
+    const of = entry.operandsOf;
     this.operands = of === undefined ? undefined : of(policy);
   }
 
@@ -82,8 +83,10 @@ export class Call implements StoreRequest, Expiring {
     this.cost = cost;
     this.tag = tag;
     this.now = undefined;
-    // The operands a call of the operation carries by default (OperationEntry.operandsOf).
-    const of = OPERATIONS[operation].operandsOf;
+    // The operands a call of the operation carries by default (OperationEntry.operandsOf): a lease
+    // policy's acquisition, its new lease's id.
+    const entry = policy.leaseMs === undefined ? OPERATIONS[operation] : entryOf(operation, policy);
+    const of = entry.operandsOf;
     this.operands = of === undefined ? undefined : of(policy);
     this.startedAt = 0;
     this.epoch = 0;
@@ -109,7 +112,8 @@ export function decisionOf(result: StoreResult, request: StoreRequest): Decision
   if (result.stored === -1) return withFields(decision, { reason: 'denied' as const });
   const fields = result.fields;
   if (fields === undefined) return decision;
-  // An operation that makes its own answer from its fields (a charge's debt), else a lease policy's.
-  const answer = OPERATIONS[request.operation].answer;
-  return answer === undefined ? withLeaseFields(decision, request, fields) : answer(decision, fields);
+  // The operation makes its answer from its fields (a charge's debt, a lease's acquisition).
+  const { operation, policy } = request;
+  const answer = (policy.leaseMs === undefined ? OPERATIONS[operation] : entryOf(operation, policy)).answer;
+  return answer === undefined ? decision : answer(decision, fields, request.operands ?? []);
 }

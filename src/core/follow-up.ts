@@ -16,7 +16,7 @@ export async function giveBack(
   call: Call,
   decision: Decision,
 ): Promise<Decision | undefined> {
-  const undo = undoOf(call.operation, decision);
+  const undo = undoOf(call, decision);
   if (undo === undefined) return undefined;
   const lease = decision.lease;
   const operands = lease === undefined ? undefined : [lease.id];

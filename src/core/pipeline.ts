@@ -1,13 +1,12 @@
 import { ERROR_CODES, SluiceError } from '../errors.js';
 import type { DecisionObserver, MetricsRecorder, WaitEvent } from '../hooks.js';
-import { type CallParts, checkUnits, OPERATIONS } from '../operations.js';
+import { type CallParts, checkUnits, entryOf, OPERATIONS } from '../operations.js';
 import type { ResolvedLimiterOptions } from '../options.js';
 import type { Decision, Operation, Policy, Store, StoreFailure, StoreReply, StoreResult } from '../types.js';
 import { Answers, storeError, underStoredLimit } from './answers.js';
 import { Call } from './call.js';
 import { checkIdentifier, checkTag, policyFor, readClock } from './checks.js';
 import { Deadlines } from './deadlines.js';
-import { ownOperands } from './leases.js';
 import { decisionOf } from './result.js';
 import { storedReads } from './stored.js';
 import { type Submitter, submitter } from './submit.js';
@@ -107,7 +106,8 @@ export class Pipeline implements StoreReply<Call> {
     const own = this.#choose === undefined ? this.policy : this.#choose();
     const policy = parts?.limit === undefined ? own : policyFor(own, parts.limit);
     if (policy instanceof SluiceError) return policy;
-    const entry = OPERATIONS[operation];
+    // Read inline for the usual policy (see entryOf): no function entered on a decision's path.
+    const entry = policy.leaseMs === undefined ? OPERATIONS[operation] : entryOf(operation, policy);
     const invalid =
       checkIdentifier(identifier) ??
       entry.checkAmount(entry.amountOption, amount, policy) ??
@@ -120,8 +120,6 @@ export class Pipeline implements StoreReply<Call> {
     const policy = this.check(operation, identifier, amount, parts);
     if (policy instanceof SluiceError) return policy;
     const call = new Call(this.name, policy, operation, identifier as string, amount as number, parts?.tag);
-    // A lease policy's acquisition carries its new lease's id (see ownOperands).
-    if (policy.leaseMs !== undefined) call.operands = ownOperands(operation, call) ?? call.operands;
     if (this.overrides) call.storedReads = storedReads(this.policy, operation, parts?.limit);
     return call;
   }
@@ -166,13 +164,12 @@ export class Pipeline implements StoreReply<Call> {
     }
     const policy = this.check(operation, identifier, amount, parts);
     if (policy instanceof SluiceError) return Promise.reject(policy);
-    // The operands the caller gave (a lease to release), checked by the caller, or the pipeline's own.
+    // The operands the caller gave (a lease to release), checked by the caller, or the call's own (a new lease's id).
     if (given instanceof SluiceError) return Promise.reject(given);
     const memory = this.#inProcess;
     if (memory !== undefined && spare !== undefined && this.clock === undefined) {
       const call = spare.renew(policy, operation, identifier, amount, parts?.tag);
-      call.operands =
-        given ?? (policy.leaseMs === undefined ? undefined : ownOperands(operation, call)) ?? call.operands;
+      call.operands = given ?? call.operands;
       if (this.overrides) call.storedReads = storedReads(this.policy, operation, parts?.limit);
       // In process with nothing but the store's result to answer (see Answers.plain): a path short
       // enough for the compiler to take in whole, and no hook that could call the limiter meanwhile.
@@ -183,8 +180,7 @@ export class Pipeline implements StoreReply<Call> {
       return answer;
     }
     const call = new Call(this.name, policy, operation, identifier, amount, parts?.tag);
-    call.operands =
-      given ?? (policy.leaseMs === undefined ? undefined : ownOperands(operation, call)) ?? call.operands;
+    call.operands = given ?? call.operands;
     if (this.overrides) call.storedReads = storedReads(this.policy, operation, parts?.limit);
     // As time() reads it, written out: this is every call's way to a store that does I/O.
     const clock = this.clock;
@@ -303,7 +299,7 @@ export class Pipeline implements StoreReply<Call> {
    * store failure rejects (OperationEntry.onStoreFailure), the error thrown.
    */
   #unanswered(call: Call, failure: StoreFailure, error: unknown): Decision {
-    if (OPERATIONS[call.operation].onStoreFailure === 'policy')
+    if (entryOf(call.operation, call.policy).onStoreFailure === 'policy')
       return this.#answers.failure(call, failure, error);
     throw this.#answers.noted(call, failure, error);
   }

@@ -75,6 +75,11 @@ export interface OperationEntry extends RecordShape {
   /** The operation that gives back what this one took (a refused group, the middleware's count modes). */
   readonly undo: Operation | undefined;
   /**
+   * When what gives back a decision depends on it (a lease's acquisition: its release when it holds
+   * a lease, else `undo`'s): that operation. Absent: `undo`.
+   */
+  readonly undoOf?: (decision: Decision) => Operation | undefined;
+  /**
    * The deny cache: `lookup`, a remembered denial answers and a new denial is remembered; `forget`,
    * what is remembered of the identifier is dropped first (it may be granted more); `none`.
    */
@@ -95,8 +100,16 @@ export interface OperationEntry extends RecordShape {
   readonly atomic: boolean;
   /** The request's `operands` for a call under `policy` (as many as `operands`); absent when there are none. */
   readonly operandsOf?: (policy: Policy) => readonly string[];
-  /** The decision a result with `fields` makes, from the decision of its first four; absent when there are none. */
-  readonly answer?: (decision: Decision, fields: readonly number[]) => Decision;
+  /**
+   * The decision a result with `fields` makes, from the decision of its first four and the
+   * request's `operands` (a lease's id); absent when there are none.
+   */
+  readonly answer?: (decision: Decision, fields: readonly number[], operands: readonly string[]) => Decision;
+  /**
+   * The operation a lease policy (`concurrency()`) runs in its place: `limit`'s is a lease's
+   * acquisition (see leases.ts, ACQUIRE). Absent: the operation itself.
+   */
+  readonly underLease?: OperationEntry;
   /**
    * The decision when the store did not answer (the failure policy's `open` or `closed`, the deny
    * cache), completed with what the operation's answer always carries; `amount` is the call's.

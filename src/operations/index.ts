@@ -1,8 +1,8 @@
 // The registry of operations: one module each (its checks, operands, answer, undo, deny cache, failure rule).
-import type { Limiter, StoreRequest } from '../types.js';
+import type { Limiter, Operation, Policy, StoreRequest } from '../types.js';
 import { CHARGE, chargeMethod } from './charge.js';
 import type { OperationEntry, OperationName, RecordShape } from './entry.js';
-import { ACQUIRE, EXTEND, extendMethod, RELEASE, releaseMethod } from './leases.js';
+import { EXTEND, extendMethod, RELEASE, releaseMethod } from './leases.js';
 import { LIMIT, limitMethod } from './limit.js';
 import { PEEK, peekMethod } from './peek.js';
 import { REFUND, refundMethod } from './refund.js';
@@ -14,7 +14,7 @@ import { TAKE_UP_TO, takeUpToMethod } from './take-up-to.js';
 export { checkCharge } from './charge.js';
 export { checkUnits, MAX_PAUSE_MS, MAX_WAIT_MS, NO_SETTLE, refusal } from './checks.js';
 export type { OperationEntry, OperationName, RecordShape } from './entry.js';
-export { checkLease } from './leases.js';
+export { checkLease, hasLeaseFields, newLeaseId } from './leases.js';
 export type { CallParts, OperationRunner } from './runner.js';
 export type { ScheduledDecision } from './schedule.js';
 
@@ -34,10 +34,18 @@ export const OPERATIONS: Readonly<Record<OperationName, OperationEntry>> = {
   reset: RESET,
 };
 
-/** The operands and fields of a request: its operation's, or a lease policy's acquisition's. */
+/**
+ * The entry a call of `operation` under `policy` runs: the operation's, or under a lease policy
+ * what it names in its place (OperationEntry.underLease: `limit` is a lease's acquisition).
+ */
+export function entryOf(operation: Operation, policy: Pick<Policy, 'leaseMs'>): OperationEntry {
+  const entry = OPERATIONS[operation];
+  return policy.leaseMs === undefined ? entry : (entry.underLease ?? entry);
+}
+
+/** The operands and fields of a request: its entry's (see entryOf). */
 export function shapeOf(request: Pick<StoreRequest, 'operation' | 'policy'>): RecordShape {
-  const { operation } = request;
-  return operation === 'limit' && request.policy.leaseMs !== undefined ? ACQUIRE : OPERATIONS[operation];
+  return entryOf(request.operation, request.policy);
 }
 
 /** The limiter's methods that are one operation each. */

@@ -1,15 +1,83 @@
-// A concurrency policy's leases: `acquire` (its `limit`), `release` and `extend`.
+// A concurrency policy's leases: `acquire` (what its `limit` runs), `release` and `extend`.
+import { randomFillSync } from 'node:crypto';
+import { withFields } from '../copy.js';
 import { describeValue, ERROR_CODES, SluiceError } from '../errors.js';
-import type { Lease, Limiter, Operation, Policy } from '../types.js';
-import { unsupported } from './checks.js';
-import { COUNTS_NOTHING, DECISION, type OperationEntry, type RecordShape, wire } from './entry.js';
+import type { Decision, Lease, Limiter, Operation, Policy } from '../types.js';
+import { checkUnits, unsupported } from './checks.js';
+import { COUNTS_DECISION, COUNTS_NOTHING, DECISION, type OperationEntry, wire } from './entry.js';
 import type { OperationRunner } from './runner.js';
 
+/** Bytes of randomness in a lease id: 96 bits, 16 characters of base64url. */
+const ID_BYTES = 12;
+/** Ids drawn from the system's generator at a time (one call per 128 acquisitions). */
+const POOL_IDS = 128;
+let pool = Buffer.alloc(0);
+let drawn = POOL_IDS;
+
 /**
- * A lease policy's acquisition (`limit`): the new lease's id goes to the script, and its token,
- * expiry and the slots reclaimed from expired leases come back (see algorithms/concurrency.lua).
+ * A new lease's id: random, so that no caller can guess another's and release it. Made here
+ * rather than by the script, whose random numbers are the same on every run.
  */
-export const ACQUIRE: RecordShape = wire('0', 1, 3);
+export function newLeaseId(): string {
+  if (drawn === POOL_IDS) {
+    pool = randomFillSync(Buffer.alloc(ID_BYTES * POOL_IDS));
+    drawn = 0;
+  }
+  const start = ID_BYTES * drawn++;
+  return pool.toString('base64url', start, start + ID_BYTES);
+}
+
+/** A decision with the slots reclaimed from leases that had expired, when there were any. */
+function withReclaimed(decision: Decision, reclaimed: number): Decision {
+  return reclaimed > 0 ? withFields(decision, { reclaimed }) : decision;
+}
+
+/** Whether a decision carries what a lease policy's fields add (see the answers below). */
+export function hasLeaseFields(decision: Decision): boolean {
+  return (
+    decision.lease !== undefined ||
+    decision.released !== undefined ||
+    decision.extended !== undefined ||
+    decision.reclaimed !== undefined
+  );
+}
+
+/**
+ * In shadow mode: a lease taken is held as if enforced, so the caller gets it (and what the fields
+ * say), to release; a decision without such fields is shadowed as any other (with its `reason`).
+ */
+function shadowLease(decision: Decision, shadowed: Decision): Decision {
+  if (hasLeaseFields(decision)) return { ...decision, ...shadowed };
+  return decision.reason === undefined ? shadowed : withFields(shadowed, { reason: decision.reason });
+}
+
+/**
+ * A lease policy's acquisition, what its `limit` runs (LIMIT.underLease): a new lease's id goes to
+ * the script, and its token, expiry and the slots reclaimed from expired leases come back (see
+ * algorithms/concurrency.lua). Otherwise as `limit`: the same code, checks, deny cache and counts.
+ */
+export const ACQUIRE: OperationEntry = {
+  ...DECISION,
+  ...wire('0', 1, 3),
+  amountOption: 'cost',
+  checkAmount: checkUnits,
+  takes: true,
+  undo: 'release',
+  // A decision that holds a lease gives it back by its release; one that does not (the failure
+  // policy's) as `limit`'s would.
+  undoOf: (decision) => (decision.lease === undefined ? 'refund' : 'release'),
+  denyCache: 'lookup',
+  readsDenial: true,
+  counts: COUNTS_DECISION,
+  atomic: true,
+  operandsOf: () => [newLeaseId()],
+  answer: (decision, [token = 0, expiresAt = 0, freed = 0], operands) => {
+    const taken =
+      token > 0 ? withFields(decision, { lease: { id: operands[0] as string, token, expiresAt } }) : decision;
+    return withReclaimed(taken, freed);
+  },
+  shadow: shadowLease,
+};
 
 /** An operation on a lease: only a lease policy's (the lease itself is checked by core/leases.ts). */
 function leaseCheck(operation: Operation): OperationEntry['checkAmount'] {
@@ -27,6 +95,9 @@ export const RELEASE: OperationEntry = {
   checkAmount: leaseCheck('release'),
   takes: false,
   undo: undefined,
+  answer: (decision, [released, reclaimed = 0]) =>
+    withReclaimed(withFields(decision, { released: released === 1 }), reclaimed),
+  shadow: shadowLease,
   denyCache: 'forget',
   // Counted in the lease policy's slots (metrics/leases.ts), as every decision on them is.
   counts: COUNTS_NOTHING,
@@ -44,6 +115,15 @@ export const EXTEND: OperationEntry = {
   checkAmount: leaseCheck('extend'),
   takes: false,
   undo: undefined,
+  answer: (decision, [extended = 0, expiresAt = 0, reclaimed = 0], operands) => {
+    const lease = { id: operands[0] as string, token: Number(operands[2]), expiresAt };
+    const renewed =
+      extended === 1
+        ? withFields(decision, { extended: true, lease })
+        : withFields(decision, { extended: false });
+    return withReclaimed(renewed, reclaimed);
+  },
+  shadow: shadowLease,
   denyCache: 'none',
   counts: COUNTS_NOTHING,
   atomic: false,

@@ -3,6 +3,7 @@
 import type { Limiter } from '../types.js';
 import { checkUnits } from './checks.js';
 import { COUNTS_DECISION, DECISION, type OperationEntry, wire } from './entry.js';
+import { ACQUIRE } from './leases.js';
 import type { OperationRunner } from './runner.js';
 
 const WIRE = wire('0', 0, 0);
@@ -18,9 +19,11 @@ export const LIMIT: OperationEntry = {
   readsDenial: true,
   counts: COUNTS_DECISION,
   atomic: true,
+  // A concurrency policy's `limit` is a lease's acquisition, an operation of its own.
+  underLease: ACQUIRE,
 };
 
-/** `limiter.limit(identifier, options?)`: a lease policy's acquisition too (see leases.ts, ACQUIRE). */
+/** `limiter.limit(identifier, options?)`: a lease policy's acquisition too (LIMIT.underLease). */
 export function limitMethod(runner: OperationRunner): Limiter['limit'] {
   return (identifier, options) => runner.run('limit', identifier, options?.cost ?? 1, options);
 }
