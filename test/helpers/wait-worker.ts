@@ -20,6 +20,11 @@ export interface WaitWorkerReport {
   readonly resolved: ReadonlyArray<{ readonly atMs: number; readonly allowed: boolean }>;
   /** Script calls the store sent. */
   readonly storeCalls: number;
+  /**
+   * The longest the event loop went without running a 5 ms timer during the run (ms): past 100 ms
+   * a slot can come late, and wait() then lets it go and takes a new one (a second store call).
+   */
+  readonly stalledMs: number;
 }
 
 async function run(config: WaitWorkerConfig): Promise<WaitWorkerReport> {
@@ -46,15 +51,24 @@ async function run(config: WaitWorkerConfig): Promise<WaitWorkerReport> {
   const go = new Promise<void>((resolve) => process.once('message', () => resolve()));
   process.send?.({ ready: true });
   await go;
+  let stalledMs = 0;
+  let last = performance.now();
+  const ticker = setInterval(() => {
+    const now = performance.now();
+    stalledMs = Math.max(stalledMs, now - last);
+    last = now;
+  }, 5);
   const resolved = await Promise.all(
     Array.from({ length: config.calls }, async () => {
       const decision = await limiter.wait('shared');
       return { atMs: epochNow(), allowed: decision.allowed };
     }),
   );
+  clearInterval(ticker);
+  stalledMs = Math.max(stalledMs, performance.now() - last);
   const address = `${client.stream.localAddress}:${client.stream.localPort}`;
   await client.quit();
-  return { address, waits, resolved, storeCalls: store.calls };
+  return { address, waits, resolved, storeCalls: store.calls, stalledMs };
 }
 
 process.once('message', async (config: WaitWorkerConfig) => {
