@@ -2,7 +2,8 @@
 
 import type { Decision, Policy, StoreRequest } from '../types.js';
 import { budgetBucketPolicy, budgetLeasePolicy } from './budget-bucket.js';
-import type { BucketLedgerSettings } from './ledger-bucket.js';
+import { FloorLease } from './floor-lease.js';
+import { type BucketLedgerSettings, floorGapWindowMs } from './ledger-bucket.js';
 import { describeBudget } from './options.js';
 import { type Tracked, Worker, type WorkerParts } from './worker.js';
 
@@ -34,6 +35,8 @@ interface BucketRecord extends Tracked {
 /** Leases of capacity (with its share of the rate) that follow each region's demand. */
 export class BucketWorker extends Worker<BucketRecord> {
   readonly policy: Policy;
+  override readonly floorOff: { readonly policy: Policy; holds(): boolean };
+  readonly #lease: FloorLease;
   readonly #leaseMs: number;
   readonly #settings: BucketLedgerSettings;
 
@@ -49,7 +52,41 @@ export class BucketWorker extends Worker<BucketRecord> {
       tau: config.tauMs,
       floor: config.floorUnits,
     };
-    this.policy = budgetBucketPolicy(global, config.tauMs, config.floorUnits, describeBudget(config, global));
+    const description = describeBudget(config, global);
+    this.policy = budgetBucketPolicy(global, config.tauMs, config.floorUnits, description);
+    // The floor is held as a lease, as for windows, its gaps kept in windows of half a lease. Back from
+    // a lapse, a region waits a lease period (leases granted from its floor end) and the time to fill
+    // (its floor then holds the tokens it would have refilled since): see docs/regions.md.
+    const { ledger, clock, name } = parts;
+    this.#lease = new FloorLease({
+      ledger,
+      key: ledger.regionsKeyFor(name),
+      settings: {
+        region: config.regionIndex,
+        regions: config.regions.length,
+        leaseMs: config.leaseMs,
+        windowMs: floorGapWindowMs(config.leaseMs),
+      },
+      clock,
+      report: (error) => parts.report(error, '', 'store-error'),
+      waitAfterBackMs: config.leaseMs + config.tauMs,
+    });
+    const lease = this.#lease;
+    // Without its floor: the bucket of its leases alone (capacity and rate beyond the floor).
+    this.floorOff = {
+      policy: budgetBucketPolicy(global, config.tauMs, 0, description),
+      holds: () => lease.holds(clock()),
+    };
+  }
+
+  override start(): void {
+    this.#lease.start();
+    super.start();
+  }
+
+  override close(): void {
+    this.#lease.close();
+    super.close();
   }
 
   protected track(identifier: string, tag: string | undefined, now: number): BucketRecord {
@@ -108,7 +145,7 @@ export class BucketWorker extends Worker<BucketRecord> {
     const keys = records.map((record) => this.ledgerKey(record));
     let replies: Awaited<ReturnType<typeof ledger.bucket>>;
     try {
-      replies = await ledger.bucket(keys, this.#settings, units, undefined);
+      replies = await ledger.bucket(keys, { ...this.#settings, gaps: this.#lease.gaps }, units, undefined);
     } catch (error) {
       records.forEach((record, i) => {
         record.unreported += units[i] as number;

@@ -1,4 +1,4 @@
-// A window budget region's lease on its floor: renewed in the global store by every process of the region, so that a dead region's floor returns to the others.
+// A budget region's lease on its floor: renewed in the global store by every process of the region, so that a dead region's floor returns to the others.
 import { storeError } from '../core/index.js';
 import type { SluiceError } from '../errors.js';
 import type { Ledger } from './ledger.js';
@@ -17,6 +17,13 @@ export interface FloorLeaseParts {
   /** This process's clock (the limiter's), on which the lease's end is kept. */
   readonly clock: () => number;
   readonly report: (error: SluiceError) => void;
+  /**
+   * Back from a lapse, how long after the start of the gap's `back` window the floor is still not
+   * used: 0 for windows (a grant is for one window); for buckets, a lease period (a lease granted
+   * from the floor before `back` holds until then) and the bucket's time to fill (what a floor held
+   * since then would have refilled).
+   */
+  readonly waitAfterBackMs?: number;
 }
 
 /**
@@ -93,7 +100,8 @@ export class FloorLease {
     // Came back from a lapse: the floor counts again from the gap's end (a reply older than one
     // already heard may carry an older gap; the later end holds).
     if (mine !== undefined && mine.out >= 0) {
-      this.#from = Math.max(this.#from, mine.back * windowMs + (1 - HELD_PART) * leaseMs);
+      const wait = this.#parts.waitAfterBackMs ?? 0;
+      this.#from = Math.max(this.#from, mine.back * windowMs + wait + (1 - HELD_PART) * leaseMs);
     }
     this.#gaps = reply.gaps;
   }

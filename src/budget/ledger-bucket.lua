@@ -5,14 +5,23 @@
 -- period's index (periods of half a lease).
 -- Twin of ledger-bucket.ts; the two change together. Composed after stores/redis/lua/prelude.lua.
 -- KEYS: one ledger per identifier.
--- ARGV: now ('' reads the server clock), region, regions, lease (ms), pool, tau (ms), floor; then per
---       key: the units asked of the region since it last said.
+-- ARGV: now ('' reads the server clock), region, regions, lease (ms), pool, tau (ms), floor, the regions'
+--       floor gaps in windows of half a lease ('s:out:back,...'); then per key: the units asked of the region since it
+--       last said.
 -- Returns per key: the region's lease, all regions' leases, and its demand in units per second.
 local now = clock(ARGV[1])
 local region, regions, lease_ms = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local pool, tau, base = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local period_ms = lease_ms / 2
 local period = floor(now / period_ms)
+-- Floors of regions in their gap now (gaps in windows of half a lease, floorGapWindowMs) are lent: a
+-- lapsed region admits on its floor at no time in its gap, and one back uses it only once every lease
+-- granted from it has ended and its floor has had the time to fill since (see floor-lease.ts).
+local at = floor(now / math.max(1, floor(lease_ms / 2)))
+for s, o, b in string.gmatch(ARGV[8], '(%d+):(%-?%d+):(%-?%d+)') do
+  o, b = tonumber(o), tonumber(b)
+  if tonumber(s) < regions and o >= 0 and at >= o and at < b then pool = pool + base end
+end
 -- A lease's capacity goes with its share of the rate: enough for the demand seen, and a quarter more.
 local HEADROOM = 1.25
 -- The most leases kept per region; past it the two first are kept as one (the larger level, the later end).
@@ -110,7 +119,7 @@ end
 local out = {}
 for i = 1, #KEYS do
   load(KEYS[i])
-  record(tonumber(ARGV[7 + i]))
+  record(tonumber(ARGV[8 + i]))
   local rates, demand = {}, 0
   for s = 0, regions - 1 do
     rates[s] = rate_of(s)

@@ -1,4 +1,5 @@
 // The ledger of a token bucket budget: the pure twin of ledger-bucket.lua, one identifier's leases and demand.
+import { type FloorGap, floorIn } from './ledger-regions.js';
 import type { LedgerFields, LedgerOutcome } from './ledger-windows.js';
 
 /** What every request of one ledger call shares: who asks, and the budget's terms. */
@@ -11,8 +12,14 @@ export interface BucketLedgerSettings {
   readonly pool: number;
   /** The time the bucket takes to fill, in ms: a lease of capacity c comes with the rate c / tau. */
   readonly tau: number;
-  /** Each region's floor capacity, which it holds without a lease. */
+  /** Each region's floor capacity, which it holds while its floor's lease holds. */
   readonly floor: number;
+  /**
+   * Each region's floor gap as the caller last read it, in windows of floorGapWindowMs(leaseMs): a
+   * region in its gap at the ledger's `now` lends its floor, which is added to `pool`. Undefined: no
+   * floor is lent.
+   */
+  readonly gaps?: readonly FloorGap[] | undefined;
 }
 
 /** What the region holds after the call: its lease (capacity beyond its floor), all regions' leases, and its demand (units per second). */
@@ -20,6 +27,15 @@ export interface BucketLedgerReply {
   readonly lease: number;
   readonly leased: number;
   readonly demandPerSecond: number;
+}
+
+/**
+ * The windows in which a bucket budget's floor gaps are kept (ledger-regions.ts): half a lease. A
+ * lapsed floor is lent from the first such window after its lease ended, and a caller's view of a
+ * lapse lasts at least one more such window, past its next renewal (every third of a lease).
+ */
+export function floorGapWindowMs(leaseMs: number): number {
+  return Math.max(1, Math.floor(leaseMs / 2));
 }
 
 /** A lease's capacity goes with its share of the rate: enough for the demand seen, and a quarter more. */
@@ -118,8 +134,14 @@ export function bucketLedger(
   settings: BucketLedgerSettings,
   units: number,
 ): LedgerOutcome<BucketLedgerReply> {
-  const { region, regions, leaseMs, pool, tau, floor } = settings;
+  const { region, regions, leaseMs, tau, floor, gaps } = settings;
   const periodMs = leaseMs / 2;
+  // Floors of regions in their gap now are lent: a lapsed region admits on its floor at no time in
+  // its gap, and one back uses it only once every lease granted from it has ended and its floor has
+  // had the time to fill since (see floor-lease.ts and docs/regions.md).
+  const at = Math.floor(now / floorGapWindowMs(leaseMs));
+  let pool = settings.pool;
+  for (let s = 0; s < regions; s++) pool += floor - floorIn(gaps, s, at, floor);
   const { fields, steps } = pruned(stored, now, regions, periodMs);
   const value = (name: string): number => fields.get(name) ?? 0;
   record(fields, value, region, now, periodMs, units);

@@ -180,6 +180,7 @@ class ScriptLedger implements Ledger {
   ): Promise<BucketLedgerReply[]> {
     const { region, regions, leaseMs, pool, tau, floor } = settings;
     const head = [region, regions, leaseMs, pool, tau, floor].map(String);
+    head.push(gapsArgument(settings.gaps));
     return this.#run(
       'ledger-bucket',
       3,

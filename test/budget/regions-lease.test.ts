@@ -89,3 +89,99 @@ describe('floors held as leases, a window budget across three regions', () => {
     });
   }
 });
+
+/** The bucket case: a bucket of 300 refilled at 300 a second (it fills in 1 s), floors of 50 a region. */
+const BUCKET = { kind: 'bucket', capacity: 300, refillPerSecond: 300 } as const;
+const BUCKET_BIN_MS = 50;
+const BUCKET_FLOOR_UNITS = 50;
+/**
+ * After a kill, the dead region's floor lease ends within a lease period and a round trip; the others
+ * read it lapsed at their next renewal of their own floor's lease and take it up at their next ledger
+ * call (each every third of a lease), a round trip each later.
+ */
+const TAKEN_UP_MS = LEASE_MS + (2 * LEASE_MS) / 3 + 100;
+
+describe('floors held as leases, a token bucket budget across three regions', () => {
+  test("a dead region's floor is leased to the others within a lease period; a region cut off past its lease admits nothing, and no span passes capacity + rate × span", async () => {
+    const loads = REGIONS.map((region) =>
+      rig.load({
+        region,
+        policy: BUCKET,
+        budget: { leaseMs: LEASE_MS, floor: FLOOR },
+        identifiers: ['bucket'],
+        durationMs: WINDOWS * 1000,
+        phases: [{ afterMs: 0, unitsPerSecond: UNITS_PER_SECOND }],
+        timed: false,
+        binMs: BUCKET_BIN_MS,
+      }),
+    );
+    const startAt = await rig.start(loads, 1000);
+    const ap = rig.proxies[2];
+    const timers = [
+      setTimeout(() => loads[0]?.child.kill('SIGKILL'), startAt + KILL_AT_MS - Date.now()),
+      setTimeout(() => ap?.cut(), startAt + CUT_AT_MS - Date.now()),
+      setTimeout(() => ap?.heal(), startAt + HEAL_AT_MS - Date.now()),
+    ];
+    await Promise.all(loads.map((load) => load.exited));
+    for (const timer of timers) clearTimeout(timer);
+    const counts = tally(loads);
+    const first = startAt / BUCKET_BIN_MS;
+    const bins = (WINDOWS * 1000) / BUCKET_BIN_MS;
+    // Admitted in [fromMs, toMs) after the start, by one region or all.
+    const admitted = (fromMs: number, toMs: number, ...regions: string[]): number => {
+      let sum = 0;
+      for (let bin = fromMs / BUCKET_BIN_MS; bin < toMs / BUCKET_BIN_MS; bin++) {
+        if (regions.length === 0) sum += counts.admitted(first + bin);
+        else for (const region of regions) sum += counts.admitted(first + bin, region);
+      }
+      return sum;
+    };
+    const report = Array.from(
+      { length: WINDOWS },
+      (_, s) =>
+        `second ${s}: ${REGIONS.map((r) => `${r} ${admitted(s * 1000, (s + 1) * 1000, r)}`).join(', ')}; all ${admitted(s * 1000, (s + 1) * 1000)}`,
+    ).join('\n');
+    console.log(report);
+    // Never over: every span of bins admitted at most capacity + rate × its length, while eu's floor
+    // is leased to the others, while ap's is, and when ap comes back.
+    let worst = Number.NEGATIVE_INFINITY;
+    for (let i = 0; i < bins; i++) {
+      let sum = 0;
+      for (let j = i; j < bins; j++) {
+        sum += counts.admitted(first + j);
+        const bound = BUCKET.capacity + (BUCKET.refillPerSecond * (j - i + 1) * BUCKET_BIN_MS) / 1000;
+        worst = Math.max(worst, sum - bound);
+      }
+    }
+    console.log(`worst span ${worst.toFixed(1)} against capacity + rate × span`);
+    assert.ok(worst <= 0, `a span admitted ${worst} units more than capacity + rate × span:\n${report}`);
+    // Demand (400 a second each) keeps every bucket near empty, so a region admits at the rate it
+    // holds. With eu's floor kept for it, us and ap hold at most 250 of capacity, hence 250 a second;
+    // leased to them, 300. From a lease period (and two renewals) after the kill until ap is cut off:
+    const fromMs = KILL_AT_MS + TAKEN_UP_MS;
+    const survivors = admitted(fromMs, CUT_AT_MS, 'us', 'ap');
+    const kept = ((BUCKET.refillPerSecond - BUCKET_FLOOR_UNITS) * (CUT_AT_MS - fromMs)) / 1000;
+    assert.ok(
+      survivors > kept,
+      `us and ap admitted ${survivors}, no more than ${kept} with eu's floor kept:\n${report}`,
+    );
+    // ap, cut off at 5 s, uses its floor and its leases until 5.54 s at most: nothing from 5.6 s until
+    // it is healed (with its floor kept, it would admit 50 a second).
+    assert.equal(
+      admitted(CUT_AT_MS + 600, HEAL_AT_MS, 'ap'),
+      0,
+      `ap admitted with its lease lapsed:\n${report}`,
+    );
+    // us alone from 6.2 s: its floor and both lent ones, past the 200 a second it holds without them.
+    const alone = admitted(CUT_AT_MS + 1200, HEAL_AT_MS, 'us');
+    const withoutThem =
+      ((BUCKET.refillPerSecond - 2 * BUCKET_FLOOR_UNITS) * (HEAL_AT_MS - CUT_AT_MS - 1200)) / 1000;
+    assert.ok(
+      alone > withoutThem,
+      `us admitted ${alone}, no more than ${withoutThem} without ap's and eu's floors:\n${report}`,
+    );
+    // Healed at 7 s, ap admits on its leases at once and on its floor from about 8.8 s (a lease period
+    // and the time to fill after it came back).
+    assert.ok(admitted(WINDOWS * 1000 - 1000, WINDOWS * 1000, 'ap') > 0, `ap did not come back:\n${report}`);
+  });
+});
