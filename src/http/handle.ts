@@ -6,18 +6,18 @@ import { type Decision, isStoreFailure } from '../types.js';
 import { headersIn, isEnforcedDenial, type PolicyDecision } from './headers.js';
 import { type RateLimitInfo, rateLimitInfo } from './info.js';
 import type { ResolvedOptions } from './options.js';
-import type { Held, Penalties } from './penalties.js';
+import type { Penalties, PenaltyHold } from './penalties.js';
 import {
   listRefusal,
   PROBLEM_CONTENT_TYPE,
   type ProblemDetails,
+  type ProblemRefusal,
   penaltyRefusal,
-  type Refusal,
   refusalFor,
 } from './problem.js';
 import { requestKey } from './request-key.js';
 import type { Finished } from './settle.js';
-import { giveBack, type RequestState, settler, type Taken } from './settle.js';
+import { giveBackTaken, type RequestState, settler, type Taken } from './settle.js';
 import type { RequestView } from './view.js';
 
 export { UNKNOWN_KEY } from './request-key.js';
@@ -44,7 +44,7 @@ export type Evaluation =
     }
   | {
       readonly kind: 'deny';
-      readonly refusal: Refusal;
+      readonly refusal: ProblemRefusal;
       /** The key the request was charged under (several joined by spaces); `undefined` for a request refused for lack of one. */
       readonly key: string | undefined;
       readonly entries: readonly PolicyDecision[];
@@ -88,7 +88,7 @@ export function infoOn(request: object): RateLimitInfo | undefined {
   return requests.get(request)?.info;
 }
 
-function missingKeyRefusal(description: string): Refusal {
+function missingKeyRefusal(description: string): ProblemRefusal {
   const problem: ProblemDetails = {
     type: 'about:blank',
     title: 'Bad Request',
@@ -109,13 +109,13 @@ async function refuse<Req>(
   config: ResolvedOptions<Req>,
   state: RequestState,
   key: string,
-  held: Held | undefined,
+  held: PenaltyHold | undefined,
 ): Promise<Evaluation> {
-  await giveBack(state, state.taken.splice(0));
+  await giveBackTaken(state, state.taken.splice(0));
   const options = { ...config.problem, style: config.styles };
   const refusal =
     held === undefined
-      ? (refusalFor(state.entries, options) as Refusal)
+      ? (refusalFor(state.entries, options) as ProblemRefusal)
       : penaltyRefusal(state.entries, held.status, options);
   return { kind: 'deny', refusal, key, entries: state.entries };
 }
@@ -164,7 +164,7 @@ async function penalty(
   outcome: GroupOutcome,
   penalties: Penalties | undefined,
   key: string,
-): Promise<Held | undefined> {
+): Promise<PenaltyHold | undefined> {
   const overQuota = outcome.decisions.some(
     (decision) =>
       isEnforcedDenial(decision) && !isStoreFailure(decision.reason) && decision.reason !== 'denied',

@@ -43,9 +43,9 @@ export {
   PROBLEM_TYPES,
   type ProblemDetails,
   type ProblemOptions,
+  type ProblemRefusal as Refusal,
   penaltyRefusal,
   problemDetails,
-  type Refusal,
   refusalFor,
 } from './problem.js';
 export { bodyBytes, type Finished } from './settle.js';

@@ -1,7 +1,7 @@
 // How a decision reaches a Node response (node:http, and Express and Fastify, which sit on it): headers, refusal, settling.
 import type { ServerResponse } from 'node:http';
 import { type Allowed, type DenialInfo, denialInfo, type Evaluation } from './handle.js';
-import type { Refusal } from './problem.js';
+import type { ProblemRefusal } from './problem.js';
 import { countNodeBody } from './settle.js';
 
 /** Sets each header on a Node response (replacing what an earlier limiter wrote: it re-renders all items). */
@@ -17,7 +17,7 @@ export function withoutContentType(headers: Record<string, string>): Record<stri
 }
 
 /** Sends the default refusal: status, headers, problem+json body. */
-export function sendNodeRefusal(response: ServerResponse, refusal: Refusal): void {
+export function sendNodeRefusal(response: ServerResponse, refusal: ProblemRefusal): void {
   if (response.headersSent) {
     response.end();
     return;

@@ -39,7 +39,7 @@ export interface PenaltySettings {
 }
 
 /** A penalty that answers a request: 403 for a ban, 429 for a block, and the decision explaining it. */
-export interface Held {
+export interface PenaltyHold {
   readonly status: 403 | 429;
   readonly entry: PolicyDecision;
 }
@@ -129,7 +129,7 @@ export class Penalties {
   }
 
   /** The penalty a client is under, if any: a ban before a block. */
-  async check(key: string): Promise<Held | undefined> {
+  async check(key: string): Promise<PenaltyHold | undefined> {
     const outcome = await this.#held.run('peek', penaltyIdentifier(key), undefined);
     for (let i = 0; i < outcome.decisions.length; i++) {
       const decision = outcome.decisions[i] as Decision;
@@ -147,7 +147,7 @@ export class Penalties {
    * The limiters refused a request: counts the refusal, and bans the client when it had too many
    * (each step one atomic call to the store), else blocks it when a block is set.
    */
-  async refused(key: string): Promise<Held | undefined> {
+  async refused(key: string): Promise<PenaltyHold | undefined> {
     const id = penaltyIdentifier(key);
     if (this.#ban !== undefined) {
       const strike = this.#strikes === undefined ? undefined : await this.#strikes.limit(id);

@@ -44,7 +44,7 @@ export interface ProblemOptions {
 }
 
 /** Everything a refusal sends: status, headers (with Retry-After and Content-Type), and the body. */
-export interface Refusal {
+export interface ProblemRefusal {
   readonly status: number;
   readonly headers: Record<string, string>;
   readonly problem: ProblemDetails;
@@ -145,7 +145,7 @@ export function problemDetails(
 export function refusalFor(
   entries: readonly PolicyDecision[],
   options: HeaderOptions & ProblemOptions = {},
-): Refusal | undefined {
+): ProblemRefusal | undefined {
   const problem = problemDetails(entries, options);
   if (problem === undefined) return undefined;
   const headers = rateLimitHeaders(entries, options);
@@ -161,7 +161,7 @@ export function refusalFor(
  * const refusal = listRefusal();
  * // { status: 403, headers: { 'Content-Type': 'application/problem+json' }, problem: { title: 'Forbidden', ... }, body }
  */
-export function listRefusal(): Refusal {
+export function listRefusal(): ProblemRefusal {
   const problem = forbidden([], undefined);
   return {
     status: 403,
@@ -183,7 +183,7 @@ export function penaltyRefusal(
   entries: readonly PolicyDecision[],
   status: 403 | 429,
   options: HeaderOptions & ProblemOptions = {},
-): Refusal {
+): ProblemRefusal {
   const refusing = entries.filter((entry) => isEnforcedDenial(entry.decision));
   const names = [...new Set(refusing.map((entry) => entry.name))];
   const retry = retryAfterSeconds(refusing) ?? 1;

@@ -152,7 +152,7 @@ export interface RequestState {
  * Gives back what middlewares took on a request (everything, or only their leases), and has the
  * request's entries say what is left once it is given back, as the next request will see it.
  */
-export async function giveBack(
+export async function giveBackTaken(
   state: RequestState,
   taken: readonly Taken[],
   leasesOnly = false,
@@ -192,10 +192,10 @@ export function settler<Req>(
     const failed = !completed || config.isFailure(status);
     if (counts && count !== 'all' && failed !== (count === 'failed')) {
       // The refund gives back the leases too.
-      giveBack(state, [taken]).catch(config.onRefundError);
+      giveBackTaken(state, [taken]).catch(config.onRefundError);
       return;
     }
-    if (leases) giveBack(state, [taken], true).catch(config.onRefundError);
+    if (leases) giveBackTaken(state, [taken], true).catch(config.onRefundError);
     if (counts && settle !== undefined) {
       settleResponse(settle, request, response, bodyBytes, grant).catch(config.onRefundError);
     }

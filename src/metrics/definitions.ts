@@ -22,8 +22,8 @@ export const STORE_MS_BUCKETS: readonly number[] = STORE_SECONDS_BUCKETS.map(
 );
 
 /** A decision's outcome label: `shadow_denied` is a denial that shadow mode (`enforce: false`) let through. */
-export type Outcome = 'allowed' | 'denied' | 'shadow_denied';
-export const OUTCOMES: readonly Outcome[] = ['allowed', 'denied', 'shadow_denied'];
+export type MetricOutcome = 'allowed' | 'denied' | 'shadow_denied';
+export const OUTCOMES: readonly MetricOutcome[] = ['allowed', 'denied', 'shadow_denied'];
 
 /**
  * Why the store did not make a decision: it did not answer in time, it failed, it was known to be

@@ -3,7 +3,7 @@ export type { DenyList, MetricsRecorder } from '../hooks.js';
 export {
   DENY_LISTS,
   INSTRUMENTS,
-  type Outcome,
+  type MetricOutcome as Outcome,
   type SkipReason,
   STORE_SECONDS_BUCKETS,
   WAIT_SECONDS_BUCKETS,

@@ -11,7 +11,7 @@ import type {
 } from '../hooks.js';
 import { OPERATIONS } from '../operations.js';
 import { type Decision, isStoreFailure, type Policy, type Store } from '../types.js';
-import { type Outcome, type SkipReason, STORE_SECONDS_BUCKETS } from './definitions.js';
+import { type MetricOutcome, type SkipReason, STORE_SECONDS_BUCKETS } from './definitions.js';
 import { LeaseTally } from './leases.js';
 import { LimiterTally } from './limiter-tally.js';
 import { type HotOptions, resolveMetricsOptions } from './options.js';
@@ -30,7 +30,7 @@ export interface LimiterMetrics {
   /** `false` in shadow mode. */
   readonly enforced: boolean;
   /** Decisions by outcome: `limit` (a lease's acquisition too), `takeUpTo`, the slots of wait() (OperationEntry.counts). */
-  readonly decisions: Readonly<Record<Outcome, number>>;
+  readonly decisions: Readonly<Record<MetricOutcome, number>>;
   /** Units those calls asked for (`takeUpTo`: the units it took). */
   readonly units: number;
   /** Allowed calls that left at most 20% of the limit. */

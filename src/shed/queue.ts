@@ -2,7 +2,7 @@
 import type { ResolvedPriority } from './priorities.js';
 
 /** A request waiting for a ticket. */
-export interface Waiter {
+export interface ShedWaiter {
   readonly priority: ResolvedPriority;
   /** Hands the waiter its answer (a ticket, or a refusal). */
   readonly settle: (admitted: boolean) => void;
@@ -20,7 +20,7 @@ export interface Waiter {
 export class WaitQueue {
   readonly max: number;
   readonly timeoutMs: number;
-  readonly #byClass: Waiter[][];
+  readonly #byClass: ShedWaiter[][];
   #size = 0;
 
   constructor(classes: number, max: number, timeoutMs: number) {
@@ -44,14 +44,14 @@ export class WaitQueue {
    * its place (its newest one, refused). `false`: the queue is full of requests at least as
    * important, and the newcomer is refused.
    */
-  add(waiter: Waiter): boolean {
+  add(waiter: ShedWaiter): boolean {
     if (this.#size >= this.max) {
       const victim = this.#newestBelow(waiter.priority.index);
       if (victim === undefined) return false;
       this.#remove(victim);
       victim.settle(false);
     }
-    (this.#byClass[waiter.priority.index] as Waiter[]).push(waiter);
+    (this.#byClass[waiter.priority.index] as ShedWaiter[]).push(waiter);
     this.#size += 1;
     // Not unref'd: an awaited acquire must settle, and it holds the process for timeoutMs at most.
     waiter.timer = setTimeout(() => {
@@ -67,7 +67,7 @@ export class WaitQueue {
    * undefined. A waiter whose deadline has passed at `nowMs` is refused on the way: on a busy event
    * loop its timer fires late, and the ticket must not go to a request that has waited too long.
    */
-  take(fits: (priority: ResolvedPriority) => boolean, nowMs: number): Waiter | undefined {
+  take(fits: (priority: ResolvedPriority) => boolean, nowMs: number): ShedWaiter | undefined {
     for (const waiters of this.#byClass) {
       let head = waiters[0];
       while (head !== undefined && head.deadlineMs <= nowMs) {
@@ -98,17 +98,17 @@ export class WaitQueue {
     this.#size = 0;
   }
 
-  #newestBelow(index: number): Waiter | undefined {
+  #newestBelow(index: number): ShedWaiter | undefined {
     for (let below = this.#byClass.length - 1; below > index; below -= 1) {
-      const waiters = this.#byClass[below] as Waiter[];
+      const waiters = this.#byClass[below] as ShedWaiter[];
       const newest = waiters[waiters.length - 1];
       if (newest !== undefined) return newest;
     }
     return undefined;
   }
 
-  #remove(waiter: Waiter): void {
-    const waiters = this.#byClass[waiter.priority.index] as Waiter[];
+  #remove(waiter: ShedWaiter): void {
+    const waiters = this.#byClass[waiter.priority.index] as ShedWaiter[];
     const at = waiters.indexOf(waiter);
     if (at === -1) return;
     waiters.splice(at, 1);

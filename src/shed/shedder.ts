@@ -3,7 +3,7 @@ import { ERROR_CODES, SluiceError } from '../errors.js';
 import type { LimitAlgorithm } from './limits/index.js';
 import { type ResolvedShedderOptions, resolveShedderOptions, type ShedderOptions } from './options.js';
 import { type ResolvedPriority, unknownPriority } from './priorities.js';
-import { type Waiter, WaitQueue } from './queue.js';
+import { type ShedWaiter, WaitQueue } from './queue.js';
 import type {
   AcquireOptions,
   Admission,
@@ -136,7 +136,7 @@ class LoadShedder implements Shedder, TicketOwner {
   // granted and refused calls included (56 bytes each).
   #wait(priority: ResolvedPriority, queue: WaitQueue): Promise<Admission> {
     return new Promise<Admission>((resolve) => {
-      const waiter: Waiter = {
+      const waiter: ShedWaiter = {
         priority,
         deadlineMs: this.#config.now() + queue.timeoutMs,
         timer: undefined,

@@ -45,7 +45,7 @@ export function unrunReason(error: unknown, functions: boolean): Unrun | undefin
 }
 
 /** The store's error for a client's failure, naming the shard (a cluster primary) when known. */
-export function storeError(error: unknown, shard?: string): SluiceError {
+export function redisStoreError(error: unknown, shard?: string): SluiceError {
   if (error instanceof SluiceError) return error;
   // node-redis rejects a timed-out command with an empty message: its name is the news.
   const message = error instanceof Error ? error.message || error.name : String(error);

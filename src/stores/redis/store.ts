@@ -21,7 +21,7 @@ import type { RedisStoreOptions } from './options.js';
 import { Readiness } from './readiness.js';
 import { Recovery } from './recovery.js';
 import { LIBRARY_CODE, SCRIPTS, type Script } from './scripts.js';
-import { isTryAgain, storeError, type Unrun, unrunReason } from './server-errors.js';
+import { isTryAgain, redisStoreError, type Unrun, unrunReason } from './server-errors.js';
 import { keySlot } from './slot.js';
 import { RedisStoredEntries } from './stored-entries.js';
 import { answerRecords, batchCall } from './wire.js';
@@ -99,7 +99,7 @@ export class RedisStore implements Store {
     this.stored = new RedisStoredEntries(this.prefix, {
       run: (name, args, key) =>
         this.#run(SCRIPTS[name], args, key).catch((error: unknown) => {
-          throw storeError(error, this.#shardOfKey(key));
+          throw redisStoreError(error, this.#shardOfKey(key));
         }),
       command: (args, key) => this.#command(args, key),
     });
@@ -118,7 +118,7 @@ export class RedisStore implements Store {
     try {
       return await this.#run(script, ['', '', String(keys.length), ...keys, ...args], key);
     } catch (error) {
-      throw storeError(error, this.#shardOfKey(key));
+      throw redisStoreError(error, this.#shardOfKey(key));
     }
   }
 
@@ -127,7 +127,7 @@ export class RedisStore implements Store {
     try {
       return await this.#commander.send(args, key);
     } catch (error) {
-      throw storeError(error, this.#shardOfKey(key));
+      throw redisStoreError(error, this.#shardOfKey(key));
     }
   }
 
@@ -283,7 +283,7 @@ export class RedisStore implements Store {
           reply.answered(requests[i] as StoreRequest, results[i] as StoreResult);
         }
       },
-      (error: unknown) => fail(storeError(error, this.#shardOfKey(firstKey))),
+      (error: unknown) => fail(redisStoreError(error, this.#shardOfKey(firstKey))),
     );
   }
 
@@ -329,7 +329,7 @@ export class RedisStore implements Store {
             return;
           }
         }
-        const wrapped = storeError(error, this.#shardOfKey(keys[0] as string));
+        const wrapped = redisStoreError(error, this.#shardOfKey(keys[0] as string));
         for (let i = 0; i < count; i++)
           (replies[i] as StoreReply).failed(requests[i] as StoreRequest, wrapped);
       },
