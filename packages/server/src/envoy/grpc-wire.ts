@@ -71,3 +71,20 @@ export function encodeMessage(details: string): string {
   }
   return out;
 }
+
+const TIMEOUT_UNITS_MS: Readonly<Record<string, number>> = {
+  H: 3_600_000,
+  M: 60_000,
+  S: 1000,
+  m: 1,
+  u: 0.001,
+  n: 0.000_001,
+};
+
+/** A call's grpc-timeout (up to 8 digits and a unit) in ms; undefined when absent or not one. */
+export function deadlineMs(header: string | string[] | undefined): number | undefined {
+  if (typeof header !== 'string') return undefined;
+  const match = /^(\d{1,8})([HMSmun])$/.exec(header);
+  if (match === null) return undefined;
+  return Number(match[1]) * (TIMEOUT_UNITS_MS[match[2] as string] as number);
+}

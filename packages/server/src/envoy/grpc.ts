@@ -13,7 +13,7 @@ import { fromJSON, type MethodDefinition, type Options } from '@grpc/proto-loade
 import type { Refusal, Ticket } from 'sluice/shed';
 import type { ServiceGuard } from '../service/guard.js';
 import { type EnvoyBounds, messageTooLarge } from './bounds.js';
-import { encodeMessage, frame, STATUS, unframe } from './grpc-wire.js';
+import { deadlineMs, encodeMessage, frame, STATUS, unframe } from './grpc-wire.js';
 import { type RateLimitRequestMessage, RequestRefused, toWire, type WireResponse } from './messages.js';
 import type { EnvoyMetrics } from './metrics.js';
 import { PROTO_JSON } from './proto.generated.js';
@@ -190,23 +190,6 @@ function guarded(guard: ServiceGuard, handler: Handler): RouteHandler {
  */
 function releaseIfMessageLate(guard: ServiceGuard, stream: ServerHttp2Stream, ticket: Ticket): void {
   if (!stream.readableEnded) guard.done(ticket);
-}
-
-const TIMEOUT_UNITS_MS: Readonly<Record<string, number>> = {
-  H: 3_600_000,
-  M: 60_000,
-  S: 1000,
-  m: 1,
-  u: 0.001,
-  n: 0.000_001,
-};
-
-/** A call's grpc-timeout (up to 8 digits and a unit) in ms; undefined when absent or not one. */
-export function deadlineMs(header: string | string[] | undefined): number | undefined {
-  if (typeof header !== 'string') return undefined;
-  const match = /^(\d{1,8})([HMSmun])$/.exec(header);
-  if (match === null) return undefined;
-  return Number(match[1]) * (TIMEOUT_UNITS_MS[match[2] as string] as number);
 }
 
 /** ShouldRateLimit: the service's answer, its refusals as gRPC statuses, anything else INTERNAL. */
