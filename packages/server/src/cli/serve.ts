@@ -31,6 +31,7 @@ import type { Command, Context } from './command.js';
 import { type Config, loadConfig } from './config.js';
 import { CliError, EXIT, errorText } from './errors.js';
 import { type Connection, connect, DEFAULT_URL } from './redis.js';
+import { banner } from './serve-banner.js';
 import { BUDGET_FLAGS, BUDGET_FLAGS_HELP, type BudgetPart, startBudgetPart } from './serve-budget.js';
 import { ENVOY_FLAGS, ENVOY_FLAGS_HELP, type EnvoyPart, startEnvoyPart } from './serve-envoy.js';
 import { GUARD_FLAGS, GUARD_FLAGS_HELP, guardSettings } from './serve-guard.js';
@@ -105,7 +106,7 @@ ${GUARD_FLAGS_HELP}
 ${COMMON_FLAGS_HELP}`,
 } as const;
 
-interface ServeOptions {
+export interface ServeOptions {
   readonly config: Config;
   readonly prefix: string;
   readonly port: number;
@@ -235,7 +236,7 @@ function closeLimiters(limiters: ReadonlyMap<string, Limiter>): void {
 }
 
 /** What runs beside the HTTP service, started before it listens and stopped after it drained. */
-interface Parts {
+export interface Parts {
   readonly monitor: Monitor;
   readonly envoy: EnvoyPart | undefined;
   readonly budget: BudgetPart | undefined;
@@ -302,48 +303,6 @@ async function startParts(
       await budget?.close();
     },
   };
-}
-
-function banner(
-  context: Context,
-  where: string,
-  options: ServeOptions,
-  storeText: string,
-  connection: Connection | undefined,
-  parts: Parts,
-  limiters: ReadonlyMap<string, Limiter>,
-  address: string,
-): string {
-  const names = [...limiters.keys()];
-  const admin = parts.monitor.listening(address, where);
-  if (context.json) {
-    return JSON.stringify({
-      listening: where,
-      store: connection === undefined ? 'memory' : connection.label,
-      policies: names,
-      config: options.config.path ?? null,
-      dashboard: admin.dashboard,
-      guard: options.guard ?? null,
-      ...(parts.budget === undefined ? {} : { budget: parts.budget.json }),
-      ...(parts.envoy === undefined ? {} : { envoy: parts.envoy.json }),
-    });
-  }
-  // One write, so whoever waits for "listening" sees the whole banner.
-  return [
-    `sluice serve: listening on ${where} with ${storeText}`,
-    `  policies ${names.join(', ')} from ${options.config.path ?? 'the built-in config'}`,
-    ...admin.lines,
-    ...(parts.budget === undefined ? [] : [parts.budget.banner]),
-    guardLine(options.guard),
-    `  try: curl -i ${where}/demo   or   curl -i -d '{"policy":"${names[0]}","key":"client-42"}' ${where}/v1/limit`,
-    ...(parts.envoy === undefined ? [] : [parts.envoy.banner]),
-  ].join('\n');
-}
-
-/** The banner's line on the overload guard. */
-function guardLine(guard: GuardSettings | undefined): string {
-  if (guard === undefined) return '  overload guard off (--no-shed): every call is taken, however many';
-  return `  overload guard: ${guard.initial} calls in flight at start (${guard.min}-${guard.max} as latency moves it), ${guard.streams} gRPC calls per connection; refusals in sluice_service_shed_total`;
 }
 
 /** Resolves with the signal's name at SIGTERM, or at Ctrl-C (which aborts `signal`). */
