@@ -3,20 +3,10 @@
 // with a retry pushback) before being read, each refusal counted in sluice_service_shed_total and none counted as a
 // store failure; none is UNAVAILABLE. python3-grpcio sees the same statuses. With --no-shed every call is answered.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { type ClientHttp2Session, connect, type IncomingHttpHeaders } from 'node:http2';
-import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
-import { PROTO_DIR } from '../helpers/envoy/client.js';
-import {
-  awayFromWindowEnd,
-  configDir,
-  HOUR_MS,
-  metric,
-  ROOT,
-  startEnvoyServe,
-} from '../helpers/envoy/support.js';
-import { type RedisServer, startRedis } from '../helpers/redis-server.js';
+import { describe, test } from 'node:test';
+import { burstRedis, hourlyUserConfig, pythonBursts } from '../helpers/envoy/bursts.js';
+import { metric, startEnvoyServe } from '../helpers/envoy/support.js';
 
 const LIMIT = 100;
 const BURST = 600;
@@ -26,15 +16,7 @@ const UNAVAILABLE = '14';
 /** The guard held at two calls in flight, nothing waiting: a burst on Redis is bound to find it full. */
 const TIGHT = ['--shed-limit', '2', '--shed-min', '1', '--shed-max', '2', '--shed-queue', '0'];
 
-const CONFIG = configDir({
-  'config.yaml': `domain: overload
-descriptors:
-  - key: user
-    rate_limit:
-      unit: hour
-      requests_per_unit: ${LIMIT}
-`,
-});
+const CONFIG = hourlyUserConfig('overload', LIMIT);
 
 /** A RateLimitRequest { domain: "overload", descriptors: [{ entries: [{ key: "user", value }] }] }, framed. */
 function framedRequest(value: string): Buffer {
@@ -102,45 +84,11 @@ function overallCode(answer: Answer): number | undefined {
   return answer.message[0] === 0x08 ? answer.message[1] : undefined;
 }
 
-/** Counts of python3-grpcio's burst client (test/helpers/envoy/burst.py): one burst, by status name. */
-function pythonBurst(grpc: string, value: string, size: number): Promise<Record<string, number>> {
-  return new Promise((resolve, reject) => {
-    const client = join(ROOT, 'test', 'helpers', 'envoy', 'burst.py');
-    const child = spawn(
-      '/usr/bin/python3',
-      [client, PROTO_DIR, grpc, 'overload', 'user', value, String(size)],
-      {
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk;
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk;
-    });
-    child.on('error', reject);
-    child.on('exit', (code) => {
-      if (code !== 0) reject(new Error(`the Python client exited with ${code}: ${stderr}`));
-      else resolve(JSON.parse(stdout.trim()) as Record<string, number>);
-    });
-  });
-}
-
-let redis: RedisServer;
-before(async () => {
-  redis = await startRedis();
-  await awayFromWindowEnd(HOUR_MS, 120_000);
-});
-after(async () => {
-  await redis.stop();
-});
+const redis = burstRedis();
 
 describe('the overload guard over gRPC, on Redis', () => {
   test(`a burst of ${BURST} past a limit of 2 with no wait: refused RESOURCE_EXHAUSTED before being read, counted as such, none UNAVAILABLE`, async () => {
-    const serve = await startEnvoyServe(CONFIG, ['--redis', redis.url, ...TIGHT]);
+    const serve = await startEnvoyServe(CONFIG, ['--redis', redis().url, ...TIGHT]);
     try {
       const answers = await burst(serve.grpc, `tight-${Date.now()}`, BURST);
       const refused = answers.filter((answer) => answer.status === RESOURCE_EXHAUSTED);
@@ -183,7 +131,7 @@ describe('the overload guard over gRPC, on Redis', () => {
       session.close();
 
       // An independent client (python3-grpcio) sees the refusals as RESOURCE_EXHAUSTED, never UNAVAILABLE.
-      const counts = await pythonBurst(serve.grpc, `python-${Date.now()}`, BURST);
+      const [counts = {}] = await pythonBursts(serve.grpc, 'overload', `python-${Date.now()}`, [BURST]);
       assert.ok((counts.RESOURCE_EXHAUSTED ?? 0) > 0, JSON.stringify(counts));
       assert.equal(counts.UNAVAILABLE, undefined, JSON.stringify(counts));
       assert.equal(
@@ -201,7 +149,7 @@ describe('the overload guard over gRPC, on Redis', () => {
   });
 
   test('calls opened and never sent do not hold the limit: with 10 of them open, a call is answered', async () => {
-    const serve = await startEnvoyServe(CONFIG, ['--redis', redis.url, ...TIGHT]);
+    const serve = await startEnvoyServe(CONFIG, ['--redis', redis().url, ...TIGHT]);
     const session = connect(`http://${serve.grpc}`);
     try {
       const held = Array.from({ length: 10 }, () => {
@@ -228,7 +176,7 @@ describe('the overload guard over gRPC, on Redis', () => {
   });
 
   test('--no-shed: the same burst is answered in full, nothing refused', async () => {
-    const serve = await startEnvoyServe(CONFIG, ['--redis', redis.url, '--no-shed']);
+    const serve = await startEnvoyServe(CONFIG, ['--redis', redis().url, '--no-shed']);
     try {
       const answers = await burst(serve.grpc, `off-${Date.now()}`, BURST);
       assert.equal(answers.filter((answer) => answer.status === '0').length, BURST);
