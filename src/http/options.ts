@@ -295,19 +295,10 @@ function limitOption(value: unknown): ResolvedOptions<unknown>['limit'] {
   );
 }
 
-/**
- * Validates middleware options and applies defaults; throws a SluiceError naming the first bad
- * option. `adapterKeys` are the options the calling adapter adds (and validates itself).
- */
-export function resolveRateLimitOptions<Req, Res = unknown>(
-  adapter: string,
-  options: RateLimitOptions<Req, Res>,
-  adapterKeys: readonly string[] = [],
-  traits: AdapterTraits = {},
-): ResolvedOptions<Req> {
-  const raw = optionsObject(`${adapter} options`, options, true);
-  knownKeys(adapter, raw, [...CORE_OPTION_KEYS, ...adapterKeys]);
-  const selectGroup = groupSelector<Req>(raw.limiter, raw.routes, resolveRecorder('metrics', raw.metrics));
+type RawOptions = Record<string, unknown>;
+
+/** Whose quota a request takes from: `tag`, `key` (by default the client's address) and `missingKey`. */
+function identityOptions<Req>(raw: RawOptions): Pick<ResolvedOptions<Req>, 'tag' | 'key' | 'missingKey'> {
   const tag = raw.tag;
   if (tag !== undefined && typeof tag !== 'function' && typeof tag !== 'string') {
     throw invalidOption('tag', 'a string or a function of the request', tag);
@@ -319,6 +310,11 @@ export function resolveRateLimitOptions<Req, Res = unknown>(
   const missingKey = raw.missingKey ?? 'shared';
   if (missingKey !== 'shared' && missingKey !== 'deny')
     throw invalidOption('missingKey', "'shared' or 'deny'", missingKey);
+  return { tag: tag as ResolvedOptions<Req>['tag'], key: key as KeySource<Req>, missingKey };
+}
+
+/** What a request takes and when it counts: `cost` (with `settle`) and `count`. */
+function costOptions<Req>(raw: RawOptions): Pick<ResolvedOptions<Req>, 'cost' | 'count'> {
   const cost = raw.cost ?? 1;
   if (typeof cost !== 'function' && (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0)) {
     throw invalidOption('cost', 'a whole number of at least 0, or a function of the request', cost);
@@ -335,36 +331,56 @@ export function resolveRateLimitOptions<Req, Res = unknown>(
   if (count !== 'all' && count !== 'failed' && count !== 'successful') {
     throw invalidOption('count', "'all', 'failed' or 'successful'", count);
   }
-  for (const name of ['skip', 'settle', 'isFailure', 'onRefundError'] as const)
-    optionalFunction(name, raw[name]);
-  const problem = raw.problem === undefined ? {} : optionsObject('problem', raw.problem, true);
+  return { cost: cost as ResolvedOptions<Req>['cost'], count };
+}
+
+/** The `problem` option: the `type` and `title` of refusals' problem details. */
+function problemOption(value: unknown): ProblemOptions {
+  const problem = value === undefined ? {} : optionsObject('problem', value, true);
   knownKeys('problem', problem, ['type', 'title']);
   for (const name of ['type', 'title'] as const) {
     if (problem[name] !== undefined && typeof problem[name] !== 'string') {
       throw invalidOption(`problem.${name}`, 'a string', problem[name]);
     }
   }
+  return problem as ProblemOptions;
+}
+
+/** `extendLeases`: `true` renews at half the shortest `leaseMs`, a number every that many ms, else never. */
+function extendLeasesOption(renew: unknown): ResolvedOptions<unknown>['extendLeases'] {
+  if (renew === true) return 'half';
+  if (renew === false || renew === undefined) return undefined;
+  if (Number.isSafeInteger(renew) && (renew as number) >= 1) return renew as number;
+  throw invalidOption('extendLeases', 'true, false, or a whole number of milliseconds of at least 1', renew);
+}
+
+/**
+ * Validates middleware options and applies defaults; throws a SluiceError naming the first bad
+ * option. `adapterKeys` are the options the calling adapter adds (and validates itself).
+ */
+export function resolveRateLimitOptions<Req, Res = unknown>(
+  adapter: string,
+  options: RateLimitOptions<Req, Res>,
+  adapterKeys: readonly string[] = [],
+  traits: AdapterTraits = {},
+): ResolvedOptions<Req> {
+  const raw = optionsObject(`${adapter} options`, options, true);
+  knownKeys(adapter, raw, [...CORE_OPTION_KEYS, ...adapterKeys]);
+  // In this order, so that the first bad option named is the same as ever.
+  const selectGroup = groupSelector<Req>(raw.limiter, raw.routes, resolveRecorder('metrics', raw.metrics));
+  const identity = identityOptions<Req>(raw);
+  const { cost, count } = costOptions<Req>(raw);
+  for (const name of ['skip', 'settle', 'isFailure', 'onRefundError'] as const)
+    optionalFunction(name, raw[name]);
+  const problem = problemOption(raw.problem);
   const penalties = resolvePenalties(raw.ban, raw.block);
-  const renew = raw.extendLeases;
-  if (
-    renew !== undefined &&
-    typeof renew !== 'boolean' &&
-    !(Number.isSafeInteger(renew) && (renew as number) >= 1)
-  ) {
-    throw invalidOption(
-      'extendLeases',
-      'true, false, or a whole number of milliseconds of at least 1',
-      renew,
-    );
-  }
+  const extendLeases = extendLeasesOption(raw.extendLeases);
 
   return Object.freeze({
     selectGroup,
-    key: key as KeySource<Req>,
-    tag: tag as ResolvedOptions<Req>['tag'],
-    missingKey,
+    ...identity,
     limit: limitOption(raw.limit) as ResolvedOptions<Req>['limit'],
-    cost: cost as ResolvedOptions<Req>['cost'],
+    cost,
     settle: raw.settle as ResolvedOptions<Req>['settle'],
     skip: raw.skip as ResolvedOptions<Req>['skip'],
     lists: resolveLists(raw.allow, raw.deny),
@@ -372,10 +388,9 @@ export function resolveRateLimitOptions<Req, Res = unknown>(
     isFailure:
       (raw.isFailure as ((status: number) => boolean) | undefined) ?? ((status: number) => status >= 400),
     styles: headerStyles(raw.headers),
-    problem: problem as ProblemOptions,
+    problem,
     onRefundError: (raw.onRefundError as ((error: unknown) => void) | undefined) ?? (() => {}),
-    extendLeases:
-      renew === true ? 'half' : renew === false || renew === undefined ? undefined : (renew as number),
+    extendLeases,
     penalties: penalties === undefined ? undefined : penaltiesPerGroup(penalties),
     partitionKey: partitionKeyHasher(raw.partitionKey),
     warnings: resolveWarnings(raw.warnings, raw.onWarning),
