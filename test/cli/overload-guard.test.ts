@@ -188,7 +188,8 @@ describe('the guard’s wait, in process', () => {
 
   test('a loop behind by more than waitMs for burstMs refuses calls without a deadline at once; a call whose deadline is longer waits', () => {
     clock.nowMs = 0;
-    const guard = new ServiceGuard(settings, { now, watchLoop: true });
+    // The process ran the whole time (its CPU clock moved with the wall clock): the delay is its own work.
+    const guard = new ServiceGuard(settings, { now, cpuNow: now, watchLoop: true });
     try {
       // The loop's timer has not run for 2.5 s: what arrives now has waited that long unread. It
       // counts as overload once the limit's min (2) calls came in that time: the first is taken.
@@ -208,6 +209,27 @@ describe('the guard’s wait, in process', () => {
       const hurried = guard.acquire('grpc', 20);
       assert.ok(!(hurried instanceof Promise) && !hurried.allowed, 'a 20 ms deadline has passed already');
       assert.deepEqual(guard.stats().refused, { grpc: 1, http: 1 });
+    } finally {
+      guard.close();
+    }
+  });
+
+  test('a loop late because the process did not run (its CPU time did not move) is not overloaded: nothing refused', () => {
+    clock.nowMs = 0;
+    const cpu = { ms: 0 };
+    const guard = new ServiceGuard(settings, { now, cpuNow: () => cpu.ms, watchLoop: true });
+    try {
+      // 2.5 s on the wall clock, 3 ms of the process's CPU: the machine ran something else (or stopped it).
+      clock.nowMs = 2500;
+      cpu.ms = 3;
+      // One after the other (the limit is 2): two without a deadline, then one whose 20 ms would have passed.
+      for (const [protocol, deadlineMs] of [['http'], ['http'], ['grpc', 20]] as const) {
+        const admission = guard.acquire(protocol, deadlineMs);
+        assert.ok(!(admission instanceof Promise) && admission.allowed, `${protocol} admitted, not refused`);
+        guard.done(admission as Ticket);
+      }
+      assert.equal(guard.stats().overloaded, false);
+      assert.deepEqual(guard.stats().refused, { grpc: 0, http: 0 });
     } finally {
       guard.close();
     }

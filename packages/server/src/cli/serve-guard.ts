@@ -20,8 +20,9 @@ const ms = (value: number): string => (value % 1000 === 0 ? `${value / 1000}s` :
 export const GUARD_FLAGS_HELP = `Overload (on by default): decisions (POST /v1/limit, /v1/charge, /v1/reserve, /v1/extend,
 POST /json, gRPC ShouldRateLimit) run under a concurrency limit that follows their latency; past
 it a call waits briefly, then is refused before it is read: gRPC RESOURCE_EXHAUSTED, HTTP 503 with
-Retry-After. A call is also refused at once when the event loop is further behind than the call's
-gRPC deadline, or (without one) has been behind by more than --shed-wait for --shed-burst.
+Retry-After. A call is also refused at once when the event loop is further behind by the process's
+own work (its CPU time, not a busy machine's) than the call's gRPC deadline, or (without one) has
+been behind by more than --shed-wait for --shed-burst.
 Refusals are counted in sluice_service_shed_total, never as store failures.
   --no-shed           take every call, however many (no refusals, no limit)
   --shed-limit <n>    the concurrency limit at start (default ${GUARD_DEFAULTS.initial}); it then moves with latency

@@ -48,6 +48,16 @@ const EXPIRY_TICK_MS = 10;
 /** How often the event loop's delay is looked at: a timer this often, late by as much as the loop is behind. */
 const LAG_TICK_MS = 10;
 
+/**
+ * The CPU time this process has used, in ms, all its threads. The loop's delay is counted in it
+ * rather than on the wall clock: a process the machine did not run (other processes starving it,
+ * a SIGSTOP, a paused VM) is late on the wall clock without having any work of its own to shed.
+ */
+function processCpuMs(): number {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1000;
+}
+
 /** A request waiting for a ticket. */
 interface Waiter {
   readonly protocol: GuardProtocol;
@@ -64,7 +74,10 @@ export interface GuardStats {
   readonly queued: number;
   /** Whether the wait counts as overload now (its short wait applies, newest first). */
   readonly overloaded: boolean;
-  /** How far behind the event loop is, in ms: how long what arrives now has waited unread. */
+  /**
+   * How far behind the event loop is by its own work, in ms: the part of its delay during which
+   * this process ran (its CPU time), not the part the machine spent running something else.
+   */
   readonly lagMs: number;
   /** Requests refused since the service started, by protocol. */
   readonly refused: Readonly<Record<GuardProtocol, number>>;
@@ -85,12 +98,16 @@ export interface GuardStats {
  * The calls in flight do not see what waits unread while the event loop works through a batch
  * (on the memory store a call is answered in the turn that reads it), so the loop's delay is
  * watched too: a call is refused at once when the loop is further behind than its deadline, or,
- * without one, when the loop has been behind by more than `waitMs` for `burstMs`.
+ * without one, when the loop has been behind by more than `waitMs` for `burstMs`. The delay is
+ * the one the process's own work made: of a late timer, only the CPU time the process used in
+ * the meantime counts, so a machine busy with other processes (or a process stopped and
+ * continued) is not read as an overload that refusing calls would cure.
  */
 export class ServiceGuard {
   readonly settings: GuardSettings;
   readonly #shedder: Shedder<false>;
   readonly #now: () => number;
+  readonly #cpuNow: () => number;
   /** Waiters, oldest first; `#head` is the index of the oldest still there. */
   #waiting: Waiter[] = [];
   #head = 0;
@@ -99,6 +116,8 @@ export class ServiceGuard {
   readonly #lagTimer: ReturnType<typeof setInterval> | undefined;
   readonly #watchLoop: boolean;
   #lastTickMs: number;
+  /** The process's CPU time at the last tick, ms. */
+  #lastTickCpuMs: number;
   #lagMs = 0;
   /** Since when the loop has been behind by more than `waitMs`; undefined while it keeps up. */
   #lagSinceMs: number | undefined;
@@ -112,15 +131,21 @@ export class ServiceGuard {
   readonly #refusal: Refusal;
 
   /**
-   * `now` is the clock waits and latency are read from; `watchLoop: false` leaves the event loop's
-   * delay out (a test on a clock of its own, whose jumps would read as a loop far behind).
+   * `now` is the clock waits and latency are read from, `cpuNow` the process's CPU time in ms (a
+   * test gives both, to say whether a jump of the clock was the process's own work); `watchLoop:
+   * false` leaves the event loop's delay out.
    */
   constructor(
     settings: GuardSettings,
-    { now = () => performance.now(), watchLoop = true }: { now?: () => number; watchLoop?: boolean } = {},
+    {
+      now = () => performance.now(),
+      cpuNow = processCpuMs,
+      watchLoop = true,
+    }: { now?: () => number; cpuNow?: () => number; watchLoop?: boolean } = {},
   ) {
     this.settings = settings;
     this.#now = now;
+    this.#cpuNow = cpuNow;
     this.#shedder = createShedder({
       name: 'service',
       limit: { algorithm: 'gradient2', initial: settings.initial, min: settings.min, max: settings.max },
@@ -130,6 +155,7 @@ export class ServiceGuard {
     });
     this.#lastEmptyMs = now();
     this.#lastTickMs = now();
+    this.#lastTickCpuMs = watchLoop ? cpuNow() : 0;
     this.#watchLoop = watchLoop;
     if (watchLoop) {
       this.#lagTimer = setInterval(() => this.#tick(), LAG_TICK_MS);
@@ -151,9 +177,7 @@ export class ServiceGuard {
   acquire(protocol: GuardProtocol, deadlineMs?: number): Ticket | Refusal | Promise<Ticket | Refusal> {
     const shedder = this.#shedder;
     const nowMs = this.#now();
-    // What arrives now has waited unread about as long as the loop is behind: the timer says so
-    // once a turn ends, the time since its last tick while a long turn goes on.
-    const lagMs = this.#watchLoop ? Math.max(this.#lagMs, nowMs - this.#lastTickMs - LAG_TICK_MS) : 0;
+    const lagMs = this.#watchLoop ? this.#lagNow(nowMs, deadlineMs) : 0;
     if (lagMs > this.settings.waitMs && this.#lagSinceMs === undefined) this.#behindSince(nowMs - lagMs);
     this.#arrivals += 1;
     if (deadlineMs === undefined ? this.#lagging(nowMs) : lagMs >= deadlineMs) return this.#refuse(protocol);
@@ -224,10 +248,31 @@ export class ServiceGuard {
     this.#arrivalsAtLag = this.#arrivals;
   }
 
+  /**
+   * What arrives now has waited unread about as long as the loop is behind by its own work: the
+   * timer says so once a turn ends, the time since its last tick while a long turn goes on. The
+   * CPU clock is read only when that time could refuse this call (a system call per call otherwise).
+   */
+  #lagNow(nowMs: number, deadlineMs: number | undefined): number {
+    const sinceTickMs = nowMs - this.#lastTickMs - LAG_TICK_MS;
+    if (sinceTickMs <= this.#lagMs) return this.#lagMs;
+    if (sinceTickMs <= this.settings.waitMs && (deadlineMs === undefined || sinceTickMs < deadlineMs))
+      return this.#lagMs;
+    return Math.max(this.#lagMs, this.#ownDelay(nowMs, this.#cpuNow()));
+  }
+
+  /** How late the tick is by the process's own work: of the wall time since the last tick, what it ran. */
+  #ownDelay(nowMs: number, cpuMs: number): number {
+    const ranMs = Math.min(nowMs - this.#lastTickMs, cpuMs - this.#lastTickCpuMs);
+    return Math.max(0, ranMs - LAG_TICK_MS);
+  }
+
   #tick(): void {
     const nowMs = this.#now();
-    this.#lagMs = Math.max(0, nowMs - this.#lastTickMs - LAG_TICK_MS);
+    const cpuMs = this.#cpuNow();
+    this.#lagMs = this.#ownDelay(nowMs, cpuMs);
     this.#lastTickMs = nowMs;
+    this.#lastTickCpuMs = cpuMs;
     if (this.#lagMs <= this.settings.waitMs) this.#lagSinceMs = undefined;
     else if (this.#lagSinceMs === undefined) this.#behindSince(nowMs - this.#lagMs);
   }
