@@ -480,19 +480,30 @@ async function killPrimaryUnderLoad(
     'every client to decide on the new primary',
     async () => {
       const since = Date.now() - 300;
-      return started.every(({ load }) =>
-        load.outcomes.some(
-          (outcome) =>
-            outcome.decision !== undefined &&
-            outcome.decision.reason === undefined &&
-            load.startedAt + outcome.at > since &&
-            onVictim.includes(outcome.identifier),
-        ),
-      )
-        ? true
-        : undefined;
+      const waiting = started.filter(
+        ({ load }) =>
+          !load.outcomes.some(
+            (outcome) =>
+              outcome.decision !== undefined &&
+              outcome.decision.reason === undefined &&
+              load.startedAt + outcome.at > since &&
+              onVictim.includes(outcome.identifier),
+          ),
+      );
+      if (waiting.length === 0) return true;
+      // Thrown, not returned: pollUntil's timeout message then names the clients still waiting and what they last got.
+      throw new Error(
+        waiting
+          .map(({ rig, load }) => {
+            const last = load.outcomes.at(-1);
+            return `${rig.label} (${load.outcomes.length} calls, last ${last?.decision?.reason ?? (last?.decision ? 'decided' : 'error')} at +${last?.at ?? 0} ms)`;
+          })
+          .join('; '),
+      );
     },
-    20_000,
+    // A reconnection on a loaded 2-core machine has taken over 20 s once: 45 s leaves room, and a client that never
+    // comes back still fails here, by name.
+    45_000,
   );
   await sleep(300);
   console.log(`SIGKILL ${label}: replica promoted ${promotedAt} ms after the kill`);
