@@ -1,14 +1,16 @@
-// Lists the names that src/**/*.ts declares with `export` and prints every one declared in more than one file: one
-// name, one meaning (docs/contributing.md, Glossary). Re-exports (`export { X } from './x'`, `export * from`) are not
-// declarations; `export { local as name }` without `from` is. Exits 1 when a name other than ADAPTER_NAMES is declared
-// twice. TypeScript 7 has no JavaScript compiler API, so this reads the source itself: comments, strings, template
-// and regular expression literals are blanked first, then only statements at brace depth 0 count, and an `export`
-// it cannot read is an error rather than a guess. `--json` prints { duplicates }.
+// Lists the names that src/**/*.ts and packages/server/src/**/*.ts declare with `export` and prints every one declared
+// in more than one file: one name, one meaning (docs/contributing.md, Glossary), across the library and the server that
+// is built on it. Re-exports (`export { X } from './x'`, `export * from`) are not declarations; `export { local as name }`
+// without `from` is. Exits 1 when a name other than ADAPTER_NAMES is declared twice. TypeScript 7 has no JavaScript
+// compiler API, so this reads the source itself: comments, strings, template and regular expression literals are
+// blanked first, then only statements at brace depth 0 count, and an `export` it cannot read is an error rather than a
+// guess. `--json` prints { duplicates }.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 
 const ROOT = new URL('../', import.meta.url).pathname;
-const SRC = join(ROOT, 'src');
+/** The folders read: the library's and the server package's sources. */
+export const SOURCE_DIRS = Object.freeze([join(ROOT, 'src'), join(ROOT, 'packages', 'server', 'src')]);
 
 /**
  * The names every framework's subpath exports for its own middleware (sluice/express, sluice/koa, …): one meaning,
@@ -151,11 +153,17 @@ export function declaredExports(path) {
   return [...new Set(names)];
 }
 
-/** name -> the files under `dir` (relative to its parent) that declare it, for every name declared in more than one. */
-export function duplicateExports(dir = SRC) {
-  const root = join(dir, '..');
+/**
+ * name -> the files under `dirs` (one folder or several) that declare it, for every name declared in more than one.
+ * Paths are relative to `root`: the repository's root for the default folders, the folder's parent for one folder.
+ */
+export function duplicateExports(
+  dirs = SOURCE_DIRS,
+  root = typeof dirs === 'string' ? join(dirs, '..') : ROOT,
+) {
+  const list = typeof dirs === 'string' ? [dirs] : dirs;
   const where = new Map();
-  for (const path of sourceFiles(dir)) {
+  for (const path of list.flatMap((dir) => sourceFiles(dir))) {
     for (const name of declaredExports(path)) {
       const files = where.get(name) ?? [];
       files.push(relative(root, path));

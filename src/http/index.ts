@@ -43,6 +43,11 @@ export {
   PROBLEM_TYPES,
   type ProblemDetails,
   type ProblemOptions,
+  type ProblemRefusal,
+  /**
+   * @deprecated Use {@link ProblemRefusal}, the same type: `Refusal` on its own names a shedder's refusal (exported by
+   * `sluice/shed`).
+   */
   type ProblemRefusal as Refusal,
   penaltyRefusal,
   problemDetails,

@@ -3,6 +3,11 @@ export type { DenyList, MetricsRecorder } from '../hooks.js';
 export {
   DENY_LISTS,
   INSTRUMENTS,
+  type MetricOutcome,
+  /**
+   * @deprecated Use {@link MetricOutcome}, the same type: `Outcome` on its own names what an algorithm's twin returns
+   * (exported by `sluice`).
+   */
   type MetricOutcome as Outcome,
   type SkipReason,
   STORE_SECONDS_BUCKETS,

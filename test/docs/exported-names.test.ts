@@ -1,15 +1,21 @@
-// One name, one meaning (docs/contributing.md, Glossary): no name is declared with `export` in two files of src/,
-// but for the framework adapters' own `rateLimit` and `shed`, one per framework. scripts/exported-names.mjs reads them.
+// One name, one meaning (docs/contributing.md, Glossary): no name is declared with `export` in two files of src/ and
+// packages/server/src, but for the framework adapters' own `rateLimit` and `shed`, one per framework.
+// scripts/exported-names.mjs reads them. The public names two subpaths used for two things have their own names.
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { describe, test } from 'node:test';
+import type { ProblemRefusal } from '../../src/http/index.js';
+import { type MetricOutcome, OUTCOMES } from '../../src/metrics/definitions.js';
+import type { MetricOutcome as PublicMetricOutcome } from '../../src/metrics/index.js';
+import { ROOT } from '../helpers/paths.js';
 
 interface ExportedNames {
   ADAPTER_NAMES: readonly string[];
+  SOURCE_DIRS: readonly string[];
   declaredExports(path: string): string[];
-  duplicateExports(dir?: string): Record<string, string[]>;
+  duplicateExports(dirs?: string | readonly string[], root?: string): Record<string, string[]>;
 }
 
 async function load(): Promise<ExportedNames> {
@@ -29,8 +35,12 @@ function miniature(files: Record<string, string>): { dir: string; remove(): void
 }
 
 describe('exported names', () => {
-  test('no name is declared in two files of src/ but the adapters’ rateLimit and shed', async () => {
-    const { ADAPTER_NAMES, duplicateExports } = await load();
+  test('no name is declared in two files of src/ and packages/server/src but the adapters’ rateLimit and shed', async () => {
+    const { ADAPTER_NAMES, SOURCE_DIRS, duplicateExports } = await load();
+    assert.deepEqual(
+      SOURCE_DIRS.map((dir) => dir.slice(ROOT.length).replace(/^\/|\/$/g, '')),
+      ['src', 'packages/server/src'],
+    );
     const duplicates = duplicateExports();
     const others = Object.fromEntries(
       Object.entries(duplicates).filter(([name]) => !ADAPTER_NAMES.includes(name)),
@@ -38,11 +48,11 @@ describe('exported names', () => {
     assert.deepEqual(
       others,
       {},
-      'a name declared in two files of src/: rename the internal one (node scripts/exported-names.mjs)',
+      'a name declared in two files of src/ and packages/server/src: rename the internal or the server’s one (node scripts/exported-names.mjs)',
     );
     for (const name of ADAPTER_NAMES) {
       for (const file of duplicates[name] ?? [])
-        assert.match(file, /^src\/http\/[a-z-]+\.ts$/, `${name} in ${file}`);
+        assert.match(file, /^src\/http\/(?:adapters\/)?[a-z-]+\.ts$/, `${name} in ${file}`);
     }
   });
 
@@ -82,6 +92,46 @@ describe('exported names', () => {
       });
     } finally {
       src.remove();
+    }
+  });
+
+  test('a name declared once in the library and once in the server is a duplicate', async () => {
+    const { duplicateExports } = await load();
+    const library = miniature({ 'slot.ts': 'export class Slot {}\n', 'only.ts': 'export const ONLY = 1;\n' });
+    const server = miniature({ 'envoy/slots.ts': 'export interface Slot { readonly index: number }\n' });
+    // Both miniatures sit in the system's temporary folder: paths are relative to it.
+    const root = join(library.dir, '..', '..');
+    try {
+      assert.deepEqual(duplicateExports([library.dir, server.dir], root), {
+        Slot: [
+          relative(root, join(library.dir, 'slot.ts')),
+          relative(root, join(server.dir, 'envoy', 'slots.ts')),
+        ].sort(),
+      });
+    } finally {
+      library.remove();
+      server.remove();
+    }
+  });
+
+  test('sluice/metrics and sluice/http export MetricOutcome and ProblemRefusal; Outcome and Refusal there are deprecated aliases', () => {
+    // These lines compile only if the public modules export the names.
+    const label: PublicMetricOutcome = 'shadow_denied';
+    const refusal: Pick<ProblemRefusal, 'status'> = { status: 429 };
+    assert.ok(OUTCOMES.includes(label satisfies MetricOutcome));
+    assert.equal(refusal.status, 429);
+    for (const [file, internal, alias, meaning] of [
+      ['src/metrics/index.ts', 'MetricOutcome', 'Outcome', /twin/],
+      ['src/http/index.ts', 'ProblemRefusal', 'Refusal', /sluice\/shed/],
+    ] as const) {
+      const text = readFileSync(join(ROOT, file), 'utf8');
+      assert.match(text, new RegExp(`\\btype ${internal},`), `${file} exports ${internal}`);
+      const deprecated = new RegExp(
+        `@deprecated Use \\{@link ${internal}\\}([\\s\\S]*?)\\*/\\s*type ${internal} as ${alias},`,
+      );
+      const match = deprecated.exec(text);
+      assert.ok(match, `${file}: ${alias} is a deprecated alias of ${internal}`);
+      assert.match(match[1] ?? '', meaning, `${file}: the deprecation says what ${alias} names on its own`);
     }
   });
 });

@@ -22,7 +22,7 @@ export interface Finding {
   fixedTtlMs?: number;
 }
 
-export interface Group {
+export interface AuditGroup {
   readonly name: string;
   readonly policy: Policy | undefined;
   keys: number;
@@ -61,7 +61,7 @@ export interface AuditReport {
   readonly elapsedMs: number;
   readonly ended: 'complete' | 'interrupted' | 'max-keys';
   readonly maxKeys: number;
-  readonly groups: readonly Group[];
+  readonly groups: readonly AuditGroup[];
   readonly findings: readonly Finding[];
   readonly fix: boolean;
   readonly show: number;
@@ -75,7 +75,7 @@ function fixedCount(report: AuditReport): number {
 }
 
 /** The `--json` document. */
-export function jsonReport(report: AuditReport): string {
+export function auditJsonReport(report: AuditReport): string {
   const { connection, groups, findings } = report;
   return JSON.stringify(
     {
@@ -139,7 +139,7 @@ function summaryTable(report: AuditReport): string {
 }
 
 /** The keys of one limiter, by problem, with a note where more were found than shown. */
-function groupListing(group: Group, report: AuditReport): string[] {
+function groupListing(group: AuditGroup, report: AuditReport): string[] {
   const counts: Record<Problem, number> = {
     'no-expiry': group.noExpiry,
     'unexpected-type': group.unexpectedType,
@@ -199,7 +199,7 @@ function advice(report: AuditReport): string[] {
 }
 
 /** The text report. */
-export function textReport(report: AuditReport): string {
+export function auditTextReport(report: AuditReport): string {
   const lines: string[] = [headline(report)];
   if (report.groups.length > 0) lines.push('', summaryTable(report));
   if (report.configPath === undefined) lines.push('', UNJUDGED_NOTE);

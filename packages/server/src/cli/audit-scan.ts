@@ -2,7 +2,7 @@
 import type { Redis } from 'ioredis';
 import type { Policy } from 'sluice';
 import { fixFor, judge, judgeStored, limiterOf, storedOf } from './audit-judge.js';
-import { type Finding, type Group, OTHER, PROBLEMS, type Problem, perSecond } from './audit-report.js';
+import { type AuditGroup, type Finding, OTHER, PROBLEMS, type Problem, perSecond } from './audit-report.js';
 import { sleep } from './command.js';
 import { CliError } from './errors.js';
 import { formatNumber, Progress } from './output.js';
@@ -31,7 +31,7 @@ export interface ScanResult {
   /** `complete`, or why the walk stopped early. */
   readonly ended: 'complete' | 'interrupted' | 'max-keys';
   /** By limiter name, `(other keys)` last. */
-  readonly groups: readonly Group[];
+  readonly groups: readonly AuditGroup[];
   readonly findings: readonly Finding[];
 }
 
@@ -96,7 +96,7 @@ async function inspectKeys(
 async function applyFixes(
   node: Redis,
   fixes: ReadonlyArray<{ finding: Finding; args: Array<string | number> }>,
-  groupOf: (name: string) => Group,
+  groupOf: (name: string) => AuditGroup,
 ): Promise<void> {
   const pipeline = node.pipeline();
   for (const { args } of fixes) pipeline.call('PEXPIRE', ...args);
@@ -115,7 +115,7 @@ async function applyFixes(
   });
 }
 
-function newGroup(name: string, policy: Policy | undefined): Group {
+function newGroup(name: string, policy: Policy | undefined): AuditGroup {
   return {
     name,
     policy,
@@ -181,7 +181,7 @@ async function scanPrimary(
 
 /** What the walk has found so far: keys by limiter, findings, counts, and why it ended. */
 class Walk {
-  readonly #groups = new Map<string, Group>();
+  readonly #groups = new Map<string, AuditGroup>();
   /** SCAN may return a key twice (while the table grows); it is counted once. */
   readonly #flagged = new Set<string>();
   readonly #findings: Finding[] = [];
@@ -263,7 +263,7 @@ class Walk {
     return finding;
   }
 
-  #groupOf(name: string): Group {
+  #groupOf(name: string): AuditGroup {
     let group = this.#groups.get(name);
     if (group === undefined) {
       group = newGroup(name, this.options.policies.get(name));

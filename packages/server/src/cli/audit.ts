@@ -13,7 +13,7 @@ import {
   type Values,
 } from './args.js';
 import { TTL_SLACK_FACTOR } from './audit-judge.js';
-import { type AuditReport, jsonReport, OTHER, textReport } from './audit-report.js';
+import { type AuditReport, auditJsonReport, auditTextReport, OTHER } from './audit-report.js';
 import { type ScanOptions, scanKeyspace } from './audit-scan.js';
 import type { Command, Context } from './command.js';
 import { findConfig, NO_CONFIG } from './config.js';
@@ -127,7 +127,7 @@ async function run(context: Context): Promise<number> {
     fix: options.fixTtlMs !== undefined,
     show: options.show,
   };
-  context.out(context.json ? jsonReport(report) : textReport(report));
+  context.out(context.json ? auditJsonReport(report) : auditTextReport(report));
   if (result.ended === 'interrupted') return EXIT.INTERRUPTED;
   return result.findings.length > 0 ? EXIT.FOUND : EXIT.OK;
 }

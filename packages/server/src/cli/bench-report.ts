@@ -48,7 +48,7 @@ export interface BenchReport {
 }
 
 /** The `--json` document. */
-export function jsonReport(report: BenchReport): string {
+export function benchJsonReport(report: BenchReport): string {
   return JSON.stringify(report, null, 2);
 }
 
@@ -107,7 +107,7 @@ function slowlogLines(slow: SlowReport, prefix: string, strict: boolean): string
 }
 
 /** The text report. */
-export function textReport(report: BenchReport, prefix: string, strict: boolean): string {
+export function benchTextReport(report: BenchReport, prefix: string, strict: boolean): string {
   return [
     `${runLength(report.durationMs)} per algorithm, ${report.concurrency} concurrent callers over ${formatNumber(report.keys)} identifiers, on ${report.server} at ${report.redis}`,
     '',

@@ -25,10 +25,10 @@ import {
 import {
   type BenchReport,
   type BenchResult,
-  jsonReport,
+  benchJsonReport,
+  benchTextReport,
   type SlowCall,
   type SlowReport,
-  textReport,
 } from './bench-report.js';
 import type { Command, Context } from './command.js';
 import { findConfig, policyFromSpec } from './config.js';
@@ -256,7 +256,9 @@ async function run(context: Context): Promise<number> {
     await connection.close();
   }
   if (context.signal.aborted) return EXIT.INTERRUPTED;
-  context.out(context.json ? jsonReport(report) : textReport(report, options.configPrefix, options.strict));
+  context.out(
+    context.json ? benchJsonReport(report) : benchTextReport(report, options.configPrefix, options.strict),
+  );
   return options.strict && (report.slowlog.duringRun ?? 0) > 0 ? EXIT.FOUND : EXIT.OK;
 }
 

@@ -53,7 +53,7 @@ function describe(
 }
 
 /** The text report. */
-export function textReport(report: InspectReport, policy: Policy): string {
+export function inspectTextReport(report: InspectReport, policy: Policy): string {
   const { next } = report;
   const verdict = next.allowed
     ? `allowed, ${next.remainingAfter} remaining after it`

@@ -29,7 +29,7 @@ import { decodeState, type RawState } from './decode.js';
 import { CliError, EXIT } from './errors.js';
 import { ledgerText, readLedger } from './inspect-ledger.js';
 import { regionState } from './inspect-region.js';
-import { type InspectReport, textReport } from './inspect-report.js';
+import { type InspectReport, inspectTextReport } from './inspect-report.js';
 import { type Connection, connect, redisUrl } from './redis.js';
 
 /** Flags that describe a policy on the command line, instead of the config file. */
@@ -261,11 +261,11 @@ async function run(context: Context): Promise<number> {
     context.out(
       context.json
         ? JSON.stringify({ ...report, global }, null, 2)
-        : [textReport(report, options.policy), ...ledgerText(global, report.serverTimeMs)].join('\n'),
+        : [inspectTextReport(report, options.policy), ...ledgerText(global, report.serverTimeMs)].join('\n'),
     );
     return EXIT.OK;
   }
-  context.out(context.json ? JSON.stringify(report, null, 2) : textReport(report, options.policy));
+  context.out(context.json ? JSON.stringify(report, null, 2) : inspectTextReport(report, options.policy));
   return EXIT.OK;
 }
 

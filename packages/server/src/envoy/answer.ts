@@ -3,8 +3,8 @@ import { isStoreFailure } from 'sluice';
 import type { AppliedLimit } from './limiters.js';
 import { CODE, type DescriptorStatusMessage } from './messages.js';
 import type { DescriptorOutcome, EnvoyMetrics } from './metrics.js';
-import type { Outcome } from './request-decision.js';
-import type { Slot } from './slots.js';
+import type { DescriptorResult } from './request-decision.js';
+import type { ResolvedDescriptor } from './slots.js';
 import { RESPONSE_UNIT } from './units.js';
 
 export const MAX_UINT32 = 4_294_967_295;
@@ -19,11 +19,15 @@ export interface Statuses {
 }
 
 /** Whether a descriptor's status is OVER_LIMIT: over its limit and not shadowed (a quota-mode one too). */
-export function refuses(slot: Slot, outcome: Outcome): boolean {
+export function refuses(slot: ResolvedDescriptor, outcome: DescriptorResult): boolean {
   return outcome.over && !slot.shadow;
 }
 
-function statusOf(slot: Slot, outcome: Outcome, applied: AppliedLimit): DescriptorStatusMessage {
+function statusOf(
+  slot: ResolvedDescriptor,
+  outcome: DescriptorResult,
+  applied: AppliedLimit,
+): DescriptorStatusMessage {
   const { decision } = outcome;
   return {
     code: refuses(slot, outcome) ? CODE.OVER_LIMIT : CODE.OK,
@@ -44,7 +48,7 @@ function statusOf(slot: Slot, outcome: Outcome, applied: AppliedLimit): Descript
  * What the metrics count for a descriptor: the units in use before it, from what remains after
  * it (its hits are in use only when they were taken: a refused request takes nothing).
  */
-function outcomeOf(slot: Slot, outcome: Outcome): DescriptorOutcome {
+function outcomeOf(slot: ResolvedDescriptor, outcome: DescriptorResult): DescriptorOutcome {
   const { decision } = outcome;
   const before = decision.limit - decision.remaining - (outcome.taken ? slot.hits : 0);
   return {
@@ -61,9 +65,9 @@ function outcomeOf(slot: Slot, outcome: Outcome): DescriptorOutcome {
 
 /** The statuses of every descriptor, in order; live ones take their outcome, in the order of `live`. */
 export function statusesOf(
-  slots: readonly Slot[],
-  live: readonly Slot[],
-  outcomes: readonly Outcome[],
+  slots: readonly ResolvedDescriptor[],
+  live: readonly ResolvedDescriptor[],
+  outcomes: readonly DescriptorResult[],
   metrics: EnvoyMetrics | undefined,
 ): Statuses {
   let failed = false;

@@ -4,8 +4,14 @@ import { type FileReader, lineOf } from './config-reader.js';
 import { parseUnit, parseWindow, UNIT_MS, type UnitName, unitOfWindow } from './units.js';
 import type { YamlMap, YamlValue } from './yaml-reader.js';
 
-export const ALGORITHMS = ['fixedWindow', 'slidingWindow', 'slidingLog', 'tokenBucket', 'gcra'] as const;
-export type EnvoyAlgorithm = (typeof ALGORITHMS)[number];
+export const ENVOY_ALGORITHMS = [
+  'fixedWindow',
+  'slidingWindow',
+  'slidingLog',
+  'tokenBucket',
+  'gcra',
+] as const;
+export type EnvoyAlgorithm = (typeof ENVOY_ALGORITHMS)[number];
 
 /** What a rule answers when its store fails: gRPC UNAVAILABLE (Envoy's failure_mode_deny decides) or a limiter mode. */
 export type StoreErrorAnswer = 'unavailable' | 'allow' | 'deny' | 'fallback';
@@ -100,10 +106,10 @@ function readAlgorithm(
       "algorithm 'concurrency' cannot be served to Envoy: its rate limit service API has no call for the end of a request, so a slot taken here would only come back when its lease lapsed. Limit requests in flight in the application (sluice's HTTP middleware, or POST /v1/limit and /v1/release), or with Envoy's own circuit breakers (max_requests)",
     );
   }
-  if (!ALGORITHMS.includes(algorithm)) {
+  if (!ENVOY_ALGORITHMS.includes(algorithm)) {
     reader.fail(
       lineOf(spec, 'algorithm'),
-      `invalid algorithm '${algorithmText}': expected one of ${ALGORITHMS.join(', ')}`,
+      `invalid algorithm '${algorithmText}': expected one of ${ENVOY_ALGORITHMS.join(', ')}`,
     );
   }
   const burst = reader.integer(spec, 'burst', MAX_UINT32);

@@ -5,7 +5,12 @@ import { FileReader, isAbsent, lineOf } from './config-reader.js';
 import { type MetadataObject, readMetadata } from './metadata.js';
 import { readYaml, type YamlValue } from './yaml-reader.js';
 
-export { ALGORITHMS, type EnvoyAlgorithm, type RuleLimit, type StoreErrorAnswer } from './config-limit.js';
+export {
+  ENVOY_ALGORITHMS,
+  type EnvoyAlgorithm,
+  type RuleLimit,
+  type StoreErrorAnswer,
+} from './config-limit.js';
 
 /** One descriptor of the config tree. */
 export interface Rule {

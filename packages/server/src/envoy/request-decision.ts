@@ -5,10 +5,10 @@ import { ERROR_CODES, SluiceError } from 'sluice';
 import { callOptions, type DescriptorCall, type Together } from './decide.js';
 import type { AppliedLimit } from './limiters.js';
 import { decideUnderQuota, everyQuotaOver, type QuotaOutside } from './quota.js';
-import type { Slot } from './slots.js';
+import type { ResolvedDescriptor } from './slots.js';
 
 /** What the decision made of one live descriptor. */
-export interface Outcome {
+export interface DescriptorResult {
   /** The store's decision (a look, when nothing was taken), or one made without it (a quota of 0). */
   readonly decision: Decision;
   /** Over its limit: its hits were refused (a check of 0 hits: nothing is left for one). */
@@ -19,7 +19,7 @@ export interface Outcome {
 
 /** The request's answer: one outcome per live descriptor, in order, and whether the request is over. */
 export interface RequestDecision {
-  readonly outcomes: readonly Outcome[];
+  readonly outcomes: readonly DescriptorResult[];
   readonly over: boolean;
 }
 
@@ -40,7 +40,7 @@ interface Asking extends DescriptorCall {
 type Limiter = NonNullable<AppliedLimit['limiter']>;
 
 /** Over without asking whether anything is left: a quota of 0, or more hits than the limit ever grants. */
-function overWithoutAsking(slot: Slot, hits: number): boolean {
+function overWithoutAsking(slot: ResolvedDescriptor, hits: number): boolean {
   const applied = slot.applied as AppliedLimit;
   return applied.limiter === undefined || !Number.isSafeInteger(hits) || hits > applied.maxCost;
 }
@@ -52,7 +52,7 @@ function noQuota(applied: AppliedLimit): Decision {
 }
 
 /** Looks at a descriptor without taking: what is left now, and when it is full again. */
-async function look(slot: Slot, cost: number, tag: string | undefined): Promise<Decision> {
+async function look(slot: ResolvedDescriptor, cost: number, tag: string | undefined): Promise<Decision> {
   const applied = slot.applied as AppliedLimit;
   const limiter = applied.limiter as Limiter;
   const member = { limiter, identifier: slot.identifier, cost, limit: applied.callLimit };
@@ -64,7 +64,7 @@ async function look(slot: Slot, cost: number, tag: string | undefined): Promise<
  * can grant. Descriptors on one key ask for their hits together; when together they ask for more
  * than the limit grants, they are over without asking and are left to `statics`.
  */
-function membersOf(live: readonly Slot[], statics: Set<number>): Asking[] {
+function membersOf(live: readonly ResolvedDescriptor[], statics: Set<number>): Asking[] {
   const byKey = new Map<string, Asking>();
   live.forEach((slot, i) => {
     if (slot.shadow || slot.hits === 0 || statics.has(i) || charged(slot)) return;
@@ -92,7 +92,7 @@ function membersOf(live: readonly Slot[], statics: Set<number>): Asking[] {
   });
   const members: Asking[] = [];
   for (const asking of byKey.values()) {
-    if (overWithoutAsking(live[asking.slots[0] as number] as Slot, asking.cost)) {
+    if (overWithoutAsking(live[asking.slots[0] as number] as ResolvedDescriptor, asking.cost)) {
       for (const i of asking.slots) statics.add(i);
     } else members.push(asking);
   }
@@ -101,8 +101,8 @@ function membersOf(live: readonly Slot[], statics: Set<number>): Asking[] {
 
 /** Counts the quota-mode descriptors decided outside the group; shadowed ones always pass. */
 function quotaOutside(
-  live: readonly Slot[],
-  outcomes: readonly (Outcome | undefined)[],
+  live: readonly ResolvedDescriptor[],
+  outcomes: readonly (DescriptorResult | undefined)[],
   context: DecideContext,
 ): QuotaOutside {
   let over = 0;
@@ -117,7 +117,7 @@ function quotaOutside(
 }
 
 /** A check of 0 hits: over when nothing is left for one more hit; it takes nothing. */
-async function checkOutcome(slot: Slot, tag: string | undefined): Promise<Outcome> {
+async function checkOutcome(slot: ResolvedDescriptor, tag: string | undefined): Promise<DescriptorResult> {
   const applied = slot.applied as AppliedLimit;
   if (applied.limiter === undefined) return { decision: noQuota(applied), over: true, taken: false };
   const decision = await look(slot, 1, tag);
@@ -128,7 +128,7 @@ async function checkOutcome(slot: Slot, tag: string | undefined): Promise<Outcom
  * Over without asking (more hits than the limit grants, or a quota of 0): refused, but what is left
  * and when it is full again are still the store's, so the status reports them exactly.
  */
-async function staticOutcome(slot: Slot, tag: string | undefined): Promise<Outcome> {
+async function staticOutcome(slot: ResolvedDescriptor, tag: string | undefined): Promise<DescriptorResult> {
   const applied = slot.applied as AppliedLimit;
   if (applied.limiter === undefined) return { decision: noQuota(applied), over: true, taken: false };
   // What a look reports as left is what is left now, whatever it asks for.
@@ -138,7 +138,7 @@ async function staticOutcome(slot: Slot, tag: string | undefined): Promise<Outco
 }
 
 /** A descriptor of a `charge_over_limit` rule with hits: the usage of a finished response, charged. */
-function charged(slot: Slot): boolean {
+function charged(slot: ResolvedDescriptor): boolean {
   return slot.hits > 0 && slot.applied?.chargeOverLimit === true && slot.applied.limiter !== undefined;
 }
 
@@ -147,7 +147,7 @@ function charged(slot: Slot): boolean {
  * allowance), never over. A charge the store did not record is answered as the store's failure,
  * which the rule's `on_store_error` answers as it answers any.
  */
-async function chargeOutcome(slot: Slot, tag: string | undefined): Promise<Outcome> {
+async function chargeOutcome(slot: ResolvedDescriptor, tag: string | undefined): Promise<DescriptorResult> {
   const applied = slot.applied as AppliedLimit;
   const limiter = applied.limiter as Limiter;
   const options = {
@@ -174,7 +174,7 @@ async function chargeOutcome(slot: Slot, tag: string | undefined): Promise<Outco
 }
 
 /** A shadowed descriptor decides alone: it takes when it allows, and never refuses the request. */
-async function shadowOutcome(slot: Slot, tag: string | undefined): Promise<Outcome> {
+async function shadowOutcome(slot: ResolvedDescriptor, tag: string | undefined): Promise<DescriptorResult> {
   const applied = slot.applied as AppliedLimit;
   const limiter = applied.limiter as Limiter;
   const member = { limiter, identifier: slot.identifier, cost: slot.hits, limit: applied.callLimit };
@@ -186,7 +186,7 @@ async function shadowOutcome(slot: Slot, tag: string | undefined): Promise<Outco
 async function lookAtMembers(
   members: readonly Asking[],
   tag: string | undefined,
-  outcomes: (Outcome | undefined)[],
+  outcomes: (DescriptorResult | undefined)[],
 ): Promise<void> {
   await Promise.all(
     members.map(async (member) => {
@@ -201,7 +201,7 @@ async function decideMembers(
   members: readonly Asking[],
   outside: QuotaOutside,
   context: DecideContext,
-  outcomes: (Outcome | undefined)[],
+  outcomes: (DescriptorResult | undefined)[],
 ): Promise<boolean> {
   const result = await decideUnderQuota(
     members,
@@ -224,12 +224,12 @@ const MAX_PLAIN = 8;
  * The usual request's members, one per live descriptor: each enforced, in neither shadow nor quota
  * mode, taking hits within what its limit grants, on a key of its own. Undefined for any other.
  */
-function plainMembers(live: readonly Slot[]): DescriptorCall[] | undefined {
+function plainMembers(live: readonly ResolvedDescriptor[]): DescriptorCall[] | undefined {
   const count = live.length;
   if (count === 0 || count > MAX_PLAIN) return undefined;
   const members: DescriptorCall[] = new Array(count);
   for (let i = 0; i < count; i++) {
-    const slot = live[i] as Slot;
+    const slot = live[i] as ResolvedDescriptor;
     if (slot.shadow || slot.quota || slot.hits === 0 || charged(slot) || overWithoutAsking(slot, slot.hits)) {
       return undefined;
     }
@@ -252,7 +252,7 @@ async function decidePlain(
   const decisions = await context.together.decide(members, context.tag);
   let over = false;
   for (const decision of decisions) if (!decision.allowed) over = true;
-  const outcomes: Outcome[] = new Array(decisions.length);
+  const outcomes: DescriptorResult[] = new Array(decisions.length);
   for (let i = 0; i < decisions.length; i++) {
     const decision = decisions[i] as Decision;
     outcomes[i] = { decision, over: !decision.allowed, taken: decision.allowed && !over };
@@ -266,11 +266,14 @@ async function decidePlain(
  * descriptors decide on their own (they never refuse). Checks of 0 hits and descriptors over
  * without asking are looked at first: they can make the request over before anything is taken.
  */
-export async function decideRequest(live: readonly Slot[], context: DecideContext): Promise<RequestDecision> {
+export async function decideRequest(
+  live: readonly ResolvedDescriptor[],
+  context: DecideContext,
+): Promise<RequestDecision> {
   const plain = plainMembers(live);
   if (plain !== undefined) return decidePlain(plain, context);
   const { tag } = context;
-  const outcomes: (Outcome | undefined)[] = new Array(live.length);
+  const outcomes: (DescriptorResult | undefined)[] = new Array(live.length);
   const statics = new Set<number>();
   live.forEach((slot, i) => {
     if (slot.hits > 0 && !charged(slot) && overWithoutAsking(slot, slot.hits)) statics.add(i);
@@ -300,5 +303,5 @@ export async function decideRequest(live: readonly Slot[], context: DecideContex
     await lookAtMembers(members, tag, outcomes);
   } else over = await decideMembers(members, outside, context, outcomes);
   await shadowed;
-  return { outcomes: outcomes as Outcome[], over };
+  return { outcomes: outcomes as DescriptorResult[], over };
 }

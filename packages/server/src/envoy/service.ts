@@ -13,9 +13,9 @@ import {
 } from './messages.js';
 import { dynamicMetadata, type MetadataObject } from './metadata.js';
 import type { EnvoyMetrics } from './metrics.js';
-import { decideRequest, type Outcome, type RequestDecision } from './request-decision.js';
+import { type DescriptorResult, decideRequest, type RequestDecision } from './request-decision.js';
 import { type HeaderItem, headerAnswer } from './response-headers.js';
-import { liveSlots, resolveSlot, type Slot } from './slots.js';
+import { liveDescriptors, type ResolvedDescriptor, resolveDescriptor } from './slots.js';
 import { mapInTurns, nextTurn } from './turns.js';
 
 /** Options of {@link EnvoyService}. */
@@ -119,11 +119,11 @@ export class EnvoyService {
     const mapped = mapInTurns(
       descriptors,
       (descriptor) => Math.max(1, descriptor.entries?.length ?? 0),
-      (descriptor, index) => resolveSlot(resolver, descriptor, index, request.hits_addend),
+      (descriptor, index) => resolveDescriptor(resolver, descriptor, index, request.hits_addend),
     );
     const { results: slots, large } = mapped instanceof Promise ? await mapped : mapped;
     if (large) await nextTurn();
-    const live = liveSlots(slots);
+    const live = liveDescriptors(slots);
     const decided = await decideRequest(live, {
       together: snapshot.together,
       tag: this.#options.oneShard ? domain : undefined,
@@ -136,8 +136,8 @@ export class EnvoyService {
 
   #answer(
     request: RateLimitRequestMessage,
-    slots: readonly Slot[],
-    live: readonly Slot[],
+    slots: readonly ResolvedDescriptor[],
+    live: readonly ResolvedDescriptor[],
     decided: RequestDecision,
   ): RateLimitResponseMessage {
     const { metrics, shadow: globalShadow } = this.#options;
@@ -167,16 +167,22 @@ export class EnvoyService {
 }
 
 /** The descriptors with no live limit that are not unlimited (the reference leaves unlimited ones out). */
-function quotaWithoutLimit(slots: readonly Slot[], live: readonly Slot[]): number {
+function quotaWithoutLimit(
+  slots: readonly ResolvedDescriptor[],
+  live: readonly ResolvedDescriptor[],
+): number {
   const liveSet = new Set(live);
   return slots.filter((slot) => !slot.unlimited && !liveSet.has(slot)).length;
 }
 
 /** An item per live descriptor, named after its rule (`rate_limit.name`, else the rule's stats key). */
-function headerItems(live: readonly Slot[], outcomes: readonly Outcome[]): HeaderItem[] {
+function headerItems(
+  live: readonly ResolvedDescriptor[],
+  outcomes: readonly DescriptorResult[],
+): HeaderItem[] {
   return live.map((slot, i) => {
-    const applied = slot.applied as NonNullable<Slot['applied']>;
-    const outcome = outcomes[i] as Outcome;
+    const applied = slot.applied as NonNullable<ResolvedDescriptor['applied']>;
+    const outcome = outcomes[i] as DescriptorResult;
     return {
       name: applied.name !== '' ? applied.name : [slot.domain, ...slot.statsParts].join('.'),
       windowMs: applied.windowMs,
@@ -190,13 +196,13 @@ function headerItems(live: readonly Slot[], outcomes: readonly Outcome[]): Heade
 /** The dynamic metadata: the request, and the merged `metadata` of the live descriptors that passed. */
 function metadataOf(
   request: RateLimitRequestMessage,
-  live: readonly Slot[],
-  outcomes: readonly Outcome[],
+  live: readonly ResolvedDescriptor[],
+  outcomes: readonly DescriptorResult[],
 ): MetadataObject {
   const passed: MetadataObject[] = [];
   live.forEach((slot, i) => {
     const metadata = slot.rule?.metadata;
-    if (metadata !== undefined && !refuses(slot, outcomes[i] as Outcome)) passed.push(metadata);
+    if (metadata !== undefined && !refuses(slot, outcomes[i] as DescriptorResult)) passed.push(metadata);
   });
   return dynamicMetadata(request.domain ?? '', request.descriptors ?? [], request.hits_addend ?? 0, passed);
 }

@@ -6,7 +6,7 @@ import type { DescriptorMessage } from './messages.js';
 import { overrideUnit } from './units.js';
 
 /** One descriptor, resolved against the config. */
-export interface Slot {
+export interface ResolvedDescriptor {
   readonly index: number;
   readonly domain: string;
   /** The limit that applies; undefined when none does (no match, unknown domain, unlimited). */
@@ -39,19 +39,19 @@ function hitsOf(descriptor: DescriptorMessage, requestHits: number | undefined):
 
 /** What a descriptor resolved to, besides its place, domain and hits (one shape for every slot). */
 type Resolved = Pick<
-  Slot,
+  ResolvedDescriptor,
   'applied' | 'unlimited' | 'rule' | 'statsParts' | 'identifier' | 'shadow' | 'quota'
 >;
 
 const NOTHING: readonly string[] = [];
 
 /** Resolves one descriptor: an override, a matching rule, or nothing to count. */
-export function resolveSlot(
+export function resolveDescriptor(
   resolver: Resolver,
   descriptor: DescriptorMessage,
   index: number,
   requestHits: number | undefined,
-): Slot {
+): ResolvedDescriptor {
   const { domain, globalQuota } = resolver;
   const resolved = resolveLimit(resolver, descriptor.entries ?? [], descriptor.limit);
   return {
@@ -105,7 +105,7 @@ function resolveLimit(
 }
 
 /** The descriptors whose limit applies: those with one, less those another matched limit `replaces`. */
-export function liveSlots(slots: readonly Slot[]): Slot[] {
+export function liveDescriptors(slots: readonly ResolvedDescriptor[]): ResolvedDescriptor[] {
   let replaced: Set<string> | undefined;
   for (const slot of slots) {
     const names = slot.rule?.limit?.replaces;
