@@ -3,7 +3,7 @@ import { fork } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
-import { shed } from '../src/http/express.js';
+import { shed } from '../src/http/adapters/express.js';
 import { createShedder, type ShedderOptions } from '../src/shed/index.js';
 import type { Answer, LoadPlan } from './shed-load.js';
 

@@ -100,7 +100,7 @@ async function redisDecision(session, port) {
 
 async function expressRequest(session, port) {
   const { default: express } = await import('express');
-  const { rateLimit } = await import(join(DIST, 'http', 'express.js'));
+  const { rateLimit } = await import(join(DIST, 'http', 'adapters', 'express.js'));
   const { client, limiter } = await redisLimiter(port, 'express');
   const app = express();
   app.use(rateLimit({ limiter }));

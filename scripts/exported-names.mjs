@@ -14,7 +14,7 @@ export const SOURCE_DIRS = Object.freeze([join(ROOT, 'src'), join(ROOT, 'package
 
 /**
  * The names every framework's subpath exports for its own middleware (sluice/express, sluice/koa, …): one meaning,
- * declared once per framework under src/http/, and public, so they stay.
+ * declared once per framework under src/http/adapters/, and public, so they stay.
  */
 export const ADAPTER_NAMES = Object.freeze(['rateLimit', 'shed']);
 

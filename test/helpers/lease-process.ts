@@ -5,8 +5,8 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
+import { rateLimit } from '../../src/http/adapters/node.js';
 import { headerKey } from '../../src/http/client-key.js';
-import { rateLimit } from '../../src/http/node.js';
 import {
   all,
   concurrency,

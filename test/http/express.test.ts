@@ -3,8 +3,8 @@ import assert from 'node:assert/strict';
 import { afterEach, describe, it } from 'node:test';
 import express, { type Request } from 'express';
 import request from 'supertest';
+import { rateLimit } from '../../src/http/adapters/express.js';
 import { clientIp } from '../../src/http/client-key.js';
-import { rateLimit } from '../../src/http/express.js';
 import { conformance } from '../helpers/http/conformance.js';
 import { buildExpress } from '../helpers/http/harness/express.js';
 import {

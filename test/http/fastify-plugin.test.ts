@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { afterEach, describe, it } from 'node:test';
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
-import { rateLimitPlugin } from '../../src/http/fastify.js';
+import { rateLimitPlugin } from '../../src/http/adapters/fastify.js';
 import { SluiceError } from '../../src/index.js';
 import { header, limiterPool, policyItem, rateLimitItem, SECONDS_LEFT } from '../helpers/http/support.js';
 

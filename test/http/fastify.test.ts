@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { afterEach, describe, it } from 'node:test';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { rateLimit } from '../../src/http/fastify.js';
+import { rateLimit } from '../../src/http/adapters/fastify.js';
 import { conformance } from '../helpers/http/conformance.js';
 import { buildFastify } from '../helpers/http/harness/fastify.js';
 import { memoryLimiter, rateLimitItem, SECONDS_LEFT, type TestLimiter } from '../helpers/http/support.js';

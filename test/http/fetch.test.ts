@@ -1,8 +1,8 @@
 // The fetch-style adapter, driven with web-standard Requests: the common behaviour, the bare guard, immutable responses.
 import assert from 'node:assert/strict';
 import { afterEach, describe, it } from 'node:test';
+import { rateLimit } from '../../src/http/adapters/fetch.js';
 import { clientIp, headerKey } from '../../src/http/client-key.js';
-import { rateLimit } from '../../src/http/fetch.js';
 import { SluiceError } from '../../src/index.js';
 import { conformance } from '../helpers/http/conformance.js';
 import { buildFetch } from '../helpers/http/harness/fetch.js';

@@ -5,8 +5,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, test } from 'node:test';
 import express from 'express';
-import { rateLimit } from '../../src/http/express.js';
-import { rateLimit as nodeRateLimit } from '../../src/http/node.js';
+import { rateLimit } from '../../src/http/adapters/express.js';
+import { rateLimit as nodeRateLimit } from '../../src/http/adapters/node.js';
 import { all, createLimiter, ERROR_CODES, fixedWindow, type Limiter, RedisStore } from '../../src/index.js';
 import { redisForSuite } from '../helpers/suites.js';
 

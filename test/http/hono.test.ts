@@ -2,8 +2,8 @@
 import assert from 'node:assert/strict';
 import { afterEach, describe, it } from 'node:test';
 import { Hono } from 'hono';
+import { rateLimit } from '../../src/http/adapters/hono.js';
 import { clientIp } from '../../src/http/client-key.js';
-import { rateLimit } from '../../src/http/hono.js';
 import { conformance } from '../helpers/http/conformance.js';
 import { buildHono, nodeEnv } from '../helpers/http/harness/hono.js';
 import { memoryLimiter, rateLimitItem, SECONDS_LEFT, type TestLimiter } from '../helpers/http/support.js';

@@ -4,7 +4,7 @@ import { createServer, type Server } from 'node:http';
 import { after, afterEach, before, describe, it } from 'node:test';
 import Koa from 'koa';
 import request from 'supertest';
-import { rateLimit } from '../../src/http/koa.js';
+import { rateLimit } from '../../src/http/adapters/koa.js';
 import { createLimiter, gcra, RedisStore, SluiceError } from '../../src/index.js';
 import { type Connected, connect } from '../helpers/clients.js';
 import { burst } from '../helpers/http/burst.js';

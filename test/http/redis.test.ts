@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import express from 'express';
 import request from 'supertest';
-import { rateLimit } from '../../src/http/express.js';
+import { rateLimit } from '../../src/http/adapters/express.js';
 import { createLimiter, fixedWindow, RedisStore } from '../../src/index.js';
 import { CLIENT_KINDS, type ClientKind, type Connected, connect } from '../helpers/clients.js';
 import { type Build, type Capabilities, conformance, type MakeLimiter } from '../helpers/http/conformance.js';

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Hono } from 'hono';
 import { Registry } from 'prom-client';
-import { rateLimit } from '../../src/http/hono.js';
+import { rateLimit } from '../../src/http/adapters/hono.js';
 import { all, createLimiter, fixedWindow, loginGuard, MemoryStore } from '../../src/index.js';
 import { prometheusMetrics } from '../../src/metrics/index.js';
 import { outcomes, scrape } from '../helpers/metrics/scrape.js';

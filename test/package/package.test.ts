@@ -143,7 +143,9 @@ describe('the packed packages', () => {
   });
 
   test('sluice/node exports the adapter, shed, the key helpers and bodyBytes (for settle), none of the writers Express and Fastify share', async () => {
-    const node = await import(join(consumer, 'node_modules', 'sluice', 'dist', 'esm', 'http', 'node.js'));
+    const node = await import(
+      join(consumer, 'node_modules', 'sluice', 'dist', 'esm', 'http', 'adapters', 'node.js')
+    );
     assert.deepEqual(Object.keys(node).sort(), [
       'bodyBytes',
       'clientIp',

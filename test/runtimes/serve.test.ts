@@ -2,8 +2,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Hono } from 'hono';
-import { rateLimit as fetchRateLimit, headerKey } from '../../src/http/fetch.js';
-import { rateLimit as honoRateLimit } from '../../src/http/hono.js';
+import { rateLimit as fetchRateLimit, headerKey } from '../../src/http/adapters/fetch.js';
+import { rateLimit as honoRateLimit } from '../../src/http/adapters/hono.js';
 import { createLimiter, fixedWindow, type Limiter, MemoryStore, RedisStore } from '../../src/index.js';
 import { type ClientKind, type Connected, connect } from '../helpers/clients.js';
 import { NOW, WINDOW_MS } from '../helpers/http/support.js';

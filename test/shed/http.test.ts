@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { describe, test } from 'node:test';
 import express from 'express';
-import { rateLimit, shed } from '../../src/http/express.js';
+import { rateLimit, shed } from '../../src/http/adapters/express.js';
 import { createLimiter, fixedWindow, MemoryStore } from '../../src/index.js';
 import { createShedder, type Shedder } from '../../src/shed/index.js';
 import { Holds, SHED_APPS } from '../helpers/http/shed-apps.js';

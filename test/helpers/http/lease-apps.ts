@@ -7,13 +7,13 @@ import express from 'express';
 import Fastify from 'fastify';
 import { Hono } from 'hono';
 import Koa from 'koa';
+import { rateLimit as expressLimit } from '../../../src/http/adapters/express.js';
+import { rateLimit as fastifyLimit } from '../../../src/http/adapters/fastify.js';
+import { rateLimit as fetchLimit } from '../../../src/http/adapters/fetch.js';
+import { rateLimit as honoLimit } from '../../../src/http/adapters/hono.js';
+import { rateLimit as koaLimit } from '../../../src/http/adapters/koa.js';
+import { rateLimit as nodeLimit } from '../../../src/http/adapters/node.js';
 import { headerKey } from '../../../src/http/client-key.js';
-import { rateLimit as expressLimit } from '../../../src/http/express.js';
-import { rateLimit as fastifyLimit } from '../../../src/http/fastify.js';
-import { rateLimit as fetchLimit } from '../../../src/http/fetch.js';
-import { rateLimit as honoLimit } from '../../../src/http/hono.js';
-import { rateLimit as koaLimit } from '../../../src/http/koa.js';
-import { rateLimit as nodeLimit } from '../../../src/http/node.js';
 import type { LimiterSet } from '../../../src/http/options.js';
 
 /** The middleware options every lease app shares: keyed by `x-client`, so that every framework keys alike. */

@@ -26,7 +26,7 @@ import {
   SluiceModule,
   type SluiceModuleOptions,
   SluiceService,
-} from '../../../src/http/nestjs.js';
+} from '../../../src/http/adapters/nestjs.js';
 import type { Build } from './conformance.js';
 import { commonOptions, errorCode, STREAMED, supertestSend } from './harness/common.js';
 import { describeInfo } from './support.js';

@@ -8,13 +8,13 @@ import express from 'express';
 import Fastify from 'fastify';
 import { Hono } from 'hono';
 import Koa from 'koa';
-import { shed as expressShed } from '../../../src/http/express.js';
-import { shed as fastifyShed } from '../../../src/http/fastify.js';
-import { shed as fetchShed } from '../../../src/http/fetch.js';
-import { shed as honoShed } from '../../../src/http/hono.js';
-import { shed as koaShed } from '../../../src/http/koa.js';
-import { shed as nestShed } from '../../../src/http/nestjs.js';
-import { shed as nodeShed } from '../../../src/http/node.js';
+import { shed as expressShed } from '../../../src/http/adapters/express.js';
+import { shed as fastifyShed } from '../../../src/http/adapters/fastify.js';
+import { shed as fetchShed } from '../../../src/http/adapters/fetch.js';
+import { shed as honoShed } from '../../../src/http/adapters/hono.js';
+import { shed as koaShed } from '../../../src/http/adapters/koa.js';
+import { shed as nestShed } from '../../../src/http/adapters/nestjs.js';
+import { shed as nodeShed } from '../../../src/http/adapters/node.js';
 import type { Shedder } from '../../../src/shed/index.js';
 
 /** Lets held requests go, and says which have reached their handler. */

@@ -3,8 +3,8 @@
 import { createServer, get, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
+import { rateLimit } from '../../../src/http/adapters/node.js';
 import { headerKey } from '../../../src/http/index.js';
-import { rateLimit } from '../../../src/http/node.js';
 import { createLimiter, type Limiter, RedisStore } from '../../../src/index.js';
 import { decisionMetrics } from '../../../src/metrics/index.js';
 import { ESTIMATE, type Outcome, policy, type Task, USER, usageIn, type Variant } from './shared.js';

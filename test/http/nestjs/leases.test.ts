@@ -1,8 +1,8 @@
 // Concurrency limits through NestJS's guard, on Express and on Fastify: the behaviour every adapter shows.
 import { Controller, Get, Module, Param } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
+import { SluiceGuard, SluiceModule } from '../../../src/http/adapters/nestjs.js';
 import { headerKey } from '../../../src/http/client-key.js';
-import { SluiceGuard, SluiceModule } from '../../../src/http/nestjs.js';
 import type { Holder, LeaseBuild } from '../../helpers/http/lease-apps.js';
 import { leaseConformance } from '../../helpers/http/lease-conformance.js';
 import { PLATFORMS, type Platform, start } from '../../helpers/http/nestjs.js';

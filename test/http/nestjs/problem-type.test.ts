@@ -7,7 +7,7 @@ import { Controller, Get, type INestApplication, Module, type Type } from '@nest
 import { APP_GUARD, NestFactory } from '@nestjs/core';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
-import { SluiceGuard, SluiceModule } from '../../../src/http/nestjs.js';
+import { SluiceGuard, SluiceModule } from '../../../src/http/adapters/nestjs.js';
 import { limiterPool } from '../../helpers/http/support.js';
 
 /**

@@ -11,7 +11,7 @@ import {
   SkipRateLimit,
   SluiceGuard,
   SluiceModule,
-} from '../../../src/http/nestjs.js';
+} from '../../../src/http/adapters/nestjs.js';
 import { createLimiter, fixedWindow, gcra, RedisStore } from '../../../src/index.js';
 import { type Connected, connect } from '../../helpers/clients.js';
 import { burst, statusCounts } from '../../helpers/http/burst.js';

@@ -13,7 +13,7 @@ import {
   SkipRateLimit,
   SluiceGuard,
   SluiceModule,
-} from '../../../src/http/nestjs.js';
+} from '../../../src/http/adapters/nestjs.js';
 import { type Limiter, SluiceError } from '../../../src/index.js';
 import { PLATFORMS, type Running, start } from '../../helpers/http/nestjs.js';
 import { header, limiterPool, policyItem, rateLimitItem, SECONDS_LEFT } from '../../helpers/http/support.js';

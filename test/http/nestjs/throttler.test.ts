@@ -14,7 +14,7 @@ import {
   type ThrottlerStorage,
 } from '@nestjs/throttler';
 import request from 'supertest';
-import { SluiceThrottlerStorage } from '../../../src/http/nestjs.js';
+import { SluiceThrottlerStorage } from '../../../src/http/adapters/nestjs.js';
 import { MemoryStore, RedisStore, SluiceError, slidingLog } from '../../../src/index.js';
 import { type Connected, connect } from '../../helpers/clients.js';
 import { burst, statusCounts } from '../../helpers/http/burst.js';

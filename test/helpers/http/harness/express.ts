@@ -1,6 +1,6 @@
 // The conformance app on Express, driven in-process with supertest (from 127.0.0.1).
 import express, { type NextFunction, type Request, type Response } from 'express';
-import { type ExpressRateLimitOptions, rateLimit } from '../../../../src/http/express.js';
+import { type ExpressRateLimitOptions, rateLimit } from '../../../../src/http/adapters/express.js';
 import type { Build } from '../conformance.js';
 import { describeInfo } from '../support.js';
 import { commonOptions, errorCode, STREAMED, supertestSend } from './common.js';

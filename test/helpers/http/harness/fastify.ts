@@ -1,7 +1,7 @@
 // The conformance app on Fastify, driven in-process with inject (from 10.0.0.10), as a global hook.
 import { Readable } from 'node:stream';
 import Fastify, { type FastifyRequest } from 'fastify';
-import { type FastifyRateLimitOptions, rateLimit } from '../../../../src/http/fastify.js';
+import { type FastifyRateLimitOptions, rateLimit } from '../../../../src/http/adapters/fastify.js';
 import type { Build } from '../conformance.js';
 import { describeInfo } from '../support.js';
 import { commonOptions, errorCode, STREAMED } from './common.js';

@@ -1,5 +1,5 @@
 // The conformance app on the fetch adapter, driven with web-standard Requests; the peer as the runtime passes it.
-import { type FetchRateLimitOptions, rateLimit } from '../../../../src/http/fetch.js';
+import { type FetchRateLimitOptions, rateLimit } from '../../../../src/http/adapters/fetch.js';
 import type { Build } from '../conformance.js';
 import { describeInfo } from '../support.js';
 import { commonOptions, errorCode, STREAMED } from './common.js';

@@ -1,6 +1,6 @@
 // The conformance app on Hono, driven in-process with app.request; the peer as @hono/node-server passes it.
 import { type Context, Hono } from 'hono';
-import { type HonoRateLimitOptions, rateLimit } from '../../../../src/http/hono.js';
+import { type HonoRateLimitOptions, rateLimit } from '../../../../src/http/adapters/hono.js';
 import type { Build } from '../conformance.js';
 import { describeInfo } from '../support.js';
 import { commonOptions, errorCode } from './common.js';

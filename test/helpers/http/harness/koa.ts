@@ -1,7 +1,7 @@
 // The conformance app on Koa, driven in-process with supertest (from 127.0.0.1), routed by a last middleware.
 import { Readable } from 'node:stream';
 import Koa, { type Context } from 'koa';
-import { type KoaRateLimitOptions, rateLimit } from '../../../../src/http/koa.js';
+import { type KoaRateLimitOptions, rateLimit } from '../../../../src/http/adapters/koa.js';
 import type { Build } from '../conformance.js';
 import { describeInfo } from '../support.js';
 import { commonOptions, errorCode, STREAMED, supertestSend } from './common.js';

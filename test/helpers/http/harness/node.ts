@@ -1,8 +1,12 @@
 // The conformance app on node:http, on a real loopback server driven with supertest.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import {
+  type NodeRateLimiter,
+  type NodeRateLimitOptions,
+  rateLimit,
+} from '../../../../src/http/adapters/node.js';
 import type { RateLimitInfo } from '../../../../src/http/info.js';
-import { type NodeRateLimiter, type NodeRateLimitOptions, rateLimit } from '../../../../src/http/node.js';
 import { pathOf } from '../../../../src/http/view.js';
 import type { Build } from '../conformance.js';
 import { describeInfo } from '../support.js';

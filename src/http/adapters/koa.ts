@@ -1,18 +1,18 @@
 // Adapter for Koa 2 and 3: a middleware, the decision on `ctx.state.rateLimit`. Imports Koa's types only, never its runtime.
 import type { Context, Next } from 'koa';
-import { type KeyControls, keyControls } from './controls.js';
-import { type DenialInfo, denialInfo, evaluate, infoOn } from './handle.js';
-import type { RateLimitInfo } from './info.js';
-import { finishOnEnd, withoutContentType } from './node-response.js';
-import { adapterFunction, type RateLimitOptions, resolveRateLimitOptions } from './options.js';
-import { nodeShed, resolveShedOptions, type ShedOptions } from './shed.js';
-import { nodeRequestView, type RequestView } from './view.js';
+import { type KeyControls, keyControls } from '../controls.js';
+import { type DenialInfo, denialInfo, evaluate, infoOn } from '../handle.js';
+import type { RateLimitInfo } from '../info.js';
+import { finishOnEnd, withoutContentType } from '../node-response.js';
+import { adapterFunction, type RateLimitOptions, resolveRateLimitOptions } from '../options.js';
+import { nodeShed, resolveShedOptions, type ShedOptions } from '../shed.js';
+import { nodeRequestView, type RequestView } from '../view.js';
 
-export { type ClientIpOptions, clientIp, headerKey } from './client-key.js';
-export type { DenialInfo } from './handle.js';
-export type { RateLimitInfo } from './info.js';
-export { bodyBytes } from './settle.js';
-export { type ShedOptions, type ShedRefusal, shedRefusal } from './shed.js';
+export { type ClientIpOptions, clientIp, headerKey } from '../client-key.js';
+export type { DenialInfo } from '../handle.js';
+export type { RateLimitInfo } from '../info.js';
+export { bodyBytes } from '../settle.js';
+export { type ShedOptions, type ShedRefusal, shedRefusal } from '../shed.js';
 
 declare module 'koa' {
   // Koa's own way to type `ctx.state`: importing sluice/koa types `ctx.state.rateLimit`.

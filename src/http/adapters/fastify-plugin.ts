@@ -1,8 +1,8 @@
 // The Fastify plugin: limits every route of the scope it is registered in (or only those that ask),
 // with per-route settings in `config.rateLimit` and the hook of your choice.
 import type { FastifyInstance, RouteOptions } from 'fastify';
-import { invalidOption } from '../errors.js';
-import { optionsObject } from '../validate.js';
+import { invalidOption } from '../../errors.js';
+import { optionsObject } from '../../validate.js';
 import { type FastifyRateLimitHook, type FastifyRateLimitOptions, rateLimit } from './fastify-hook.js';
 
 /**

@@ -1,11 +1,11 @@
 // The Fastify hook: one request through the limiters, the decision on `request.rateLimit`. Imports Fastify's types only.
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { type KeyControls, keyControls } from './controls.js';
-import { type DenialInfo, denialInfo, evaluate, infoOn } from './handle.js';
-import type { RateLimitInfo } from './info.js';
-import { finishOnEnd, withoutContentType } from './node-response.js';
-import { adapterFunction, type RateLimitOptions, resolveRateLimitOptions } from './options.js';
-import { nodeRequestView, type RequestView } from './view.js';
+import { type KeyControls, keyControls } from '../controls.js';
+import { type DenialInfo, denialInfo, evaluate, infoOn } from '../handle.js';
+import type { RateLimitInfo } from '../info.js';
+import { finishOnEnd, withoutContentType } from '../node-response.js';
+import { adapterFunction, type RateLimitOptions, resolveRateLimitOptions } from '../options.js';
+import { nodeRequestView, type RequestView } from '../view.js';
 
 declare module 'fastify' {
   interface FastifyRequest {

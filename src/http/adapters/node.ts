@@ -1,18 +1,18 @@
 // `sluice/node`: the adapter for Node's own http server. Its writers live in node-response.ts, shared with Express and Fastify.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { type KeyControls, keyControls } from './controls.js';
-import { type DenialInfo, evaluate, infoOn } from './handle.js';
-import type { RateLimitInfo } from './info.js';
-import { applyToNodeResponse } from './node-response.js';
-import { adapterFunction, type RateLimitOptions, resolveRateLimitOptions } from './options.js';
-import { nodeShed, resolveShedOptions, type ShedOptions } from './shed.js';
-import { nodeRequestView } from './view.js';
+import { type KeyControls, keyControls } from '../controls.js';
+import { type DenialInfo, evaluate, infoOn } from '../handle.js';
+import type { RateLimitInfo } from '../info.js';
+import { applyToNodeResponse } from '../node-response.js';
+import { adapterFunction, type RateLimitOptions, resolveRateLimitOptions } from '../options.js';
+import { nodeShed, resolveShedOptions, type ShedOptions } from '../shed.js';
+import { nodeRequestView } from '../view.js';
 
-export { type ClientIpOptions, clientIp, headerKey } from './client-key.js';
-export type { DenialInfo } from './handle.js';
-export type { RateLimitInfo } from './info.js';
-export { bodyBytes } from './settle.js';
-export { type ShedOptions, type ShedRefusal, shedRefusal } from './shed.js';
+export { type ClientIpOptions, clientIp, headerKey } from '../client-key.js';
+export type { DenialInfo } from '../handle.js';
+export type { RateLimitInfo } from '../info.js';
+export { bodyBytes } from '../settle.js';
+export { type ShedOptions, type ShedRefusal, shedRefusal } from '../shed.js';
 
 /** Options of the node:http adapter. */
 export interface NodeRateLimitOptions extends RateLimitOptions<IncomingMessage, ServerResponse> {

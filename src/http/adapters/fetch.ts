@@ -1,25 +1,25 @@
 // Adapter for web-standard runtimes: (Request) => Response | undefined, and a wrapper for a whole fetch handler.
-import { invalidOption } from '../errors.js';
-import { isKeyExtractor } from './client-key.js';
-import { type KeyControls, keyControls } from './controls.js';
-import { type DenialInfo, decisionsOn, denialInfo, evaluate, infoOn } from './handle.js';
-import { headersIn } from './headers.js';
-import type { RateLimitInfo } from './info.js';
+import { invalidOption } from '../../errors.js';
+import { isKeyExtractor } from '../client-key.js';
+import { type KeyControls, keyControls } from '../controls.js';
+import { type DenialInfo, decisionsOn, denialInfo, evaluate, infoOn } from '../handle.js';
+import { headersIn } from '../headers.js';
+import type { RateLimitInfo } from '../info.js';
 import {
   adapterFunction,
   type RateLimitOptions,
   type ResolvedOptions,
   resolveRateLimitOptions,
-} from './options.js';
-import { type Finished, type SentBody, sentBody, settleOnAbort, trackedResponse } from './settle.js';
-import { admit, resolveShedOptions, type ShedOptions, shedRefusal, WebTicket } from './shed.js';
-import { fetchRequestView, type RequestView } from './view.js';
+} from '../options.js';
+import { type Finished, type SentBody, sentBody, settleOnAbort, trackedResponse } from '../settle.js';
+import { admit, resolveShedOptions, type ShedOptions, shedRefusal, WebTicket } from '../shed.js';
+import { fetchRequestView, type RequestView } from '../view.js';
 
-export { type ClientIpOptions, clientIp, headerKey } from './client-key.js';
-export type { DenialInfo } from './handle.js';
-export type { RateLimitInfo } from './info.js';
-export { bodyBytes } from './settle.js';
-export { type ShedOptions, type ShedRefusal, shedRefusal } from './shed.js';
+export { type ClientIpOptions, clientIp, headerKey } from '../client-key.js';
+export type { DenialInfo } from '../handle.js';
+export type { RateLimitInfo } from '../info.js';
+export { bodyBytes } from '../settle.js';
+export { type ShedOptions, type ShedRefusal, shedRefusal } from '../shed.js';
 
 /** Options of the fetch adapter. */
 export interface FetchRateLimitOptions extends RateLimitOptions<Request, Response> {

@@ -1,18 +1,18 @@
 // Which options limit each Nest route: the module's, its controller's @RateLimit over them, its own over both.
 // Resolved once per controller and route, through the options path every adapter uses. Imports no Nest code.
 import type { IncomingHttpHeaders } from 'node:http';
-import { invalidOption, SluiceError } from '../errors.js';
-import type { Limiter } from '../limiter.js';
-import { optionsObject } from '../validate.js';
-import { type KeyControls, keyControls } from './controls.js';
+import { invalidOption, SluiceError } from '../../errors.js';
+import type { Limiter } from '../../limiter.js';
+import { optionsObject } from '../../validate.js';
+import { type KeyControls, keyControls } from '../controls.js';
 import {
   type LimiterSet,
   type RateLimitOptions,
   type ResolvedOptions,
   resolveRateLimitOptions,
-} from './options.js';
-import { limiterSet } from './routes.js';
-import { nodeRequestView, type RequestView } from './view.js';
+} from '../options.js';
+import { limiterSet } from '../routes.js';
+import { nodeRequestView, type RequestView } from '../view.js';
 
 /**
  * What the options' functions (`key`, `cost`, `limit`, `skip`...) receive: the platform's request

@@ -5,8 +5,8 @@ import {
   type ExecutionContext,
   SetMetadata,
 } from '@nestjs/common';
-import { infoOn } from './handle.js';
-import type { RateLimitInfo } from './info.js';
+import { infoOn } from '../handle.js';
+import type { RateLimitInfo } from '../info.js';
 import {
   checkSettings,
   type NestHttpRequest,

@@ -1,7 +1,8 @@
 // The Nest guard: each HTTP request through the shared path, headers on the platform's reply, a refusal as an HttpException.
 import type { ServerResponse } from 'node:http';
 import { type CanActivate, type ExecutionContext, HttpException, Inject, Injectable } from '@nestjs/common';
-import { type DenialInfo, denialInfo, evaluate } from './handle.js';
+import { type DenialInfo, denialInfo, evaluate } from '../handle.js';
+import { finishOnEnd, setNodeHeaders } from '../node-response.js';
 import {
   type NestHttpRequest,
   nodeRequestOf,
@@ -9,7 +10,6 @@ import {
   SLUICE_ROUTES,
   viewOf,
 } from './nestjs-routes.js';
-import { finishOnEnd, setNodeHeaders } from './node-response.js';
 
 /**
  * What the guard throws for a refused request: 429 (quota or block), 403 (ban), 503 (a limiter

@@ -1,6 +1,6 @@
 // The Fastify shed hook: a ticket per request, released when the reply ends. Imports Fastify's types only.
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { admit, releaseOnNodeEnd, resolveShedOptions, type ShedOptions, shedRefusal } from './shed.js';
+import { admit, releaseOnNodeEnd, resolveShedOptions, type ShedOptions, shedRefusal } from '../shed.js';
 
 /**
  * Sheds load in front of a Fastify app (as an `onRequest` hook) or a route: each request takes a

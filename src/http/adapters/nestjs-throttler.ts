@@ -1,13 +1,13 @@
 // A storage for @nestjs/throttler on sluice's stores: its guard and decorators stay, each count is one atomic
 // decision (Redis: one script), and blocks are sluice's penalties. Written to its interface; imports nothing of it.
-import { fixedWindow } from '../algorithms/fixed-window.js';
-import { invalidOption, SluiceError } from '../errors.js';
-import { createLimiter, type Limiter } from '../limiter.js';
-import type { LimiterOptions } from '../options.js';
-import type { Decision, Policy } from '../types.js';
-import { optionsObject } from '../validate.js';
-import { Penalties } from './penalties.js';
-import { limiterSet } from './routes.js';
+import { fixedWindow } from '../../algorithms/fixed-window.js';
+import { invalidOption, SluiceError } from '../../errors.js';
+import { createLimiter, type Limiter } from '../../limiter.js';
+import type { LimiterOptions } from '../../options.js';
+import type { Decision, Policy } from '../../types.js';
+import { optionsObject } from '../../validate.js';
+import { Penalties } from '../penalties.js';
+import { limiterSet } from '../routes.js';
 
 /** What @nestjs/throttler's guard reads of each count (its `ThrottlerStorageRecord`, times in seconds). */
 export interface ThrottlerStorageRecord {

@@ -1,6 +1,6 @@
 // The NestJS shed middleware: Node's request and response, which Nest hands middleware on both platforms.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { nodeShedMiddleware, resolveShedOptions, type ShedOptions } from './shed.js';
+import { nodeShedMiddleware, resolveShedOptions, type ShedOptions } from '../shed.js';
 
 /**
  * Sheds load in front of a Nest app, as a functional middleware (`consumer.apply(shed(...))` or

@@ -1,19 +1,19 @@
 // Adapter for Express 4 and 5: a RequestHandler. Imports Express's types only, never its runtime.
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import { invalidOption } from '../errors.js';
-import { type KeyControls, keyControls } from './controls.js';
-import { type DenialInfo, evaluate, infoOn } from './handle.js';
-import type { RateLimitInfo } from './info.js';
-import { applyToNodeResponse } from './node-response.js';
-import { adapterFunction, type RateLimitOptions, resolveRateLimitOptions } from './options.js';
-import { nodeShedMiddleware, resolveShedOptions, type ShedOptions } from './shed.js';
-import { nodeRequestView, type RequestView } from './view.js';
+import { invalidOption } from '../../errors.js';
+import { type KeyControls, keyControls } from '../controls.js';
+import { type DenialInfo, evaluate, infoOn } from '../handle.js';
+import type { RateLimitInfo } from '../info.js';
+import { applyToNodeResponse } from '../node-response.js';
+import { adapterFunction, type RateLimitOptions, resolveRateLimitOptions } from '../options.js';
+import { nodeShedMiddleware, resolveShedOptions, type ShedOptions } from '../shed.js';
+import { nodeRequestView, type RequestView } from '../view.js';
 
-export { type ClientIpOptions, clientIp, headerKey } from './client-key.js';
-export type { DenialInfo } from './handle.js';
-export type { RateLimitInfo } from './info.js';
-export { bodyBytes } from './settle.js';
-export { type ShedOptions, type ShedRefusal, shedRefusal } from './shed.js';
+export { type ClientIpOptions, clientIp, headerKey } from '../client-key.js';
+export type { DenialInfo } from '../handle.js';
+export type { RateLimitInfo } from '../info.js';
+export { bodyBytes } from '../settle.js';
+export { type ShedOptions, type ShedRefusal, shedRefusal } from '../shed.js';
 
 declare global {
   // Express's own way to extend its Request: importing sluice/express types `req.rateLimit`.

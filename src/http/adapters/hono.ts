@@ -1,20 +1,20 @@
 // Adapter for Hono 4: a MiddlewareHandler with typed Variables. Imports Hono's types only, never its runtime.
 import type { Context, MiddlewareHandler } from 'hono';
-import { invalidOption } from '../errors.js';
-import { type KeyControls, keyControls } from './controls.js';
-import { type DenialInfo, decisionsOn, denialInfo, evaluate, infoOn } from './handle.js';
-import { rateLimitHeaders } from './headers.js';
-import type { RateLimitInfo } from './info.js';
-import { adapterFunction, type RateLimitOptions, resolveRateLimitOptions } from './options.js';
-import { sentBody, settleOnAbort, trackedResponse } from './settle.js';
-import { admit, resolveShedOptions, type ShedOptions, shedRefusal, WebTicket } from './shed.js';
-import { fetchRequestView, type RequestView } from './view.js';
+import { invalidOption } from '../../errors.js';
+import { type KeyControls, keyControls } from '../controls.js';
+import { type DenialInfo, decisionsOn, denialInfo, evaluate, infoOn } from '../handle.js';
+import { rateLimitHeaders } from '../headers.js';
+import type { RateLimitInfo } from '../info.js';
+import { adapterFunction, type RateLimitOptions, resolveRateLimitOptions } from '../options.js';
+import { sentBody, settleOnAbort, trackedResponse } from '../settle.js';
+import { admit, resolveShedOptions, type ShedOptions, shedRefusal, WebTicket } from '../shed.js';
+import { fetchRequestView, type RequestView } from '../view.js';
 
-export { type ClientIpOptions, clientIp, headerKey } from './client-key.js';
-export type { DenialInfo } from './handle.js';
-export type { RateLimitInfo } from './info.js';
-export { bodyBytes } from './settle.js';
-export { type ShedOptions, type ShedRefusal, shedRefusal } from './shed.js';
+export { type ClientIpOptions, clientIp, headerKey } from '../client-key.js';
+export type { DenialInfo } from '../handle.js';
+export type { RateLimitInfo } from '../info.js';
+export { bodyBytes } from '../settle.js';
+export { type ShedOptions, type ShedRefusal, shedRefusal } from '../shed.js';
 
 /** Options of the Hono middleware. */
 export interface HonoRateLimitOptions<Name extends string = 'rateLimit'>

@@ -10,9 +10,9 @@ import {
   type Provider,
 } from '@nestjs/common';
 import { DiscoveryModule, DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
-import type { Limiter } from '../limiter.js';
-import { infoOn } from './handle.js';
-import type { RateLimitInfo } from './info.js';
+import type { Limiter } from '../../limiter.js';
+import { infoOn } from '../handle.js';
+import type { RateLimitInfo } from '../info.js';
 import {
   type MetadataTarget,
   type NestHttpRequest,
