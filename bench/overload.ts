@@ -292,7 +292,7 @@ async function main(): Promise<void> {
       const refused = await metric(running.http, 'sluice_service_shed_total', '{protocol="grpc"}');
       const storeErrors = await metric(
         running.http,
-        'ratelimit_service_should_rate_limit_error',
+        'ratelimit_service_should_rate_limit_error_total',
         '{err_type="redis_error"}',
       );
       const http = await wrk(running.http, 64 * FACTOR, SECONDS);

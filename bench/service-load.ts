@@ -85,7 +85,7 @@ async function grantsCounted(httpPort: number): Promise<number> {
   const text = await (await fetch(`http://127.0.0.1:${httpPort}/metrics`)).text();
   let total = 0;
   for (const match of text.matchAll(
-    /^ratelimit_service_rate_limit_within_limit\{[^}]*domain="bench"[^}]*\} (\d+)/gm,
+    /^ratelimit_service_rate_limit_within_limit_total\{[^}]*domain="bench"[^}]*\} (\d+)/gm,
   )) {
     total += Number(match[1]);
   }

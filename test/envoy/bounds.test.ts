@@ -21,7 +21,7 @@ import { CONFIG, deep, requestOfSize, user } from './bounds-support.js';
 // Counts are read within one fixed window: no test starts in the last seconds of an hour's.
 beforeEach(() => awayFromWindowEnd(HOUR_MS));
 
-const REFUSALS = 'ratelimit_service_should_rate_limit_error';
+const REFUSALS = 'ratelimit_service_should_rate_limit_error_total';
 
 describe('the bounds of one call, at their defaults', () => {
   let serve: EnvoyServe;

@@ -98,8 +98,9 @@ describe('Redis killed', () => {
     assert.equal((await call(serve, 'local', 'l')).overall_code, OVER_LIMIT);
     await eventually('NOT_SERVING', async () => (await serve.client.health()) === NOT_SERVING);
     assert.ok(
-      (await metric(serve.http, 'ratelimit_service_should_rate_limit_error', { err_type: 'redis_error' })) >=
-        1,
+      (await metric(serve.http, 'ratelimit_service_should_rate_limit_error_total', {
+        err_type: 'redis_error',
+      })) >= 1,
     );
     assert.equal((await httpCall(`${serve.http}/healthcheck`)).status, 500);
 

@@ -169,7 +169,7 @@ function decisionSuite(name: string, args: () => readonly string[]): void {
 
     test('an empty domain or no descriptors: INVALID_ARGUMENT, counted over gRPC and POST /json alike', async () => {
       const counted = (): Promise<number> =>
-        metric(serve.http, 'ratelimit_service_should_rate_limit_error', { err_type: 'service_error' });
+        metric(serve.http, 'ratelimit_service_should_rate_limit_error_total', { err_type: 'service_error' });
       const before = await counted();
       await assert.rejects(serve.client.shouldRateLimit({ domain: '', descriptors: [one('user', 'x')] }), {
         code: status.INVALID_ARGUMENT,
@@ -205,24 +205,24 @@ function decisionSuite(name: string, args: () => readonly string[]): void {
     test('metrics count hits within, near and over the limit, under the reference’s names', async () => {
       const labels = { domain: 'limits', key1: 'tenant', key2: '' };
       const before = {
-        hits: await metric(serve.http, 'ratelimit_service_rate_limit_total_hits', labels),
-        over: await metric(serve.http, 'ratelimit_service_rate_limit_over_limit', labels),
-        within: await metric(serve.http, 'ratelimit_service_rate_limit_within_limit', labels),
+        hits: await metric(serve.http, 'ratelimit_service_rate_limit_total_hits_total', labels),
+        over: await metric(serve.http, 'ratelimit_service_rate_limit_over_limit_total', labels),
+        within: await metric(serve.http, 'ratelimit_service_rate_limit_within_limit_total', labels),
       };
       for (let i = 0; i < 3; i++) await serve.client.shouldRateLimit(request(one('tenant', 'm')));
       assert.equal(
-        await metric(serve.http, 'ratelimit_service_rate_limit_total_hits', labels),
+        await metric(serve.http, 'ratelimit_service_rate_limit_total_hits_total', labels),
         before.hits + 3,
       );
       assert.equal(
-        await metric(serve.http, 'ratelimit_service_rate_limit_within_limit', labels),
+        await metric(serve.http, 'ratelimit_service_rate_limit_within_limit_total', labels),
         before.within + 2,
       );
       assert.equal(
-        await metric(serve.http, 'ratelimit_service_rate_limit_over_limit', labels),
+        await metric(serve.http, 'ratelimit_service_rate_limit_over_limit_total', labels),
         before.over + 1,
       );
-      assert.equal(await metric(serve.http, 'ratelimit_service_config_load_success'), 1);
+      assert.equal(await metric(serve.http, 'ratelimit_service_config_load_success_total'), 1);
       assert.ok(
         (await metric(serve.http, 'ratelimit_service_response_time_seconds_count', {
           grpc_method: 'ShouldRateLimit',
@@ -234,7 +234,9 @@ function decisionSuite(name: string, args: () => readonly string[]): void {
       const labels = { domain: 'limits', key1: 'user', key2: '' };
       const names = ['total_hits', 'within_limit', 'near_limit', 'over_limit'] as const;
       const read = async (): Promise<number[]> =>
-        Promise.all(names.map((name) => metric(serve.http, `ratelimit_service_rate_limit_${name}`, labels)));
+        Promise.all(
+          names.map((name) => metric(serve.http, `ratelimit_service_rate_limit_${name}_total`, labels)),
+        );
       const before = await read();
       const codes: number[] = [];
       for (let i = 0; i < 5; i++) {
@@ -294,7 +296,7 @@ describe('the global shadow mode and the RateLimit headers', () => {
     const response = await serve.client.shouldRateLimit(over);
     assert.equal(response.overall_code, OK);
     assert.equal(response.statuses[0]?.code, OVER_LIMIT);
-    assert.equal(await metric(serve.http, 'ratelimit_service_global_shadow_mode'), 1);
+    assert.equal(await metric(serve.http, 'ratelimit_service_global_shadow_mode_total'), 1);
   });
 
   test('--envoy-headers: a RateLimit item per descriptor with a limit, named after its rule', async () => {

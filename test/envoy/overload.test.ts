@@ -116,11 +116,15 @@ describe('the overload guard over gRPC, on Redis', () => {
       );
       assert.equal(await metric(serve.http, 'sluice_service_shed_total', { protocol: 'http' }), 0);
       assert.equal(
-        await metric(serve.http, 'ratelimit_service_total_requests', { grpc_method: 'ShouldRateLimit' }),
+        await metric(serve.http, 'ratelimit_service_total_requests_total', {
+          grpc_method: 'ShouldRateLimit',
+        }),
         answered.length,
       );
       assert.equal(
-        await metric(serve.http, 'ratelimit_service_should_rate_limit_error', { err_type: 'redis_error' }),
+        await metric(serve.http, 'ratelimit_service_should_rate_limit_error_total', {
+          err_type: 'redis_error',
+        }),
         0,
       );
 

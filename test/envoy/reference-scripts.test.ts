@@ -73,7 +73,7 @@ describe('the reference’s example directory, started unchanged', () => {
     const shady = headers(['foo', 'pelle'], ['baz', 'shady']);
     for (let i = 0; i < 6; i++) assert.ok(await passes(serve, shady), `call ${i + 1}`);
     const labels = { domain: 'rl', key1: 'foo', key2: 'baz_shady' };
-    assert.equal(await metric(serve.http, 'ratelimit_service_rate_limit_shadow_mode', labels), 3);
+    assert.equal(await metric(serve.http, 'ratelimit_service_rate_limit_shadow_mode_total', labels), 3);
   });
 
   test('value-included-in-stats-key-when-unspecified.sh: 2 a minute, counted under the value', async () => {
@@ -82,7 +82,7 @@ describe('the reference’s example directory, started unchanged', () => {
     assert.ok(await passes(serve, unspec));
     assert.equal(await passes(serve, unspec), false);
     const labels = { domain: 'rl', key1: 'unspec_unspecified_value' };
-    assert.equal(await metric(serve.http, 'ratelimit_service_rate_limit_over_limit', labels), 1);
+    assert.equal(await metric(serve.http, 'ratelimit_service_rate_limit_over_limit_total', labels), 1);
   });
 
   test('replaces.sh: a replacing limit raises the replaced one and leaves it untouched', async () => {

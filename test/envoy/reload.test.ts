@@ -78,7 +78,7 @@ describe('hot reload', () => {
       const { answered, failed } = await traffic.stop();
       assert.deepEqual(failed, []);
       assert.ok(answered > 0);
-      assert.ok((await metric(serve.http, 'ratelimit_service_config_load_success')) >= 11);
+      assert.ok((await metric(serve.http, 'ratelimit_service_config_load_success_total')) >= 11);
       assert.equal(await serve.stop(), 0);
     }
   });
@@ -91,7 +91,7 @@ describe('hot reload', () => {
     renameSync(join(dir, '.limits.tmp'), join(dir, 'limits.yaml'));
     await eventually(
       'the refusal counted',
-      async () => (await metric(serve.http, 'ratelimit_service_config_load_error')) === 1,
+      async () => (await metric(serve.http, 'ratelimit_service_config_load_error_total')) === 1,
     );
     assert.equal(await limitInForce(serve), 7);
     const lines = serve.running
@@ -103,7 +103,7 @@ describe('hot reload', () => {
     ]);
     writeFileSync(join(dir, 'limits.yaml'), config(9));
     await eventually('the fixed file in force', async () => (await limitInForce(serve)) === 9);
-    assert.equal(await metric(serve.http, 'ratelimit_service_config_load_error'), 1);
+    assert.equal(await metric(serve.http, 'ratelimit_service_config_load_error_total'), 1);
     assert.equal(await serve.stop(), 0);
   });
 });

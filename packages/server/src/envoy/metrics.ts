@@ -1,4 +1,5 @@
-// The Envoy service's metrics under the names envoyproxy/ratelimit users know, on a prom-client Registry.
+// The Envoy service's metrics under the names envoyproxy/ratelimit users know, on a prom-client Registry: its statsd
+// mapping's names, each counter's with `_total` added, as Prometheus names counters (promtool's lint asks for it).
 import type { Counter, Histogram, Registry } from 'prom-client';
 
 type PromClient = typeof import('prom-client');
@@ -64,33 +65,43 @@ export class EnvoyMetrics {
       (registry.getSingleMetric(name) as Counter<string> | undefined) ??
       new client.Counter({ name, help, labelNames, registers: [registry] });
     const keys = ['domain', 'key1', 'key2'];
-    this.#totalHits = counter('ratelimit_service_rate_limit_total_hits', 'Hits asked of a limit.', keys);
+    this.#totalHits = counter(
+      'ratelimit_service_rate_limit_total_hits_total',
+      'Hits asked of a limit.',
+      keys,
+    );
     this.#overLimit = counter(
-      'ratelimit_service_rate_limit_over_limit',
+      'ratelimit_service_rate_limit_over_limit_total',
       'Hits refused by a limit (a refused request takes none of its hits).',
       keys,
     );
     this.#nearLimit = counter(
-      'ratelimit_service_rate_limit_near_limit',
+      'ratelimit_service_rate_limit_near_limit_total',
       'Hits within a limit past 80% of it.',
       keys,
     );
-    this.#withinLimit = counter('ratelimit_service_rate_limit_within_limit', 'Hits within a limit.', keys);
+    this.#withinLimit = counter(
+      'ratelimit_service_rate_limit_within_limit_total',
+      'Hits within a limit.',
+      keys,
+    );
     this.#shadowMode = counter(
-      'ratelimit_service_rate_limit_shadow_mode',
+      'ratelimit_service_rate_limit_shadow_mode_total',
       'Hits over a limit in shadow mode, answered OK.',
       keys,
     );
     this.#errors = counter(
-      'ratelimit_service_should_rate_limit_error',
+      'ratelimit_service_should_rate_limit_error_total',
       'ShouldRateLimit calls answered with an error: redis_error (the store failed), service_error (a bad request).',
       ['err_type'],
     );
     this.#globalShadow = counter(
-      'ratelimit_service_global_shadow_mode',
+      'ratelimit_service_global_shadow_mode_total',
       'Requests over a limit answered OK by the global shadow mode.',
     );
-    this.#requests = counter('ratelimit_service_total_requests', 'Calls per gRPC method.', ['grpc_method']);
+    this.#requests = counter('ratelimit_service_total_requests_total', 'Calls per gRPC method.', [
+      'grpc_method',
+    ]);
     this.#responseTime =
       (registry.getSingleMetric('ratelimit_service_response_time_seconds') as
         | Histogram<string>
@@ -102,9 +113,12 @@ export class EnvoyMetrics {
         buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
         registers: [registry],
       });
-    this.#loadSuccess = counter('ratelimit_service_config_load_success', 'Config loads that succeeded.');
+    this.#loadSuccess = counter(
+      'ratelimit_service_config_load_success_total',
+      'Config loads that succeeded.',
+    );
     this.#loadError = counter(
-      'ratelimit_service_config_load_error',
+      'ratelimit_service_config_load_error_total',
       'Config loads refused (the previous config stays in force).',
     );
   }
