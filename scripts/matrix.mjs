@@ -22,7 +22,7 @@ export const GROUPS = {
       'every HTTP adapter (Express, Fastify, Koa, NestJS, `node:http`, fetch, Hono), in memory and on Redis',
     match: ['http/'],
   },
-  service: { label: 'the `sluice serve` decision service', match: ['cli/serve.test'] },
+  service: { label: 'the `sluice serve` decision service', match: ['service/serve.test'] },
   envoy: { label: "Envoy's gRPC rate limit service", match: ['envoy/limits.test'] },
   install: { label: 'installing the packed packages', match: ['package/install.test'] },
   memory: { label: 'the memory store', match: ['stores/memory.test'] },
