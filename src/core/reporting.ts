@@ -24,6 +24,9 @@ export interface Reported {
   readonly onError: ErrorHook | undefined;
 }
 
+/** A recorder with the counter its `register` returned, called instead of `record` when there is one. */
+type Attached = { readonly recorder: MetricsRecorder; readonly counter: DecisionCounter | undefined };
+
 type MutableContext = { -readonly [K in keyof HookContext]: HookContext[K] | undefined };
 
 /**
@@ -32,12 +35,11 @@ type MutableContext = { -readonly [K in keyof HookContext]: HookContext[K] | und
  */
 export class Reporting {
   readonly #limiter: Reported;
-  /** Each recorder with the counter its `register` returned, called instead of `record` when there is one. */
-  readonly #recorders: Array<{
-    readonly recorder: MetricsRecorder;
-    readonly counter: DecisionCounter | undefined;
-  }> = [];
+  /** Each recorder with the counter its `register` returned. */
+  readonly #recorders: Attached[] = [];
   #observed: boolean;
+  /** The one counter when it is all there is to report to (no onDecision, one recorder that counts). */
+  #only: DecisionCounter | undefined;
   #untimed = 0;
   /** A context reused for the recorders alone (they keep nothing of it once `record` returns). */
   readonly #scratch: MutableContext;
@@ -71,6 +73,8 @@ export class Reporting {
     const counts = typeof counter === 'object' && counter !== null && typeof counter.count === 'function';
     this.#recorders.push({ recorder, counter: counts ? counter : undefined });
     this.#observed = true;
+    const only = this.#recorders.length === 1 ? this.#recorders[0]?.counter : undefined;
+    this.#only = this.#limiter.onDecision === undefined ? only : undefined;
   }
 
   /**
@@ -88,13 +92,22 @@ export class Reporting {
 
   /** Reports a decision (the real one, before shadow mode) to onDecision and every recorder. */
   decided(call: Call, decision: Decision, source: DecisionSource, storeMs: number): void {
+    const only = this.#only;
+    if (only !== undefined) {
+      try {
+        only.count(decision, call, source, storeMs);
+      } catch (error) {
+        reportHookFailure('metrics', (this.#recorders[0] as Attached).recorder, error);
+      }
+      return;
+    }
     const onDecision = this.#limiter.onDecision;
     if (onDecision !== undefined) {
       callHook('onDecision', onDecision, decision, this.context(call, source, storeMs));
     }
     const recorders = this.#recorders;
     for (let i = 0; i < recorders.length; i++) {
-      const { recorder, counter } = recorders[i] as (typeof recorders)[number];
+      const { recorder, counter } = recorders[i] as Attached;
       try {
         if (counter !== undefined) counter.count(decision, call, source, storeMs);
         else this.#record(recorder, decision, call, source, storeMs);

@@ -78,6 +78,11 @@ export class LimiterTally {
     return storeMs;
   }
 
+  /** Counts an untimed store decision, as `observe(NaN)` does. */
+  untimed(): void {
+    this.#untimed++;
+  }
+
   #settle(): void {
     const untimed = this.#untimed;
     if (untimed === 0) return;

@@ -94,6 +94,21 @@ export interface DecisionMetricsOptions {
   readonly hotWindowMs?: number;
 }
 
+/** Counts a decision's outcome: allowed (and near its limit), or denied, and by whom. */
+function countOutcome(tally: LimiterTally, decision: Decision, call: CountedCall, enforced: boolean): void {
+  if (decision.allowed) {
+    tally.allowed++;
+    // At least 80% of the limit used: remaining <= limit / 5, without a division.
+    if (decision.remaining * 5 <= decision.limit) tally.nearLimit++;
+    return;
+  }
+  if (enforced) tally.denied++;
+  else tally.shadowDenied++;
+  if (decision.reason === 'denied') tally.storeListDenials++;
+  // A failure policy that denies everyone says nothing about who is hot.
+  if (tally.hot !== undefined && !isStoreFailure(decision.reason)) tally.hot.add(call.identifier);
+}
+
 /**
  * Counts each limiter's decisions in process: pass it as `createLimiter({ metrics })`. Read the
  * counts with `snapshot()` and the most-denied identifiers with `topDenied()`. The Prometheus and
@@ -143,9 +158,26 @@ export class DecisionMetrics implements MetricsRecorder {
     tally.enforced = limiter.enforced;
     if (limiter.policy.leaseMs !== undefined) tally.leases ??= new LeaseTally();
     const enforced = limiter.enforced;
+    // An exporter that sees each store time (OpenTelemetry's histogram) keeps the general path.
+    const untimedAlone = this.observe === DecisionMetrics.prototype.observe;
     return {
-      count: (decision, call, source, storeMs) =>
-        this.count(tally, decision, call, source, storeMs, enforced),
+      count: (decision, call, source, storeMs) => {
+        // The usual decision of an in-process limiter: a `limit` the store decided, untimed (15 in
+        // 16, see LimiterTally.observe), no slot to follow. Counted here in a few additions.
+        if (
+          untimedAlone &&
+          source === 'store' &&
+          call.operation === 'limit' &&
+          Number.isNaN(storeMs) &&
+          tally.leases === undefined
+        ) {
+          tally.untimed();
+          tally.units += call.cost;
+          countOutcome(tally, decision, call, enforced);
+          return;
+        }
+        this.count(tally, decision, call, source, storeMs, enforced);
+      },
     };
   }
 
@@ -187,17 +219,7 @@ export class DecisionMetrics implements MetricsRecorder {
     }
     if (counts.units === 'cost') tally.units += call.cost;
     else if (counts.units === 'granted') tally.units += (decision as { granted?: number }).granted ?? 0;
-    if (decision.allowed) {
-      tally.allowed++;
-      // At least 80% of the limit used: remaining <= limit / 5, without a division.
-      if (decision.remaining * 5 <= decision.limit) tally.nearLimit++;
-    } else {
-      if (enforced) tally.denied++;
-      else tally.shadowDenied++;
-      if (decision.reason === 'denied') tally.storeListDenials++;
-      // A failure policy that denies everyone says nothing about who is hot.
-      if (tally.hot !== undefined && !isStoreFailure(decision.reason)) tally.hot.add(call.identifier);
-    }
+    countOutcome(tally, decision, call, enforced);
     if (source === 'store') return;
     if (source === 'cache') tally.cacheHits++;
     else if (decision.reason === 'fallback') tally.fallback++;

@@ -115,7 +115,12 @@ export class MemoryStore implements Store {
 
   /** Decides synchronously; what `decide` resolves to. */
   decideNow(request: StoreRequest): StoreResult {
-    return this.#decideAt(request, request.operation, this.#now(request.now));
+    const operation = request.operation;
+    const now = this.#now(request.now);
+    // The usual request (no settle marker, nothing stored to read) goes straight to its policy.
+    if (operation !== 'refund' && operation !== 'charge' && (request.storedReads ?? 0) === 0)
+      return this.#decideUnder(request.policy, request, operation, request.cost, now);
+    return this.#decideAt(request, operation, now);
   }
 
   /**
