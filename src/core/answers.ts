@@ -143,12 +143,14 @@ export class Answers {
     const cache = this.#denyCache;
     if (cache === undefined) return undefined;
     call.startedAt = call.now ?? performance.now();
-    const use = entryOf(call.operation, call.policy).denyCache;
+    const entry = entryOf(call.operation, call.policy);
+    const use = entry.denyCache;
     if (use === 'forget') {
       cache.forget(call.identifier, call.tag);
     } else if (use === 'lookup') {
       const limit = call.policy.limit;
-      const hit = cache.lookup(call.identifier, call.tag, call.cost, limit, call.startedAt);
+      const cost = entry.denyCost === undefined ? call.cost : entry.denyCost(call.cost);
+      const hit = cache.lookup(call.identifier, call.tag, cost, limit, call.startedAt);
       if (hit !== undefined) {
         return this.#deliver(call, { allowed: false, limit, ...hit, reason: 'cached' }, 'cache', 0);
       }
@@ -187,14 +189,13 @@ export class Answers {
       return decision;
     }
     // A stored denial is not remembered: undeny() must reach every process at its next decision.
-    if (
-      this.#denyCache !== undefined &&
-      !result.allowed &&
-      result.stored !== -1 &&
-      entryOf(call.operation, call.policy).denyCache === 'lookup'
-    ) {
-      const { identifier, tag, cost, startedAt, epoch } = call;
-      this.#denyCache.remember(identifier, tag, cost, decision.limit, result, startedAt, epoch);
+    if (this.#denyCache !== undefined && !result.allowed && result.stored !== -1) {
+      const entry = entryOf(call.operation, call.policy);
+      if (entry.denyCache === 'lookup') {
+        const { identifier, tag, startedAt, epoch } = call;
+        const cost = entry.denyCost === undefined ? call.cost : entry.denyCost(call.cost);
+        this.#denyCache.remember(identifier, tag, cost, decision.limit, result, startedAt, epoch);
+      }
     }
     // NaN for a call that was not timed (see Reporting.timesThisOne).
     const storeMs = observed && !Number.isNaN(call.askedAt) ? performance.now() - call.askedAt : Number.NaN;

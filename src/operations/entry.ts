@@ -85,6 +85,12 @@ export interface OperationEntry extends RecordShape {
    */
   readonly denyCache: 'lookup' | 'forget' | 'none';
   /**
+   * With `lookup`: the cost the deny cache looks a call up at and remembers its refusal at, from the call's amount:
+   * the fewest units the call could be granted. Absent: the amount (a `limit` of 5 needs all 5). A denial remembered
+   * at cost c answers only calls at c or more, so an operation that needs less than its amount says so here.
+   */
+  readonly denyCost?: (amount: number) => number;
+  /**
    * Whether a denial an operator stored for the identifier (`limiter.deny()`) refuses the call: the
    * operations that ask for units.
    */

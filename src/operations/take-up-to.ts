@@ -42,8 +42,11 @@ export const TAKE_UP_TO: OperationEntry = {
   takes: true,
   // What it took is `granted`, not its `n`: it is not part of groups, which give back by the cost.
   undo: undefined,
-  // A remembered denial is for a cost; a partial grant needs only one unit.
-  denyCache: 'none',
+  // A partial grant needs one unit, and its refusal says not even one is free (the wait is for one): so it is looked
+  // up and remembered at cost 1. A denial remembered for a cost of 2 or more says nothing of one unit and lets it
+  // through to the store; one remembered for 1 (its own, or a limit of 1's) answers it, and any call after it.
+  denyCache: 'lookup',
+  denyCost: () => 1,
   readsDenial: true,
   // A decision like limit's; its units are those it took, not the `n` it asked for.
   counts: { decisions: true, units: 'granted', charges: false },
