@@ -230,19 +230,9 @@ async function askBoth(
 ): Promise<LoginDecision> {
   const keys = attemptKeys(user, address);
   if (keys instanceof SluiceError) throw keys;
-  const calls = pipelines.map((pipeline, i) => {
-    const call = pipeline.prepare(operation, keys[i], 1);
-    if (call instanceof SluiceError) throw call;
-    const now = pipeline.time();
-    if (now instanceof SluiceError) throw now;
-    call.now = now;
-    return call;
-  });
-  const decisions = await Promise.all(calls.map((call, i) => (pipelines[i] as Pipeline).decide(call)));
-  return verdict(
-    decisions,
-    calls.map((call) => call.error),
-  );
+  const batch = pipelines.map((pipeline, i) => ({ pipeline, operation, identifier: keys[i], amount: 1 }));
+  const { decisions, errors } = await Pipeline.batch(batch, false);
+  return verdict(decisions, errors);
 }
 
 /**

@@ -3,7 +3,7 @@ import { performance } from 'node:perf_hooks';
 import { storedVariant } from '../algorithms/variants.js';
 import { withFields } from '../copy.js';
 import { ERROR_CODES, SluiceError } from '../errors.js';
-import type { DecisionObserver, DecisionSource, HookContext, MetricsRecorder, WaitEvent } from '../hooks.js';
+import type { DecisionObserver, DecisionSource, MetricsRecorder, WaitEvent } from '../hooks.js';
 import { entryOf } from '../operations.js';
 import type { ResolvedLimiterOptions } from '../options.js';
 import type { Decision, Store, StoreFailure, StoreResult } from '../types.js';
@@ -76,7 +76,7 @@ export class Answers {
   /**
    * Whether a store's result is the whole answer: no deny cache, no one to report to but counters
    * (metrics recorders), enforcing, and every shard healthy (most limiters, most of the time). See
-   * `Pipeline.run`'s fast path, which reports through `plainDecided`.
+   * `Pipeline.call`'s fast path, which reports through `plainDecided`.
    */
   get plain(): boolean {
     return (
@@ -202,6 +202,34 @@ export class Answers {
     return this.#deliver(call, decision, 'store', observed ? storeMs : 0);
   }
 
+  /**
+   * A call the store did not answer: the failure policy's decision, or, for an operation whose
+   * store failure rejects (OperationEntry.onStoreFailure), the error thrown.
+   */
+  unanswered(call: Call, failure: StoreFailure, error: unknown): Decision {
+    if (entryOf(call.operation, call.policy).onStoreFailure === 'policy')
+      return this.failure(call, failure, error);
+    throw this.noted(call, failure, error);
+  }
+
+  /** Settles a call the store did not answer (see `unanswered`): resolves it, or rejects it. */
+  settleUnanswered(call: Call, failure: StoreFailure, error: unknown): void {
+    try {
+      call.resolve(this.unanswered(call, failure, error));
+    } catch (rejected) {
+      call.reject(rejected as SluiceError);
+    }
+  }
+
+  /** A store failed a call at once (it threw): the failure policy's answer, or the rejection (see `unanswered`). */
+  unansweredNow(call: Call, error: unknown): Promise<Decision> {
+    try {
+      return Promise.resolve(this.unanswered(call, 'store-error', error));
+    } catch (rejected) {
+      return Promise.reject(rejected);
+    }
+  }
+
   /** The store failed or ran out of time: the failure policy's decision, reported to `onError`. */
   failure(call: Call, failure: StoreFailure, error: unknown): Decision {
     this.noted(call, failure, error);
@@ -256,9 +284,14 @@ export class Answers {
     this.#fallback.forget(name, identifier, tag);
   }
 
-  /** A reset the store failed: `onError` hears of it. */
-  resetFailed(error: SluiceError, context: HookContext): void {
-    this.#reporting.failed(error, context);
+  /** A reset the store failed or did not answer in time: `onError` hears of it; the error, wrapped. */
+  resetFailed(thrown: unknown, name: string, identifier: string): SluiceError {
+    // A timeout's error is a SluiceError already (ERR_SLUICE_TIMEOUT): kept as it is.
+    const error = storeError(this.#store.kind, thrown);
+    const source = error.code === ERROR_CODES.TIMEOUT ? 'timeout' : 'store-error';
+    const context = { name, identifier, operation: 'reset', cost: 0, source, storeMs: 0 } as const;
+    this.#reporting.failed(error, { ...context, enforced: this.#enforce });
+    return error;
   }
 
   timeoutError(): SluiceError {

@@ -7,10 +7,30 @@ import type { Expiring } from './deadlines.js';
 
 const unanswered = (): void => {};
 
+/** A call the core keeps after its decision (a slot, a reservation, a group's grant), for a follow-up. */
+export interface KeptCall {
+  readonly call: Call;
+  readonly decision: Decision;
+}
+
+/** What a caller of the core gives a call besides its operation, identifier, amount and parts. */
+export interface EntryOptions {
+  /** The operands the caller made and checked (a lease to release, a slot's wait), or why they are refused. */
+  readonly operands?: readonly string[] | SluiceError | undefined;
+  /** Receives the call once it is made, for a holder that acts on it later (see KeptCall). */
+  readonly hold?: { call: Call | undefined } | undefined;
+  /**
+   * A follow-up of what an earlier call took (a give-back, a renewal, a settle's refund or charge):
+   * decided under that call's policy, identifier and tag, where it was taken (in the fallback store
+   * when the fallback decided it).
+   */
+  readonly after?: KeptCall | undefined;
+}
+
 /**
  * A request to one limiter's store, with what the pipeline learns on the way. It is at once the
  * store's request and the deadline's entry, so a decision allocates one object of its own; a
- * limiter's in-process decisions reuse one (see Pipeline.run). It holds no reference to the
+ * limiter's in-process decisions reuse one (see Pipeline.call). It holds no reference to the
  * limiter: the store answers the pipeline that submitted it, which finds its way back by `resolve`.
  */
 export class Call implements StoreRequest, Expiring {

@@ -17,11 +17,11 @@ export interface CombinedCallOptions {
    */
   readonly cost?: PerMember<number>;
   /**
-   * Per-call limits (see `CallOptions.limit`); `undefined` for a limiter keeps its policy's own.
+   * Per-call limits (see `EntryOptions.limit`); `undefined` for a limiter keeps its policy's own.
    * @default each policy's own
    */
   readonly limit?: PerMember<number | undefined>;
-  /** A hash tag shared by every key of the call (see `CallOptions.tag`). */
+  /** A hash tag shared by every key of the call (see `EntryOptions.tag`). */
   readonly tag?: string;
 }
 
@@ -76,7 +76,7 @@ export class Combined implements CombinedLimiter {
       if (invalid instanceof SluiceError) throw invalid;
     }
     const decisions = await Promise.all(
-      pipelines.map((pipeline, i) => pipeline.run('refund', ids[i] as string, amount, options)),
+      pipelines.map((pipeline, i) => pipeline.call('refund', ids[i] as string, amount, options)),
     );
     return combineDecisions(this.#names(), decisions, true);
   }

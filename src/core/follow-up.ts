@@ -1,8 +1,8 @@
 // Calls about what an earlier call took (a give-back, a renewal, a settle's refund or charge), decided
 // where that was taken: in the store, or in the fallback store when the fallback decided it.
-import { SluiceError } from '../errors.js';
+import { entryOf } from '../operations.js';
 import type { Decision, Lease, Operation } from '../types.js';
-import { Call } from './call.js';
+import type { Call } from './call.js';
 import { undoOf, withoutLease } from './leases.js';
 import type { Pipeline } from './pipeline.js';
 
@@ -45,18 +45,14 @@ async function follow(
   operation: Operation,
   operands: readonly string[] | undefined,
 ): Promise<Decision | undefined> {
-  const next = new Call(pipeline.name, call.policy, operation, call.identifier, call.cost, call.tag);
-  next.operands = operands ?? next.operands;
-  const now = pipeline.time();
-  if (now instanceof SluiceError) return undefined;
-  if (decision.reason === 'fallback') {
-    // A give-back is decided at the time of what it gives back; a renewal, now.
-    next.now = operation === 'extend' ? now : call.now;
-    return pipeline.giveBackFallback(next);
-  }
-  next.now = now;
-  const answer = await pipeline.decide(next);
-  return answer.reason === undefined ? answer : undefined;
+  const after = { call, decision };
+  // Only the clock can refuse it (a give-back or a renewal answers a store failure by the failure
+  // policy): then nothing is asked, and what was taken stays taken (the strict side).
+  const answer = await pipeline
+    .call(operation, call.identifier, call.cost, undefined, { operands, after })
+    .catch(() => undefined);
+  // The fallback store's answer to a give-back of its own decision, or the store's; not the failure policy's.
+  return decision.reason === 'fallback' || answer?.reason === undefined ? answer : undefined;
 }
 
 /**
@@ -65,7 +61,7 @@ async function follow(
  * The store's answer; `undefined` for the fallback store's, or when the clock fails (nothing is
  * asked). A charge the store fails rejects with its error (OperationEntry.onStoreFailure).
  */
-export function adjust(
+export async function adjust(
   pipeline: Pipeline,
   call: Call,
   decision: Decision,
@@ -73,19 +69,15 @@ export function adjust(
   amount: number,
   settleId?: string,
 ): Promise<Decision | undefined> {
-  const next = new Call(pipeline.name, call.policy, operation, call.identifier, amount, call.tag);
   // A settle's id goes last (see NO_SETTLE): the store applies it once.
-  if (settleId !== undefined && next.operands !== undefined)
-    next.operands = [...next.operands.slice(0, -1), settleId];
-  if (decision.reason === 'fallback') {
-    next.now = call.now;
-    pipeline.giveBackFallback(next);
-    return Promise.resolve(undefined);
-  }
-  const now = pipeline.time();
-  // A give-back the clock prevents leaves the units taken (the strict side); a charge says why it was not made.
-  if (now instanceof SluiceError)
-    return operation === 'charge' ? Promise.reject(now) : Promise.resolve(undefined);
-  next.now = now;
-  return pipeline.decide(next);
+  const own = settleId === undefined ? undefined : entryOf(operation, call.policy).operandsOf?.(call.policy);
+  const operands = own === undefined ? undefined : [...own.slice(0, -1), settleId as string];
+  const asked = pipeline.call(operation, call.identifier, amount, undefined, {
+    operands,
+    after: { call, decision },
+  });
+  // A give-back the clock prevents leaves the units taken (the strict side); a charge says why it
+  // was not made, as it does when the store fails it.
+  const answer = operation === 'charge' ? await asked : await asked.catch(() => undefined);
+  return decision.reason === 'fallback' ? undefined : answer;
 }

@@ -3,14 +3,13 @@
 
 import { withFields } from '../copy.js';
 import { describeValue, ERROR_CODES, invalidOption, SluiceError } from '../errors.js';
-import { atomicRequestsError } from '../stores/atomic.js';
 import type { Decision, Operation, Policy } from '../types.js';
 import type { Call } from './call.js';
 import { extendLease, giveBack } from './follow-up.js';
 import { withoutLease } from './leases.js';
-import type { Pipeline } from './pipeline.js';
+import { Pipeline } from './pipeline.js';
 import { settleCall } from './reservation.js';
-import { type Decided, decideTogether, took } from './together.js';
+import type { Decided } from './together.js';
 
 /**
  * What a group's check took, each part given back once: when a later check refuses the request, a
@@ -153,12 +152,6 @@ export interface GroupCallOptions {
   readonly tag?: string | undefined;
 }
 
-/** The checked calls of one group call, with their keys when one script decides them. */
-interface Prepared {
-  readonly calls: readonly Call[];
-  readonly keys: readonly string[] | undefined;
-}
-
 function part<T>(value: PerMember<T>, i: number): T {
   return Array.isArray(value) ? (value[i] as T) : (value as T);
 }
@@ -197,56 +190,30 @@ export class Group {
   }
 
   /** Checks (`limit`) or looks (`peek`) once for every limiter; rejects before anything is asked when a part is bad. */
-  run(
+  async run(
     operation: Operation,
     identifiers: Identifiers,
     options: GroupCallOptions | undefined,
   ): Promise<GroupOutcome> {
-    const prepared = this.prepare(operation, identifiers, options);
-    return prepared instanceof SluiceError ? Promise.reject(prepared) : this.decide(prepared);
-  }
-
-  /** Makes every limiter's call, checked; the first problem, before anything is asked. */
-  prepare(
-    operation: Operation,
-    identifiers: Identifiers,
-    options: GroupCallOptions | undefined,
-  ): Prepared | SluiceError {
     const count = this.pipelines.length;
     const ids = identifiersFor(count, identifiers);
-    if (ids instanceof SluiceError) return ids;
+    if (ids instanceof SluiceError) throw ids;
     const cost = options?.cost ?? 1;
     const limit = options?.limit;
     const tag = options?.tag;
     const shape = perMember('cost', cost, count) ?? perMember('limit', limit, count);
-    if (shape !== undefined) return shape;
-    const calls: Call[] = [];
-    for (let i = 0; i < count; i++) {
+    if (shape !== undefined) throw shape;
+    const requests = this.pipelines.map((pipeline, i) => {
       const parts = { tag, limit: part(limit, i) };
-      const call = (this.pipelines[i] as Pipeline).prepare(operation, ids[i], part(cost, i), parts);
-      if (call instanceof SluiceError) return call;
-      calls.push(call);
-    }
-    return this.#timed(calls);
-  }
-
-  /** Reads the time of every call (one for all when one script decides them), and computes the keys once. */
-  #timed(calls: Call[]): Prepared | SluiceError {
-    const pipelines = this.pipelines;
-    // One script runs at one time: an atomic group reads one clock (its limiters share it).
-    const shared = this.atomic ? (pipelines[0] as Pipeline).time() : undefined;
-    if (shared instanceof SluiceError) return shared;
-    for (let i = 0; i < calls.length; i++) {
-      const now = this.atomic ? shared : (pipelines[i] as Pipeline).time();
-      if (now instanceof SluiceError) return now;
-      (calls[i] as Call).now = now;
-    }
-    if (!this.atomic) return { calls, keys: undefined };
-    const store = (pipelines[0] as Pipeline).store;
-    const keys = calls.map((call) => store.keyFor(call.name, call.identifier, call.tag));
-    // A combination the store would refuse (keys on several slots) is the caller's mistake, not an
-    // outage: refused here, before any failure policy could answer for it.
-    return atomicRequestsError(calls, keys) ?? { calls, keys };
+      return { pipeline, operation, identifier: ids[i], amount: part(cost, i), parts };
+    });
+    const decided = await Pipeline.batch(requests, this.atomic);
+    const { calls, decisions, errors } = decided;
+    const allowed = decisions.every((decision) => decision.allowed);
+    const grant = new Grant(this.pipelines, calls, decided, allowed ? decided.taken : calls.map(() => false));
+    if (!allowed) await new Grant(this.pipelines, calls, decided).refund();
+    const policies = calls.map((call) => call.policy);
+    return { allowed, decisions, policies, grant, errors };
   }
 
   /** Forgets the identifiers in every limiter; rejects with a store's failure. */
@@ -255,62 +222,6 @@ export class Group {
     if (ids instanceof SluiceError) throw ids;
     await Promise.all(this.pipelines.map((pipeline, i) => pipeline.reset(ids[i] as string, tag)));
   }
-
-  /** Decides prepared calls; a refused request takes nothing. */
-  async decide(prepared: Prepared): Promise<GroupOutcome> {
-    const { calls } = prepared;
-    const decided = await this.#decide(prepared);
-    const { decisions } = decided;
-    const allowed = decisions.every((decision) => decision.allowed);
-    const grant = new Grant(this.pipelines, calls, decided, allowed ? decided.taken : calls.map(() => false));
-    if (!allowed) await new Grant(this.pipelines, calls, decided).refund();
-    const policies = calls.map((call) => call.policy);
-    return { allowed, decisions, policies, grant, errors: calls.map((call) => call.error) };
-  }
-
-  #decide({ calls, keys }: Prepared): Promise<Decided> | Decided {
-    const pipelines = this.pipelines;
-    if (keys === undefined) return sideBySide(pipelines, calls);
-    const enforcing = pipelines.filter((pipeline) => pipeline.enforce).length;
-    if (enforcing === 0 || enforcing === calls.length) return decideTogether(pipelines, calls, keys);
-    return mixed(pipelines, calls, keys);
-  }
-}
-
-async function sideBySide(pipelines: readonly Pipeline[], calls: readonly Call[]): Promise<Decided> {
-  if (calls.length === 1) {
-    // A group of one (a middleware with one limiter): its decision, without gathering.
-    const call = calls[0] as Call;
-    const decision = await (pipelines[0] as Pipeline).decide(call);
-    return { decisions: [decision], taken: [took(call, decision)] };
-  }
-  const decisions = await Promise.all(calls.map((call, i) => (pipelines[i] as Pipeline).decide(call)));
-  return { decisions, taken: decisions.map((decision, i) => took(calls[i] as Call, decision)) };
-}
-
-/** Enforcing limiters by one script, shadow limiters beside them; results back in order. */
-async function mixed(
-  pipelines: readonly Pipeline[],
-  calls: readonly Call[],
-  keys: readonly string[],
-): Promise<Decided> {
-  const enforcing = (_: unknown, i: number): boolean => (pipelines[i] as Pipeline).enforce;
-  const shadow = (_: unknown, i: number): boolean => !(pipelines[i] as Pipeline).enforce;
-  const [together, beside] = await Promise.all([
-    decideTogether(pipelines.filter(enforcing), calls.filter(enforcing), keys.filter(enforcing)),
-    sideBySide(pipelines.filter(shadow), calls.filter(shadow)),
-  ]);
-  const decisions: Decision[] = [];
-  const taken: boolean[] = [];
-  let e = 0;
-  let s = 0;
-  for (const pipeline of pipelines) {
-    const from = pipeline.enforce ? together : beside;
-    const at = pipeline.enforce ? e++ : s++;
-    decisions.push(from.decisions[at] as Decision);
-    taken.push(from.taken[at] === true);
-  }
-  return { decisions, taken };
 }
 
 /** Refuses an atomic group whose limiters cannot share one script. */

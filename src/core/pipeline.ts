@@ -1,28 +1,32 @@
-import { ERROR_CODES, SluiceError } from '../errors.js';
+import { SluiceError } from '../errors.js';
 import type { DecisionObserver, MetricsRecorder, WaitEvent } from '../hooks.js';
 import { type CallParts, checkUnits, entryOf, OPERATIONS } from '../operations.js';
 import type { ResolvedLimiterOptions } from '../options.js';
-import type { Decision, Operation, Policy, Store, StoreFailure, StoreReply, StoreResult } from '../types.js';
-import { Answers, storeError, underStoredLimit } from './answers.js';
-import { Call } from './call.js';
+import type { Decision, Operation, Policy, Store, StoreReply, StoreResult } from '../types.js';
+import { Answers, underStoredLimit } from './answers.js';
+import { Call, type EntryOptions, type KeptCall } from './call.js';
 import { checkIdentifier, checkTag, policyFor, readClock } from './checks.js';
 import { Deadlines } from './deadlines.js';
 import { decisionOf } from './result.js';
 import { storedReads } from './stored.js';
 import { type Submitter, submitter } from './submit.js';
-import { type TogetherAnswer, type Unanswered, Waits } from './waits.js';
+import { type Batched, type BatchRequest, decideAtomic, type Member, sideBySide } from './together.js';
+import { Waits } from './waits.js';
 
 export type { CallParts } from '../operations.js';
+export type { EntryOptions, KeptCall } from './call.js';
+export type { Batched, BatchRequest } from './together.js';
 
 /** A store that decides in process, at once (the memory store). */
 type InProcess = Required<Pick<Store, 'decideNow'>>;
 
 /**
- * One limiter: the pipeline every call of it goes through. A call is plain data; the store answers
- * this object (it is the store's reply), which finishes the decision and resolves the call's
- * promise. What the answer is comes from its Answers (deny cache, health, failure policy, hooks).
+ * One limiter: the pipeline every call of it goes through, by one of two ways in: `call` for a call,
+ * `Pipeline.batch` for calls of several limiters decided as one. A call is plain data; the store
+ * answers the pipeline's reply, which finishes the decision and resolves the call's promise. What
+ * the answer is comes from its Answers (deny cache, health, failure policy, hooks).
  */
-export class Pipeline implements StoreReply<Call> {
+export class Pipeline {
   readonly name: string;
   readonly policy: Policy;
   readonly store: Store;
@@ -40,17 +44,19 @@ export class Pipeline implements StoreReply<Call> {
   readonly #inProcess: InProcess | undefined;
   /**
    * The in-process store when a limit or peek of the limiter's own policy needs nothing but its
-   * checks and the store: the store's clock, no stored limits to read, no leases (see run).
+   * checks and the store: the store's clock, no stored limits to read, no leases (see call).
    */
   readonly #direct: InProcess | undefined;
   /** Whether calls look at the deny cache first (Answers.caching). */
   readonly #caching: boolean;
   /** The store said once it could decide: it has connected, and later outages are not waited for. */
   #ready = false;
-  /** The call the next in-process decision of the limiter's own methods reuses (see run). */
+  /** The call the next in-process decision of the limiter's own methods reuses (see call). */
   #spare: Call | undefined;
   /** Chooses each new call's policy in place of `policy` (see choosePolicy). */
   #choose: (() => Policy) | undefined;
+  /** What a batch's deciding needs of this limiter (see Pipeline.batch). */
+  readonly #member: Member;
 
   constructor(options: ResolvedLimiterOptions) {
     const { store, policy, name } = options;
@@ -72,6 +78,14 @@ export class Pipeline implements StoreReply<Call> {
     const direct = this.clock === undefined && !this.overrides && policy.leaseMs === undefined;
     this.#direct = direct ? this.#inProcess : undefined;
     if (options.metrics !== undefined) this.attach(options.metrics);
+    this.#member = {
+      answers: this.#answers,
+      enforce: this.enforce,
+      timeoutMs: this.timeoutMs,
+      decide: (call) => this.#decide(call),
+      together: (calls, keys) =>
+        this.#waits.together(calls, keys, this.#ready ? undefined : this.#connecting()),
+    };
   }
 
   /** Counts this limiter's decisions in a recorder too, from now on (once per recorder). */
@@ -85,11 +99,6 @@ export class Pipeline implements StoreReply<Call> {
    */
   observe(observer: DecisionObserver): void {
     this.#answers.observe(observer);
-  }
-
-  /** The limiter's time for a call: its clock's reading, `undefined` for the store's, or the clock's error. */
-  time(): number | SluiceError | undefined {
-    return this.clock === undefined ? undefined : readClock(this.clock);
   }
 
   /**
@@ -115,12 +124,32 @@ export class Pipeline implements StoreReply<Call> {
     return invalid ?? policy;
   }
 
-  /** A checked call, or why it is refused; its time (`now`) is the caller's to set (see `time`). */
-  prepare(operation: Operation, identifier: unknown, amount: unknown, parts?: CallParts): Call | SluiceError {
-    const policy = this.check(operation, identifier, amount, parts);
+  /**
+   * A checked call, or why it is refused; its time (`now`) is set by the entry that makes it. A
+   * follow-up (`after`) runs under the policy the first call ran under (a stored limit's variant
+   * included), on its identifier and tag.
+   */
+  #prepare(
+    operation: Operation,
+    identifier: unknown,
+    amount: unknown,
+    parts: CallParts | undefined,
+    after: KeptCall | undefined,
+  ): Call | SluiceError {
+    const first = after?.call;
+    const policy = first === undefined ? this.check(operation, identifier, amount, parts) : first.policy;
     if (policy instanceof SluiceError) return policy;
-    const call = new Call(this.name, policy, operation, identifier as string, amount as number, parts?.tag);
-    if (this.overrides) call.storedReads = storedReads(this.policy, operation, parts?.limit);
+    const id = first === undefined ? (identifier as string) : first.identifier;
+    const call = new Call(
+      this.name,
+      policy,
+      operation,
+      id,
+      amount as number,
+      first === undefined ? parts?.tag : first.tag,
+    );
+    if (this.overrides && first === undefined)
+      call.storedReads = storedReads(this.policy, operation, parts?.limit);
     return call;
   }
 
@@ -135,16 +164,18 @@ export class Pipeline implements StoreReply<Call> {
   }
 
   /**
-   * A call of the limiter's own methods, checked and decided. Nothing keeps such a call once it is
+   * The core's one way in for a call: checked, timed and decided (the deny cache, then the store in
+   * process, or within the deadline once its first connection is made, or the failure policy while
+   * the call's shard is failing). Nothing keeps a call of the limiter's own methods once it is
    * decided: in process, one object serves call after call (a hook that calls the limiter meanwhile
-   * gets a new one).
+   * gets a new one). `options` serve the core's holders: see EntryOptions.
    */
-  run(
+  call(
     operation: Operation,
     identifier: string,
     amount: number,
-    parts: CallParts | undefined,
-    given?: readonly string[] | SluiceError,
+    parts?: CallParts,
+    options?: EntryOptions,
   ): Promise<Decision> {
     const direct = this.#direct;
     const spare = this.#spare;
@@ -152,7 +183,7 @@ export class Pipeline implements StoreReply<Call> {
       direct !== undefined &&
       spare !== undefined &&
       (parts === undefined || (parts.tag === undefined && parts.limit === undefined)) &&
-      given === undefined &&
+      options === undefined &&
       (operation === 'limit' || operation === 'peek') &&
       this.#answers.plain
     ) {
@@ -162,13 +193,21 @@ export class Pipeline implements StoreReply<Call> {
       if (invalid !== undefined) return Promise.reject(invalid);
       return this.#plain(direct, spare.renew(own, operation, identifier, amount, undefined));
     }
-    const policy = this.check(operation, identifier, amount, parts);
-    if (policy instanceof SluiceError) return Promise.reject(policy);
-    // The operands the caller gave (a lease to release), checked by the caller, or the call's own (a new lease's id).
-    if (given instanceof SluiceError) return Promise.reject(given);
+    const after = options?.after;
     const memory = this.#inProcess;
-    if (memory !== undefined && spare !== undefined && this.clock === undefined) {
-      const call = spare.renew(policy, operation, identifier, amount, parts?.tag);
+    if (memory !== undefined && spare !== undefined && this.clock === undefined && after === undefined) {
+      const policy = this.check(operation, identifier, amount, parts);
+      if (policy instanceof SluiceError) return Promise.reject(policy);
+      // The operands the caller gave (a lease to release), checked by the caller, or the call's own (a new lease's id).
+      const given = options?.operands;
+      if (given instanceof SluiceError) return Promise.reject(given);
+      // A call its caller keeps (EntryOptions.hold) is an object of its own; any other reuses the spare.
+      const hold = options?.hold;
+      const call =
+        hold === undefined
+          ? spare.renew(policy, operation, identifier, amount, parts?.tag)
+          : new Call(this.name, policy, operation, identifier, amount, parts?.tag);
+      if (hold !== undefined) hold.call = call;
       call.operands = given ?? call.operands;
       if (this.overrides) call.storedReads = storedReads(this.policy, operation, parts?.limit);
       // In process with nothing but the store's result to answer (see Answers.plain): a path short
@@ -179,22 +218,61 @@ export class Pipeline implements StoreReply<Call> {
       this.#spare = spare;
       return answer;
     }
-    const call = new Call(this.name, policy, operation, identifier, amount, parts?.tag);
-    call.operands = given ?? call.operands;
-    if (this.overrides) call.storedReads = storedReads(this.policy, operation, parts?.limit);
-    // As time() reads it, written out: this is every call's way to a store that does I/O.
+    // Every call's way to a store that does I/O, and the calls the core keeps (EntryOptions).
+    const call = this.#prepare(operation, identifier, amount, parts, after);
+    if (call instanceof SluiceError) return Promise.reject(call);
+    const operands = options?.operands;
+    if (operands instanceof SluiceError) return Promise.reject(operands);
+    if (operands !== undefined) call.operands = operands;
+    if (options?.hold !== undefined) options.hold.call = call;
+    const fallback = after !== undefined && after.decision.reason === 'fallback';
+    // A give-back of a fallback decision is decided at the time of what it gives back; anything else, now.
     const clock = this.clock;
-    const now = clock === undefined ? undefined : readClock(clock);
+    const now =
+      fallback && operation !== 'extend'
+        ? after.call.now
+        : clock === undefined
+          ? undefined
+          : readClock(clock);
     if (now instanceof SluiceError) return Promise.reject(now);
     call.now = now;
-    return this.decide(call);
+    // The fallback store keeps what it decided as long as the process runs: its answer is there.
+    if (fallback) return Promise.resolve(this.#answers.giveBackFallback(call) ?? after.decision);
+    return this.#decide(call);
   }
 
   /**
-   * Decides one call: the deny cache, then the store in process, or (once its first connection is
-   * made) within the deadline, or the failure policy while the call's shard is failing.
+   * The core's one way in for a batch: every call checked (the first problem rejects, before
+   * anything is asked), then decided side by side, or (`atomic`) by one script over every key on
+   * one time, shadow limiters beside them so that their verdict can never take from the others.
    */
-  decide(call: Call): Promise<Decision> {
+  static async batch(requests: readonly BatchRequest[], atomic: boolean): Promise<Batched> {
+    const calls: Call[] = [];
+    const members: Member[] = [];
+    for (const { pipeline, operation, identifier, amount, parts } of requests) {
+      const call = pipeline.#prepare(operation, identifier, amount, parts, undefined);
+      if (call instanceof SluiceError) throw call;
+      calls.push(call);
+      members.push(pipeline.#member);
+    }
+    // One script runs at one time: an atomic batch reads one clock (its limiters share it).
+    const shared = atomic ? readClock(requests[0]?.pipeline.clock) : undefined;
+    if (shared instanceof SluiceError) throw shared;
+    for (let i = 0; i < calls.length; i++) {
+      const now = atomic ? shared : readClock((requests[i] as BatchRequest).pipeline.clock);
+      if (now instanceof SluiceError) throw now;
+      (calls[i] as Call).now = now;
+    }
+    const store = requests[0]?.pipeline.store;
+    const decided =
+      atomic && store !== undefined
+        ? await decideAtomic(store, members, calls)
+        : await sideBySide(members, calls);
+    return { ...decided, calls, errors: calls.map((call) => call.error) };
+  }
+
+  /** Decides one checked and timed call (see `call`). */
+  #decide(call: Call): Promise<Decision> {
     const memory = this.#inProcess;
     if (memory !== undefined) return this.#decideNow(memory, call);
     const cached = this.#caching ? this.#answers.cached(call) : undefined;
@@ -203,7 +281,7 @@ export class Pipeline implements StoreReply<Call> {
     if (connecting !== undefined) {
       return connecting.then(
         () => this.#ask(call),
-        (error: unknown) => this.#unanswered(call, 'store-error', error),
+        (error: unknown) => this.#answers.unansweredNow(call, error),
       );
     }
     return this.#ask(call);
@@ -225,7 +303,7 @@ export class Pipeline implements StoreReply<Call> {
     try {
       result = memory.decideNow(call);
     } catch (error) {
-      return this.#failedNow(call, error);
+      return this.#answers.unansweredNow(call, error);
     }
     if (result.stored !== undefined) underStoredLimit(call, result);
     const decision = decisionOf(result, call);
@@ -245,18 +323,9 @@ export class Pipeline implements StoreReply<Call> {
     try {
       result = memory.decideNow(call);
     } catch (error) {
-      return this.#failedNow(call, error);
+      return this.#answers.unansweredNow(call, error);
     }
     return Promise.resolve(answers.decision(call, result));
-  }
-
-  /** An in-process store threw: the failure policy's answer, or the rejection (see #unanswered). */
-  #failedNow(call: Call, error: unknown): Promise<Decision> {
-    try {
-      return Promise.resolve(this.#unanswered(call, 'store-error', error));
-    } catch (rejected) {
-      return Promise.reject(rejected);
-    }
   }
 
   /** Asks the store within the deadline; the first of its answer and the deadline decides the call. */
@@ -267,97 +336,28 @@ export class Pipeline implements StoreReply<Call> {
       call.reject = reject;
       this.#calls.track(call);
       try {
-        this.#target.submit([call], this);
+        this.#target.submit([call], this.#reply);
       } catch (error) {
-        this.failed(call, error);
+        this.#reply.failed(call, error);
       }
     });
   }
 
-  /** The store's answer to a call of `decide` (StoreReply); after the deadline it is dropped. */
-  answered(call: Call, result: StoreResult): void {
-    if (this.#calls.stop(call)) call.resolve(this.#answers.decision(call, result));
-  }
+  /** Where the store answers a call (StoreReply); after the deadline its answer or failure is dropped. */
+  readonly #reply: StoreReply<Call> = {
+    answered: (call, result) => {
+      if (this.#calls.stop(call)) call.resolve(this.#answers.decision(call, result));
+    },
+    failed: (call, error) => {
+      if (this.#calls.stop(call)) this.#answers.settleUnanswered(call, 'store-error', error);
+    },
+  };
 
-  /** The store's failure of a call of `decide` (StoreReply); after the deadline it is dropped. */
-  failed(call: Call, error: unknown): void {
-    if (this.#calls.stop(call)) this.#finish(call, 'store-error', error);
-  }
-
-  readonly #expired = (call: Call): void => this.#finish(call, 'timeout', undefined);
-
-  #finish(call: Call, failure: StoreFailure, error: unknown): void {
-    try {
-      call.resolve(this.#unanswered(call, failure, error));
-    } catch (rejected) {
-      call.reject(rejected as SluiceError);
-    }
-  }
-
-  /**
-   * A call the store did not answer: the failure policy's decision, or, for an operation whose
-   * store failure rejects (OperationEntry.onStoreFailure), the error thrown.
-   */
-  #unanswered(call: Call, failure: StoreFailure, error: unknown): Decision {
-    if (entryOf(call.operation, call.policy).onStoreFailure === 'policy')
-      return this.#answers.failure(call, failure, error);
-    throw this.#answers.noted(call, failure, error);
-  }
+  readonly #expired = (call: Call): void => this.#answers.settleUnanswered(call, 'timeout', undefined);
 
   /** A wait for a slot began or ended, or an upstream paused an identifier: the limiter's recorders hear of it. */
   waited(event: WaitEvent): void {
     this.#answers.waited(event);
-  }
-
-  /** The deny cache's phase for a call of a group (see Answers.cached). */
-  cached(call: Call): Decision | undefined {
-    return this.#answers.cached(call);
-  }
-
-  /** Whether a call of a group may go to the store (see Answers.admit). */
-  admit(call: Call): boolean {
-    return this.#answers.admit(call);
-  }
-
-  /** A call of a group admitted as a probe that was not sent (see Answers.unadmit). */
-  unadmit(call: Call): void {
-    this.#answers.unadmit(call);
-  }
-
-  /** The decision a store's result makes for a call of a group. */
-  decision(call: Call, result: StoreResult): Decision {
-    return this.#answers.decision(call, result);
-  }
-
-  /** The failure policy's decision for a call of a group the store failed. */
-  failure(call: Call, failure: StoreFailure, error: unknown): Decision {
-    return this.#answers.failure(call, failure, error);
-  }
-
-  /** The failure policy's decision for a call of a group not sent (another call probes its shard). */
-  skipped(call: Call): Decision {
-    return this.#answers.skipped(call);
-  }
-
-  /**
-   * Gives back, in the fallback store, what a fallback decision took (`back` is the call that gives
-   * back), or renews a lease it holds (see follow-up.ts).
-   */
-  giveBackFallback(back: Call): Decision | undefined {
-    return this.#answers.giveBackFallback(back);
-  }
-
-  /**
-   * Asks the store to decide calls of this limiter's store together (see Store.submit), within the
-   * deadline: their results in order, or why there are none. The calls were checked (see Group).
-   */
-  together(calls: readonly Call[], keys: readonly string[]): Promise<TogetherAnswer> {
-    const connecting = this.#ready ? undefined : this.#connecting();
-    if (connecting === undefined) return this.#waits.together(calls, keys);
-    return connecting.then(
-      () => this.#waits.together(calls, keys),
-      (error: unknown): Unanswered => ({ failure: 'store-error', error }),
-    );
   }
 
   /** Forgets an identifier everywhere this limiter keeps it (OPERATIONS.reset); rejects with the store's error. */
@@ -370,12 +370,7 @@ export class Pipeline implements StoreReply<Call> {
       tag === undefined ? store.reset(name, identifier) : store.reset(name, identifier, tag);
     const timedOut = (): SluiceError => this.#answers.timeoutError();
     return this.#waits.reset(start, timedOut).catch((thrown: unknown) => {
-      // A timeout's error is a SluiceError already (ERR_SLUICE_TIMEOUT): kept as it is.
-      const error = storeError(store.kind, thrown);
-      const source = error.code === ERROR_CODES.TIMEOUT ? 'timeout' : 'store-error';
-      const context = { name, identifier, operation: 'reset', cost: 0, source, storeMs: 0 } as const;
-      this.#answers.resetFailed(error, { ...context, enforced: this.enforce });
-      throw error;
+      throw this.#answers.resetFailed(thrown, name, identifier);
     });
   }
 }

@@ -3,7 +3,7 @@ import { randomInt } from 'node:crypto';
 import { describeValue, ERROR_CODES, SluiceError } from '../errors.js';
 import { refusal } from '../operations.js';
 import type { Decision, Reservation } from '../types.js';
-import type { Call } from './call.js';
+import { Call } from './call.js';
 import { adjust } from './follow-up.js';
 import type { CallParts, Pipeline } from './pipeline.js';
 import { took } from './together.js';
@@ -117,15 +117,10 @@ export function settleReserved(
   actual: number,
   settleId: string | undefined,
 ): Promise<Decision | undefined> {
-  const call = pipeline.prepare('limit', identifier, reserved);
-  if (call instanceof SluiceError) return Promise.reject(call);
-  const taken: Decision = {
-    allowed: true,
-    limit: call.policy.limit,
-    remaining: 0,
-    resetMs: 0,
-    retryAfterMs: 0,
-  };
+  const policy = pipeline.check('limit', identifier, reserved);
+  if (policy instanceof SluiceError) return Promise.reject(policy);
+  const call = new Call(pipeline.name, policy, 'limit', identifier, reserved, undefined);
+  const taken: Decision = { allowed: true, limit: policy.limit, remaining: 0, resetMs: 0, retryAfterMs: 0 };
   return settleCall(pipeline, call, taken, actual, settleId);
 }
 
@@ -138,10 +133,7 @@ export async function reserve(
 ): Promise<LimiterReservation> {
   const refused = refusal('reserve', pipeline.policy);
   if (refused !== undefined) throw refused;
-  const call = pipeline.prepare('limit', identifier, cost, parts);
-  if (call instanceof SluiceError) throw call;
-  const now = pipeline.time();
-  if (now instanceof SluiceError) throw now;
-  call.now = now;
-  return new LimiterReservation(pipeline, call, await pipeline.decide(call));
+  const hold: { call: Call | undefined } = { call: undefined };
+  const decision = await pipeline.call('limit', identifier, cost, parts, { hold });
+  return new LimiterReservation(pipeline, hold.call as Call, decision);
 }

@@ -1,7 +1,6 @@
 // A future slot asked of the store in one call (`schedule`), as wait() and throttle() ask for it, and given back.
 
 import { withFields } from '../copy.js';
-import { SluiceError } from '../errors.js';
 import type { ScheduledDecision } from '../operations.js';
 import type { Decision } from '../types.js';
 import type { Call } from './call.js';
@@ -65,11 +64,8 @@ export async function askSlot(
   maxWaitMs: number,
   pauseMs = 0,
 ): Promise<Slot> {
-  const call = pipeline.prepare('schedule', identifier, cost, parts);
-  if (call instanceof SluiceError) throw call;
-  const now = pipeline.time();
-  if (now instanceof SluiceError) throw now;
-  call.now = now;
-  call.operands = [String(maxWaitMs), String(pauseMs)];
-  return new Slot(pipeline, call, await pipeline.decide(call));
+  const hold: { call: Call | undefined } = { call: undefined };
+  const operands = [String(maxWaitMs), String(pauseMs)];
+  const decision = await pipeline.call('schedule', identifier, cost, parts, { operands, hold });
+  return new Slot(pipeline, hold.call as Call, decision);
 }

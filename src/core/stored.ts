@@ -15,7 +15,7 @@ import {
   type StoredOptions,
 } from '../types.js';
 import { durationMs, knownKeys, optionsObject } from '../validate.js';
-import { checkIdentifier, checkTag, policyFor } from './checks.js';
+import { checkIdentifier, checkTag, policyFor, readClock } from './checks.js';
 import type { Pipeline } from './pipeline.js';
 
 /**
@@ -176,7 +176,7 @@ export class StoredOverrides {
 
   /** The limiter's time, or undefined for the store's own clock. */
   #now(): number | undefined {
-    const now = this.#pipeline.time();
+    const now = readClock(this.#pipeline.clock);
     if (now instanceof SluiceError) throw now;
     return now;
   }

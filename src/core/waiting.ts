@@ -5,6 +5,8 @@ import { invalidOption, SluiceError } from '../errors.js';
 import { MAX_WAIT_MS } from '../operations.js';
 import { type Decision, isStoreFailure, type Policy, type WaitDecision, type WaitOptions } from '../types.js';
 import { knownKeys, optionsObject } from '../validate.js';
+import type { Call } from './call.js';
+import { readClock } from './checks.js';
 import type { CallParts, Pipeline } from './pipeline.js';
 import { askSlot, Slot } from './slot.js';
 
@@ -124,7 +126,7 @@ interface Decided {
  * on a clock the caller moves has come closer only as far as that clock moved), else this process's.
  */
 function clockNow(pipeline: Pipeline): number {
-  const now = pipeline.time();
+  const now = readClock(pipeline.clock);
   return typeof now === 'number' ? now : performance.now();
 }
 
@@ -203,13 +205,10 @@ async function polled(
   startedAt: number,
 ): Promise<Decided> {
   for (;;) {
-    const call = pipeline.prepare('limit', identifier, wait.cost, wait.parts);
-    if (call instanceof SluiceError) throw call;
-    const now = pipeline.time();
-    if (now instanceof SluiceError) throw now;
-    call.now = now;
-    const decidedAt = now ?? performance.now();
-    const asked = pipeline.decide(call).then((decision) => new Slot(pipeline, call, decision));
+    const hold: { call: Call | undefined } = { call: undefined };
+    const decided = pipeline.call('limit', identifier, wait.cost, wait.parts, { hold });
+    const decidedAt = hold.call?.now ?? performance.now();
+    const asked = decided.then((decision) => new Slot(pipeline, hold.call as Call, decision));
     const { decision } = await unlessAborted(asked, wait.signal);
     if (decision.allowed) return { decision, decidedAt };
     const left = budget(wait, startedAt);

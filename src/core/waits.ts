@@ -32,12 +32,20 @@ export class Waits {
 
   /**
    * Hands the store requests to decide together (see Store.submit) and waits for every answer, or
-   * the first failure, or the deadline. Each request's `askedAt` is noted for `storeMs`.
+   * the first failure, or the deadline. Each request's `askedAt` is noted for `storeMs`. `connecting`:
+   * the store's first connection, awaited first (a process just started does not fail at once).
    */
   together<R extends StoreRequest & { askedAt: number }>(
     requests: readonly R[],
     keys: readonly string[],
+    connecting?: Promise<void>,
   ): Promise<TogetherAnswer> {
+    if (connecting !== undefined) {
+      return connecting.then(
+        () => this.together(requests, keys),
+        (error: unknown): Unanswered => ({ failure: 'store-error', error }),
+      );
+    }
     return new Promise((resolve) => {
       const askedAt = performance.now();
       for (const request of requests) request.askedAt = askedAt;

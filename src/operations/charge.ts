@@ -71,5 +71,5 @@ export const CHARGE: OperationEntry = {
 /** `limiter.charge(identifier, amount, options?)`: its decision is its answer's, with `debt` and `cutOff`. */
 export function chargeMethod(runner: OperationRunner): Limiter['charge'] {
   return (identifier, amount, options) =>
-    runner.run('charge', identifier, amount, options) as Promise<ChargeDecision>;
+    runner.call('charge', identifier, amount, options) as Promise<ChargeDecision>;
 }

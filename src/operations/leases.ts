@@ -188,11 +188,13 @@ export function extendOperands(
 /** `limiter.release(identifier, lease, options?)`. */
 export function releaseMethod(runner: OperationRunner): Limiter['release'] {
   return (identifier, lease, options) =>
-    runner.run('release', identifier, 1, options, releaseOperands(lease));
+    runner.call('release', identifier, 1, options, { operands: releaseOperands(lease) });
 }
 
 /** `limiter.extend(identifier, lease, leaseMs?, options?)`. */
 export function extendMethod(runner: OperationRunner): Limiter['extend'] {
   return (identifier, lease, leaseMs, options) =>
-    runner.run('extend', identifier, 1, options, extendOperands(lease, leaseMs, runner.policy.leaseMs));
+    runner.call('extend', identifier, 1, options, {
+      operands: extendOperands(lease, leaseMs, runner.policy.leaseMs),
+    });
 }

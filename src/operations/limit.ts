@@ -25,5 +25,5 @@ export const LIMIT: OperationEntry = {
 
 /** `limiter.limit(identifier, options?)`: a lease policy's acquisition too (LIMIT.underLease). */
 export function limitMethod(runner: OperationRunner): Limiter['limit'] {
-  return (identifier, options) => runner.run('limit', identifier, options?.cost ?? 1, options);
+  return (identifier, options) => runner.call('limit', identifier, options?.cost ?? 1, options);
 }

@@ -23,5 +23,5 @@ export const PEEK: OperationEntry = {
 
 /** `limiter.peek(identifier, options?)`. */
 export function peekMethod(runner: OperationRunner): Limiter['peek'] {
-  return (identifier, options) => runner.run('peek', identifier, options?.cost ?? 1, options);
+  return (identifier, options) => runner.call('peek', identifier, options?.cost ?? 1, options);
 }

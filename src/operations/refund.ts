@@ -32,5 +32,5 @@ export const REFUND: OperationEntry = {
 
 /** `limiter.refund(identifier, amount = 1, options?)`. */
 export function refundMethod(runner: OperationRunner): Limiter['refund'] {
-  return (identifier, amount = 1, options) => runner.run('refund', identifier, amount, options);
+  return (identifier, amount = 1, options) => runner.call('refund', identifier, amount, options);
 }

@@ -9,17 +9,17 @@ export interface CallParts {
 }
 
 /**
- * A limiter's pipeline as an operation's method sees it: its policy, and `run`, which checks a call
- * by its operation's entry and decides it. `given`: operands the method made and checked (a lease),
- * or why they are refused.
+ * A limiter's pipeline as an operation's method sees it: its policy, and `call`, the core's way in
+ * for a call, which checks it by its operation's entry and decides it. `operands`: what the method
+ * made and checked (a lease), or why it is refused.
  */
 export interface OperationRunner {
   readonly policy: Policy;
-  run(
+  call(
     operation: Operation,
     identifier: string,
     amount: number,
-    parts: CallParts | undefined,
-    given?: readonly string[] | SluiceError,
+    parts?: CallParts,
+    options?: { readonly operands?: readonly string[] | SluiceError | undefined },
   ): Promise<Decision>;
 }

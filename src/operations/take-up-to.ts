@@ -62,5 +62,5 @@ export const TAKE_UP_TO: OperationEntry = {
 /** `limiter.takeUpTo(identifier, n, options?)`. */
 export function takeUpToMethod(runner: OperationRunner): Limiter['takeUpTo'] {
   return (identifier, n, options) =>
-    runner.run('takeUpTo', identifier, n, options).then((decision) => granted(decision, n));
+    runner.call('takeUpTo', identifier, n, options).then((decision) => granted(decision, n));
 }

@@ -2,7 +2,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
-import type { Call } from '../../src/core/call.js';
 import { limiterPipeline, type Pipeline } from '../../src/core/index.js';
 import { newSettleId } from '../../src/core/reservation.js';
 import {
@@ -17,6 +16,7 @@ import {
   type Store,
   slidingLog,
 } from '../../src/index.js';
+import { OPERATIONS } from '../../src/operations.js';
 import { BACKENDS, type Backend, openBackend } from '../helpers/backends.js';
 import { connect } from '../helpers/clients.js';
 import { startDelayProxy } from '../helpers/delay-proxy.js';
@@ -92,9 +92,9 @@ for (const kind of BACKENDS) {
       );
       const send = async (limiter: Limiter, operation: 'charge' | 'refund', amount: number, id: string) => {
         const pipeline = limiterPipeline(limiter) as Pipeline;
-        const call = pipeline.prepare(operation, 'u', amount) as Call;
-        call.operands = [...(call.operands ?? []).slice(0, -1), id];
-        return pipeline.decide(call);
+        // The operation's own operands with the settle id last (see NO_SETTLE), through the core's entry.
+        const own = OPERATIONS[operation].operandsOf?.(pipeline.policy) ?? [];
+        return pipeline.call(operation, 'u', amount, undefined, { operands: [...own.slice(0, -1), id] });
       };
       const [first, second] = limiters as [Limiter, Limiter];
       await first.limit('u', { cost: 100 });
