@@ -181,3 +181,40 @@ describe('a tick with several policies and operations', () => {
     }
   });
 });
+
+describe('records too large to pack', () => {
+  test('remaining units of 2^20 and more: text records beside packed ones, each the memory store decision', async () => {
+    const { connected, store } = await openVariant('ioredis', 'scripts', server.port, 'large');
+    try {
+      const policy = gcra({ limit: 2_000_000, periodMs: 1000 });
+      const options = { policy, name: 'large', clock: () => NOW, timeoutMs: PATIENT_MS };
+      const redis = createLimiter({ ...options, store });
+      const memory = createLimiter({ ...options, store: new MemoryStore() });
+      await redis.peek('warm-up');
+      // 'a' keeps over 2^20 units (text), 'b' fewer (packed); 'a' then spends nearly all; 'b' is refused.
+      const calls: ReadonlyArray<readonly [string, number]> = [
+        ['a', 1],
+        ['b', 1_500_000],
+        ['a', 1_999_999],
+        ['b', 600_000],
+      ];
+      const before = store.calls;
+      const fromRedis = await Promise.all(calls.map(([id, cost]) => redis.limit(id, { cost })));
+      assert.equal(store.calls - before, 1, 'one script call');
+      const fromMemory: Decision[] = [];
+      for (const [id, cost] of calls) fromMemory.push(await memory.limit(id, { cost }));
+      assert.deepEqual(fromRedis, fromMemory);
+      assert.deepEqual(
+        fromRedis.map((d) => [d.allowed, d.remaining]),
+        [
+          [true, 2_000_001],
+          [true, 500_002],
+          [true, 2],
+          [false, 500_002],
+        ],
+      );
+    } finally {
+      await connected.close();
+    }
+  });
+});

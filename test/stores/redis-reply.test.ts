@@ -50,6 +50,42 @@ describe('batch replies', () => {
     ]);
   });
 
+  test('packed (a first value below 0): an allowed key with its own reset is one integer, or one string', () => {
+    const batch = items(5);
+    const packed = (resetMs: number, remaining: number) => -1 - 2 * (resetMs * 2 ** 20 + remaining);
+    // shared reset 500; 7 left; reset 120 with 3 left; reset 2^32 - 1 with 2^20 - 1 left; too large: text; denied
+    const reply = [
+      -1 - 500,
+      7,
+      packed(120, 3),
+      packed(2 ** 32 - 1, 2 ** 20 - 1),
+      '86400000 2000000',
+      -2 - 2 * 900,
+      0,
+      40,
+    ];
+    assert.equal(settle(batch.items, reply), true);
+    assert.deepEqual(batch.results, [
+      { allowed: true, remaining: 7, resetMs: 500, retryAfterMs: 0 },
+      { allowed: true, remaining: 3, resetMs: 120, retryAfterMs: 0 },
+      { allowed: true, remaining: 2 ** 20 - 1, resetMs: 2 ** 32 - 1, retryAfterMs: 0 },
+      { allowed: true, remaining: 2_000_000, resetMs: 86_400_000, retryAfterMs: 0 },
+      { allowed: false, remaining: 0, resetMs: 900, retryAfterMs: 40 },
+    ]);
+  });
+
+  for (const [what, reply] of [
+    ['packed, a record followed by a stray integer', [-1, -1 - 2 * 5, 3, 4]],
+    ['unpacked, an allowed record as text', [500, '120 3', 7]],
+    ['packed, text that is not a record', [-1, '120', 7]],
+  ] as const) {
+    test(`${what}: nobody is answered`, () => {
+      const batch = items(2);
+      assert.equal(settle(batch.items, reply), false);
+      assert.deepEqual(batch.results, [undefined, undefined]);
+    });
+  }
+
   for (const [what, reply] of [
     ['not an array', 'OK'],
     ['too few records', [500, 7]],

@@ -108,29 +108,43 @@ export function batchCall(batch: Batch): BatchCall {
   return { script: wire.script, args, fields: shape.fields };
 }
 
-/** The integers a record's decision takes (see lua/single.lua), from its first; 0 for anything else. */
-function recordLength(head: unknown): number {
+/** GCRA's packed allowed record: -1 - 2 x (reset x PACK + remaining), see lua/single.lua. */
+const PACK = 1_048_576;
+
+/** An allowed record too large to pack, as text: 'reset remaining'. */
+const OWN_TEXT = /^(\d+) (\d+)$/;
+
+/**
+ * The values a record's decision takes (see lua/single.lua), from its first; 0 for anything else.
+ * Packed (the reply's first value < 0): every allowed record is one value.
+ */
+function recordLength(head: unknown, packed: boolean): number {
+  if (typeof head === 'string') return packed && OWN_TEXT.test(head) ? 1 : 0;
   if (typeof head !== 'number' || !Number.isSafeInteger(head)) return 0;
   if (head >= 0) return 1;
-  return (-1 - head) % 2 === 0 ? 2 : 3;
+  if ((-1 - head) % 2 === 0) return packed ? 1 : 2;
+  return 3;
 }
 
 /** Whether the reply holds `count` records, each followed by `fields` integers, and nothing else. */
 function wellFormed(values: readonly unknown[], count: number, fields: number): boolean {
+  const first = values[0];
+  if (typeof first !== 'number') return false;
+  const packed = first < 0;
   let at = 1;
   for (let i = 0; i < count; i++) {
-    const length = recordLength(values[at]);
+    const length = recordLength(values[at], packed);
     if (length === 0) return false;
     for (let k = 1; k < length + fields; k++) if (typeof values[at + k] !== 'number') return false;
     at += length + fields;
   }
-  return at === values.length && typeof values[0] === 'number';
+  return at === values.length;
 }
 
 /**
  * Answers each request of a batch with its record of the script's reply (lua/single.lua), through
- * its reply, in order: one integer for an allowed key whose reset is the batch's shared one, two
- * for another allowed key, three for a denied one; then, for an operation whose entry has `fields`,
+ * its reply, in order: one value for an allowed key (two in the unpacked form when its reset is not
+ * the batch's shared one), three for a denied one; then, for an operation whose entry has `fields`,
  * that many integers (the result's `fields`); then, for a batch that reads what operators stored,
  * one (the result's `stored` when not 0). Checks the whole reply first: false, answering nothing,
  * when it does not hold one record per request.
@@ -146,22 +160,35 @@ export function answerRecords(
   const values = reply as unknown[];
   const count = requests.length;
   if (!wellFormed(values, count, stored ? fields + 1 : fields)) return false;
-  const shared = values[0] as number;
+  const first = values[0] as number;
+  const packed = first < 0;
+  const shared = packed ? -1 - first : first;
   let at = 1;
   for (let i = 0; i < count; i++) {
-    const head = values[at] as number;
+    const head = values[at] as number | string;
     let result: StoreResult;
-    if (head >= 0) {
+    if (typeof head === 'string') {
+      const [, reset, remaining] = OWN_TEXT.exec(head) as RegExpExecArray;
+      result = { allowed: true, remaining: Number(remaining), resetMs: Number(reset), retryAfterMs: 0 };
+      at += 1;
+    } else if (head >= 0) {
       result = { allowed: true, remaining: head, resetMs: shared, retryAfterMs: 0 };
       at += 1;
     } else if ((-1 - head) % 2 === 0) {
-      result = {
-        allowed: true,
-        remaining: values[at + 1] as number,
-        resetMs: (-1 - head) / 2,
-        retryAfterMs: 0,
-      };
-      at += 2;
+      if (packed) {
+        const both = (-1 - head) / 2;
+        const remaining = both % PACK;
+        result = { allowed: true, remaining, resetMs: (both - remaining) / PACK, retryAfterMs: 0 };
+        at += 1;
+      } else {
+        result = {
+          allowed: true,
+          remaining: values[at + 1] as number,
+          resetMs: (-1 - head) / 2,
+          retryAfterMs: 0,
+        };
+        at += 2;
+      }
     } else {
       result = {
         allowed: false,

@@ -45,13 +45,16 @@
 --       rule (rule, own limit, share, x, y, follows: stored.lua); then what to read of the entries
 --       stored beside each key (`reads`: 0 nothing, 1 the denial, 2 the limit, 3 both); last, for
 --       a decision function other than the file's own, its name (`functions`).
--- Returns integers: first the reset shared by the batch (the first allowed key's resetMs, else 0),
--- then one record per key, in order:
+-- Returns, first, -1 - the reset shared by the batch (the first allowed key's resetMs, else
+-- 0; negative: the records below are packed), then one record per key, in order:
 --   r >= 0              allowed; remaining r, resetMs the shared one, retryAfterMs 0
---   -1 - 2 x reset, r   allowed; remaining r, resetMs reset, retryAfterMs 0
+--   -1 - 2 x (reset x 2^20 + r)  allowed; remaining r (< 2^20), resetMs reset (< 2^32), retryAfterMs 0
+--   'reset r'           the same, as text, when r or reset is too large to pack (rare)
 --   -2 - 2 x reset, r, t  denied; remaining r, resetMs reset, retryAfterMs t
--- Most records are one integer (every allowed key of a window policy ends its state at the same
--- moment): Redis builds a quarter of the reply, and the client decodes a quarter of the integers.
+-- Every allowed record is one value (a window policy's keys share their reset; GCRA's each have
+-- their own, packed with the remaining units): Redis builds a quarter of the reply, and the client
+-- decodes a quarter of the integers. (A first value >= 0 announces the unpacked form, where an
+-- allowed key's own reset is -1 - 2 x reset followed by r: the decoder still reads it.)
 -- An operation with fields (`fields` of its shape) follows each record with that many integers. A charge's
 -- record (always allowed) is followed by the retryAfterMs for a cost of 1, the debt, and the units
 -- cut off; a lease's acquisition's by its token, expiry and the slots it reclaimed.
@@ -95,6 +98,15 @@ end
 local out = { 0 }
 local shared = nil
 local n = 1
+-- An allowed record with a reset of its own: one integer when both fit (the client splits it), else
+-- one string; either way one value. Both are whole numbers as Redis would make them (it truncates a
+-- Lua number in a reply; a stored limit's scaling can leave a fraction).
+local PACK = 1048576
+local function allowed_own(reset, remaining)
+  reset, remaining = floor(reset), floor(remaining)
+  if remaining < PACK and reset < 4294967296 then return -1 - 2 * (reset * PACK + remaining) end
+  return string.format('%d %d', reset, remaining)
+end
 -- Costs are mostly all alike: the text of the last one is compared (interned strings: one pointer)
 -- before it is parsed again.
 local costText, cost = nil, nil
@@ -140,25 +152,15 @@ for i = 1, #KEYS do
   end
   if charging then
     -- Its wait is its first field: an allowed record has no room for one.
-    out[n + 1] = -1 - 2 * reset
-    out[n + 2] = remaining
-    n = n + 2
+    n = n + 1
+    out[n] = allowed_own(reset, remaining)
     field1, field2, field3 = retry, field1, field2
   elseif allowed == 1 then
     -- An allowed request waits for nothing: the records have no room for a retry.
     if retry ~= 0 then return redis.error_reply('ERR sluice: allowed with a retryAfterMs') end
-    if shared == nil then
-      shared = reset
-      out[1] = reset
-    end
-    if reset == shared then
-      n = n + 1
-      out[n] = remaining
-    else
-      out[n + 1] = -1 - 2 * reset
-      out[n + 2] = remaining
-      n = n + 2
-    end
+    if shared == nil then shared = reset end
+    n = n + 1
+    if reset == shared then out[n] = remaining else out[n] = allowed_own(reset, remaining) end
   else
     out[n + 1] = -2 - 2 * reset
     out[n + 2] = remaining
@@ -177,4 +179,5 @@ for i = 1, #KEYS do
     out[n] = applied
   end
 end
+out[1] = -1 - floor(shared or 0)
 return out
