@@ -1,6 +1,7 @@
 // The runtime matrix CI runs: the whole suite on the newest Node.js LTS line, the suites that can differ between
 // runtimes on every other supported Node.js line, on Bun and on Deno. Writes build/matrix/results.json.
-// `node scripts/matrix.mjs [id...]` runs the named legs only (ids from scripts/runtimes.mjs); `--list` prints the plan.
+// `node scripts/matrix.mjs [id...]` runs the named legs only (ids from scripts/runtimes.mjs); `--list` prints the plan;
+// `--files` prints the compiled suites each group selects from the last build (to check a move of test files).
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { delimiter, dirname, join } from 'node:path';
@@ -178,6 +179,14 @@ async function main() {
   if (args.includes('--list')) {
     for (const leg of LEGS)
       console.log(`${leg.id}\t${leg.runs.map((r) => r.server).join('+')}\t${leg.groups.join(', ')}`);
+    return;
+  }
+  if (args.includes('--files')) {
+    const compiled = compiledTests(join('build', 'test')).sort();
+    for (const [name, { match }] of Object.entries(GROUPS)) {
+      for (const file of compiled.filter((f) => match.length === 0 || match.some((s) => f.includes(s))))
+        console.log(`${name}\t${file}`);
+    }
     return;
   }
   const chosen = args.length === 0 ? LEGS : LEGS.filter((leg) => args.includes(leg.id));
