@@ -145,7 +145,9 @@ export class BucketWorker extends Worker<BucketRecord> {
     const keys = records.map((record) => this.ledgerKey(record));
     let replies: Awaited<ReturnType<typeof ledger.bucket>>;
     try {
-      replies = await ledger.bucket(keys, { ...this.#settings, gaps: this.#lease.gaps }, units, undefined);
+      // Whether it holds its floor as it asks: while it waits for it, it is leased its demand's whole capacity.
+      const settings = { ...this.#settings, gaps: this.#lease.gaps, holdsFloor: this.floorOff.holds() };
+      replies = await ledger.bucket(keys, settings, units, undefined);
     } catch (error) {
       records.forEach((record, i) => {
         record.unreported += units[i] as number;

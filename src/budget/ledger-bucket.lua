@@ -6,12 +6,16 @@
 -- Twin of ledger-bucket.ts; the two change together. Composed after stores/redis/lua/prelude.lua.
 -- KEYS: one ledger per identifier.
 -- ARGV: now ('' reads the server clock), region, regions, lease (ms), pool, tau (ms), floor, the regions'
---       floor gaps in windows of half a lease ('s:out:back,...'); then per key: the units asked of the region since it
---       last said.
+--       floor gaps in windows of half a lease ('s:out:back,...'), whether the caller holds its floor ('1' or '0');
+--       then per key: the units asked of the region since it last said.
 -- Returns per key: the region's lease, all regions' leases, and its demand in units per second.
 local now = clock(ARGV[1])
 local region, regions, lease_ms = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local pool, tau, base = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+-- A caller without its floor (back from a lapse and waiting, or not yet renewed) decides on its leases alone: its
+-- want is not lessened by a floor it cannot use.
+local own_base = base
+if ARGV[9] == '0' then own_base = 0 end
 local period_ms = lease_ms / 2
 local period = floor(now / period_ms)
 -- Floors of regions in their gap now (gaps in windows of half a lease, floorGapWindowMs) are lent: a
@@ -119,14 +123,16 @@ end
 local out = {}
 for i = 1, #KEYS do
   load(KEYS[i])
-  record(tonumber(ARGV[8 + i]))
+  record(tonumber(ARGV[9 + i]))
   local rates, demand = {}, 0
   for s = 0, regions - 1 do
     rates[s] = rate_of(s)
     demand = demand + rates[s]
   end
   local function want(s)
-    return math.min(pool, math.max(0, ceil(rates[s] * tau * HEADROOM - base)))
+    local held = base
+    if s == region then held = own_base end
+    return math.min(pool, math.max(0, ceil(rates[s] * tau * HEADROOM - held)))
   end
   local function fair(s)
     if demand > 0 then return pool * rates[s] / demand end

@@ -20,6 +20,11 @@ export interface BucketLedgerSettings {
    * floor is lent.
    */
   readonly gaps?: readonly FloorGap[] | undefined;
+  /**
+   * Whether the caller holds its floor's lease now. Without it (back from a lapse and waiting, or not yet renewed) it
+   * decides on its leases alone, so what it wants is not lessened by its floor. Undefined: it holds it.
+   */
+  readonly holdsFloor?: boolean | undefined;
 }
 
 /** What the region holds after the call: its lease (capacity beyond its floor), all regions' leases, and its demand (units per second). */
@@ -126,7 +131,8 @@ function pruned(
  * of its unexpired leases (a smaller lease does not free a larger one before that expires), and the
  * reservations of all regions never pass `pool`, so the rates and capacities regions use add up to
  * at most the bucket's at every moment. Capacity follows demand: a region gets what its demand
- * wants, up to its part of all demand, and beyond it what other regions are not owed.
+ * wants, up to its part of all demand, and beyond it what other regions are not owed. What a region wants is its
+ * demand's capacity less its floor, or all of it when the caller says it does not hold its floor.
  */
 export function bucketLedger(
   stored: LedgerFields,
@@ -151,8 +157,12 @@ export function bucketLedger(
     rates.push(rateOf(value, s, now, periodMs));
     demand += rates[s] as number;
   }
+  const ownFloor = settings.holdsFloor === false ? 0 : floor;
   const want = (s: number): number =>
-    Math.min(pool, Math.max(0, Math.ceil((rates[s] as number) * tau * HEADROOM - floor)));
+    Math.min(
+      pool,
+      Math.max(0, Math.ceil((rates[s] as number) * tau * HEADROOM - (s === region ? ownFloor : floor))),
+    );
   const fair = (s: number): number => (demand > 0 ? (pool * (rates[s] as number)) / demand : pool / regions);
   const reserved = (s: number): number => steps[s]?.[0]?.level ?? 0;
   let free = pool;

@@ -180,7 +180,7 @@ class ScriptLedger implements Ledger {
   ): Promise<BucketLedgerReply[]> {
     const { region, regions, leaseMs, pool, tau, floor } = settings;
     const head = [region, regions, leaseMs, pool, tau, floor].map(String);
-    head.push(gapsArgument(settings.gaps));
+    head.push(gapsArgument(settings.gaps), settings.holdsFloor === false ? '0' : '1');
     return this.#run(
       'ledger-bucket',
       3,

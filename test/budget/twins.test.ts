@@ -339,6 +339,8 @@ describe('the ledger: Lua and the twins agree, replies and stored fields', () =>
           pool: 90,
           tau: 3333.3333333333335,
           floor: 3,
+          // Some callers do not hold their floor (they are leased their demand's whole capacity).
+          holdsFloor: step % 3 === 0 ? false : step % 3 === 1 ? true : undefined,
           // Some calls name regions in their floor's gap (windows of half a lease): their floors are lent.
           gaps:
             random.next() < 0.5
