@@ -7,8 +7,10 @@ import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import {
+  awayFromWindowEnd,
   type EnvoyServe,
   FIXTURES,
+  HOUR_MS,
   httpCall,
   OVER_LIMIT,
   startEnvoyServe,
@@ -32,6 +34,8 @@ describe('the /metrics page of sluice serve --envoy', () => {
   let page = '';
   before(async () => {
     serve = await startEnvoyServe(join(FIXTURES, 'limits.yaml'));
+    // The three calls below count in one hour's window.
+    await awayFromWindowEnd(HOUR_MS);
     const value = `page-${Date.now()}`;
     const ask = () =>
       serve.client.shouldRateLimit({
