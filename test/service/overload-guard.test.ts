@@ -4,7 +4,7 @@
 // And the guard's wait, in process on a clock of its own: a burst waits oldest first, overload waits briefly, newest first.
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
-import { after, before, describe, test } from 'node:test';
+import { after, before, describe, mock, test } from 'node:test';
 import { ServiceGuard } from '../../packages/server/src/service/guard.js';
 import type { Refusal, Ticket } from '../../src/shed/index.js';
 import { type ServeProcess, startServe, writeConfig } from '../helpers/cli.js';
@@ -232,6 +232,49 @@ describe('the guard’s wait, in process', () => {
       assert.deepEqual(guard.stats().refused, { grpc: 0, http: 0 });
     } finally {
       guard.close();
+    }
+  });
+
+  test('under sustained overload a turn of the loop answers what it reads in its first waitMs and refuses the rest', () => {
+    // The lag timer runs when the test says (mocked); the wall and CPU clocks move as the test says.
+    mock.timers.enable({ apis: ['setInterval'] });
+    clock.nowMs = 0;
+    const cpu = { ms: 0 };
+    const roomy = { ...settings, initial: 1000, max: 1000, queue: 0, burstMs: 200 };
+    const guard = new ServiceGuard(roomy, { now, cpuNow: () => cpu.ms, watchLoop: true });
+    const work = (wallMs: number, cpuMs = wallMs): void => {
+      clock.nowMs += wallMs;
+      cpu.ms += cpuMs;
+    };
+    const admitted = (protocol: 'grpc' | 'http'): boolean => {
+      const admission = guard.acquire(protocol);
+      assert.ok(!(admission instanceof Promise));
+      if (admission.allowed) guard.done(admission);
+      return admission.allowed;
+    };
+    try {
+      // Turns of 100 ms of the process's own work each, for longer than burstMs (200 ms): overload.
+      for (let turn = 0; turn < 5; turn++) {
+        work(100);
+        mock.timers.tick(10);
+        // Read as a turn starts, a call has waited about half the last turn (45 ms < waitMs): answered.
+        assert.equal(admitted('http'), true, `turn ${turn}: read as the turn starts`);
+      }
+      // 30 ms into the turn, of the process's own work: 45 + 20 > waitMs, refused.
+      work(30);
+      assert.equal(admitted('http'), false, 'read late in a long turn of its own work');
+      assert.equal(admitted('grpc'), false);
+      // The next turn answers again what it reads first.
+      work(70);
+      mock.timers.tick(10);
+      assert.equal(admitted('http'), true, 'read as the next turn starts');
+      // 30 ms on the wall clock during which the machine ran something else: not the process's delay.
+      work(30, 0);
+      assert.equal(admitted('http'), true, 'late on the wall clock only');
+      assert.deepEqual(guard.stats().refused, { grpc: 1, http: 1 });
+    } finally {
+      guard.close();
+      mock.timers.reset();
     }
   });
 });

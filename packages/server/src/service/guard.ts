@@ -97,8 +97,11 @@ export interface GuardStats {
  *
  * The calls in flight do not see what waits unread while the event loop works through a batch
  * (on the memory store a call is answered in the turn that reads it), so the loop's delay is
- * watched too: a call is refused at once when the loop is further behind than its deadline, or,
- * without one, when the loop has been behind by more than `waitMs` for `burstMs`. The delay is
+ * watched too. A call read now has waited about half the loop's last turn plus what has passed of
+ * this one; it is refused at once when that is past its deadline, or, without one, past `waitMs`
+ * once the loop has been behind by more than `waitMs` for `burstMs`. So under sustained overload
+ * each turn answers what it reads in its first `waitMs` and refuses the rest, however many calls
+ * the clients keep open: the answered calls wait about a turn, not the whole backlog. The delay is
  * the one the process's own work made: of a late timer, only the CPU time the process used in
  * the meantime counts, so a machine busy with other processes (or a process stopped and
  * continued) is not read as an overload that refusing calls would cure.
@@ -171,16 +174,25 @@ export class ServiceGuard {
   /**
    * A ticket, a refusal, or (when the request has to wait) a promise of one. Never throws.
    * `deadlineMs`: how long the caller said it waits for the answer (gRPC's grpc-timeout): a call is
-   * refused once the loop is further behind than that (it could not be answered in time), and
+   * refused once it has waited unread, by the loop's own delay, longer than that (it could not be answered in time), and
    * otherwise may wait up to it, however busy; a call without one follows the burst and overload rules.
    */
   acquire(protocol: GuardProtocol, deadlineMs?: number): Ticket | Refusal | Promise<Ticket | Refusal> {
     const shedder = this.#shedder;
     const nowMs = this.#now();
-    const lagMs = this.#watchLoop ? this.#lagNow(nowMs, deadlineMs) : 0;
-    if (lagMs > this.settings.waitMs && this.#lagSinceMs === undefined) this.#behindSince(nowMs - lagMs);
+    const waitMs = this.settings.waitMs;
+    let waitedMs = 0;
+    if (this.#watchLoop) {
+      const turnMs = this.#turnMs(nowMs, Math.min(waitMs, deadlineMs ?? waitMs));
+      const lagMs = Math.max(this.#lagMs, turnMs);
+      if (lagMs > waitMs && this.#lagSinceMs === undefined) this.#behindSince(nowMs - lagMs);
+      // Read now, it arrived during the last turn (half of it on average) or this one (what has passed of it).
+      waitedMs = turnMs + this.#lagMs / 2;
+    }
     this.#arrivals += 1;
-    if (deadlineMs === undefined ? this.#lagging(nowMs) : lagMs >= deadlineMs) return this.#refuse(protocol);
+    const late =
+      deadlineMs === undefined ? waitedMs > waitMs && this.#lagging(nowMs) : waitedMs >= deadlineMs;
+    if (late) return this.#refuse(protocol);
     const room = shedder.inFlight < shedder.limit;
     const waiting = this.#size();
     if (waiting === 0 && room) return this.#grant();
@@ -249,16 +261,16 @@ export class ServiceGuard {
   }
 
   /**
-   * What arrives now has waited unread about as long as the loop is behind by its own work: the
-   * timer says so once a turn ends, the time since its last tick while a long turn goes on. The
-   * CPU clock is read only when that time could refuse this call (a system call per call otherwise).
+   * How long the loop's current turn has been at its own work, from the last tick (the timer runs
+   * first in a turn). The CPU clock is read only when the wall clock says the answer could refuse
+   * a call or mark the loop behind: below `thresholdMs` the wall time, an upper bound, is as good
+   * (a system call per call otherwise).
    */
-  #lagNow(nowMs: number, deadlineMs: number | undefined): number {
-    const sinceTickMs = nowMs - this.#lastTickMs - LAG_TICK_MS;
-    if (sinceTickMs <= this.#lagMs) return this.#lagMs;
-    if (sinceTickMs <= this.settings.waitMs && (deadlineMs === undefined || sinceTickMs < deadlineMs))
-      return this.#lagMs;
-    return Math.max(this.#lagMs, this.#ownDelay(nowMs, this.#cpuNow()));
+  #turnMs(nowMs: number, thresholdMs: number): number {
+    const wallMs = nowMs - this.#lastTickMs - LAG_TICK_MS;
+    if (wallMs <= 0) return 0;
+    if (wallMs + this.#lagMs / 2 <= thresholdMs) return wallMs;
+    return this.#ownDelay(nowMs, this.#cpuNow());
   }
 
   /** How late the tick is by the process's own work: of the wall time since the last tick, what it ran. */
@@ -273,8 +285,11 @@ export class ServiceGuard {
     this.#lagMs = this.#ownDelay(nowMs, cpuMs);
     this.#lastTickMs = nowMs;
     this.#lastTickCpuMs = cpuMs;
-    if (this.#lagMs <= this.settings.waitMs) this.#lagSinceMs = undefined;
-    else if (this.#lagSinceMs === undefined) this.#behindSince(nowMs - this.#lagMs);
+    // Behind past `waitMs` to start with; caught up only below half of it: under overload, turns that
+    // refuse what comes past `waitMs` stay near it, and that must not read as having caught up.
+    if (this.#lagMs <= this.settings.waitMs / 2) this.#lagSinceMs = undefined;
+    else if (this.#lagMs > this.settings.waitMs && this.#lagSinceMs === undefined)
+      this.#behindSince(nowMs - this.#lagMs);
   }
 
   #size(): number {
