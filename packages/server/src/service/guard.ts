@@ -1,5 +1,6 @@
 // The service's guard against its own overload: one shedder per process, a short CoDel-style wait, refusals counted by protocol.
 import { createShedder, type Refusal, type Shedder, type Ticket } from 'sluice/shed';
+import { LoopDelay } from './loop-delay.js';
 
 /** The protocols a refusal is counted under. */
 export type GuardProtocol = 'grpc' | 'http';
@@ -44,19 +45,6 @@ export const GUARD_DEFAULTS: GuardSettings = {
 
 /** How often the wait is looked at when no ticket comes back: waiters past their time are refused, room is filled. */
 const EXPIRY_TICK_MS = 10;
-
-/** How often the event loop's delay is looked at: a timer this often, late by as much as the loop is behind. */
-const LAG_TICK_MS = 10;
-
-/**
- * The CPU time this process has used, in ms, all its threads. The loop's delay is counted in it
- * rather than on the wall clock: a process the machine did not run (other processes starving it,
- * a SIGSTOP, a paused VM) is late on the wall clock without having any work of its own to shed.
- */
-function processCpuMs(): number {
-  const { user, system } = process.cpuUsage();
-  return (user + system) / 1000;
-}
 
 /** A request waiting for a ticket. */
 interface Waiter {
@@ -110,23 +98,13 @@ export class ServiceGuard {
   readonly settings: GuardSettings;
   readonly #shedder: Shedder<false>;
   readonly #now: () => number;
-  readonly #cpuNow: () => number;
   /** Waiters, oldest first; `#head` is the index of the oldest still there. */
   #waiting: Waiter[] = [];
   #head = 0;
   #lastEmptyMs: number;
   #timer: ReturnType<typeof setInterval> | undefined;
-  readonly #lagTimer: ReturnType<typeof setInterval> | undefined;
-  readonly #watchLoop: boolean;
-  #lastTickMs: number;
-  /** The process's CPU time at the last tick, ms. */
-  #lastTickCpuMs: number;
-  #lagMs = 0;
-  /** Since when the loop has been behind by more than `waitMs`; undefined while it keeps up. */
-  #lagSinceMs: number | undefined;
-  /** Calls that asked for a ticket, ever; and how many had when the loop fell behind. */
-  #arrivals = 0;
-  #arrivalsAtLag = 0;
+  /** The event loop's delay by the process's own work; none with `watchLoop: false`. */
+  readonly #loop: LoopDelay | undefined;
   #refusedGrpc = 0;
   #refusedHttp = 0;
   #admitted = 0;
@@ -142,13 +120,12 @@ export class ServiceGuard {
     settings: GuardSettings,
     {
       now = () => performance.now(),
-      cpuNow = processCpuMs,
+      cpuNow,
       watchLoop = true,
     }: { now?: () => number; cpuNow?: () => number; watchLoop?: boolean } = {},
   ) {
     this.settings = settings;
     this.#now = now;
-    this.#cpuNow = cpuNow;
     this.#shedder = createShedder({
       name: 'service',
       limit: { algorithm: 'gradient2', initial: settings.initial, min: settings.min, max: settings.max },
@@ -157,13 +134,7 @@ export class ServiceGuard {
       now,
     });
     this.#lastEmptyMs = now();
-    this.#lastTickMs = now();
-    this.#lastTickCpuMs = watchLoop ? cpuNow() : 0;
-    this.#watchLoop = watchLoop;
-    if (watchLoop) {
-      this.#lagTimer = setInterval(() => this.#tick(), LAG_TICK_MS);
-      this.#lagTimer.unref();
-    }
+    this.#loop = watchLoop ? new LoopDelay(settings, now, cpuNow) : undefined;
     this.#refusal = Object.freeze({
       allowed: false,
       priority: 'default',
@@ -181,17 +152,12 @@ export class ServiceGuard {
     const shedder = this.#shedder;
     const nowMs = this.#now();
     const waitMs = this.settings.waitMs;
-    let waitedMs = 0;
-    if (this.#watchLoop) {
-      const turnMs = this.#turnMs(nowMs, Math.min(waitMs, deadlineMs ?? waitMs));
-      const lagMs = Math.max(this.#lagMs, turnMs);
-      if (lagMs > waitMs && this.#lagSinceMs === undefined) this.#behindSince(nowMs - lagMs);
-      // Read now, it arrived during the last turn (half of it on average) or this one (what has passed of it).
-      waitedMs = turnMs + this.#lagMs / 2;
-    }
-    this.#arrivals += 1;
+    const loop = this.#loop;
+    const waitedMs = loop === undefined ? 0 : loop.arrive(nowMs, Math.min(waitMs, deadlineMs ?? waitMs));
     const late =
-      deadlineMs === undefined ? waitedMs > waitMs && this.#lagging(nowMs) : waitedMs >= deadlineMs;
+      deadlineMs === undefined
+        ? loop !== undefined && waitedMs > waitMs && loop.lagging(nowMs)
+        : waitedMs >= deadlineMs;
     if (late) return this.#refuse(protocol);
     const room = shedder.inFlight < shedder.limit;
     const waiting = this.#size();
@@ -226,8 +192,8 @@ export class ServiceGuard {
       limit: shedder.limit,
       inFlight: shedder.inFlight,
       queued: this.#size(),
-      overloaded: this.#overloaded(this.#now()) || this.#lagging(this.#now()),
-      lagMs: this.#lagMs,
+      overloaded: this.#overloaded(this.#now()) || (this.#loop?.lagging(this.#now()) ?? false),
+      lagMs: this.#loop?.lagMs ?? 0,
       refused: { grpc: this.#refusedGrpc, http: this.#refusedHttp },
       admitted: this.#admitted,
     };
@@ -239,57 +205,7 @@ export class ServiceGuard {
       waiter.settle(this.#refuse(waiter.protocol));
     }
     this.#stopTimer();
-    if (this.#lagTimer !== undefined) clearInterval(this.#lagTimer);
-  }
-
-  /**
-   * The loop has been behind by more than `waitMs` for `burstMs` (a burst it would have caught up
-   * with by now), while at least the limit's `min` calls came: a loop slowed by something else (the
-   * start, a collection, a machine busy with other work) is not overload that refusing would cure.
-   */
-  #lagging(nowMs: number): boolean {
-    return (
-      this.#lagSinceMs !== undefined &&
-      nowMs - this.#lagSinceMs >= this.settings.burstMs &&
-      this.#arrivals - this.#arrivalsAtLag >= this.settings.min
-    );
-  }
-
-  #behindSince(sinceMs: number): void {
-    this.#lagSinceMs = sinceMs;
-    this.#arrivalsAtLag = this.#arrivals;
-  }
-
-  /**
-   * How long the loop's current turn has been at its own work, from the last tick (the timer runs
-   * first in a turn). The CPU clock is read only when the wall clock says the answer could refuse
-   * a call or mark the loop behind: below `thresholdMs` the wall time, an upper bound, is as good
-   * (a system call per call otherwise).
-   */
-  #turnMs(nowMs: number, thresholdMs: number): number {
-    const wallMs = nowMs - this.#lastTickMs - LAG_TICK_MS;
-    if (wallMs <= 0) return 0;
-    if (wallMs + this.#lagMs / 2 <= thresholdMs) return wallMs;
-    return this.#ownDelay(nowMs, this.#cpuNow());
-  }
-
-  /** How late the tick is by the process's own work: of the wall time since the last tick, what it ran. */
-  #ownDelay(nowMs: number, cpuMs: number): number {
-    const ranMs = Math.min(nowMs - this.#lastTickMs, cpuMs - this.#lastTickCpuMs);
-    return Math.max(0, ranMs - LAG_TICK_MS);
-  }
-
-  #tick(): void {
-    const nowMs = this.#now();
-    const cpuMs = this.#cpuNow();
-    this.#lagMs = this.#ownDelay(nowMs, cpuMs);
-    this.#lastTickMs = nowMs;
-    this.#lastTickCpuMs = cpuMs;
-    // Behind past `waitMs` to start with; caught up only below half of it: under overload, turns that
-    // refuse what comes past `waitMs` stay near it, and that must not read as having caught up.
-    if (this.#lagMs <= this.settings.waitMs / 2) this.#lagSinceMs = undefined;
-    else if (this.#lagMs > this.settings.waitMs && this.#lagSinceMs === undefined)
-      this.#behindSince(nowMs - this.#lagMs);
+    this.#loop?.close();
   }
 
   #size(): number {
