@@ -62,14 +62,22 @@ test('a primary killed before replicating 5 leases: 5 more in flight than the li
   const kept = await acquire(limiter, identifier, KEPT);
   assert.equal(await cluster.command(victim.port, 'WAIT', 1, 10_000), 1, 'the replica has the first leases');
   // The replica sleeps; its link is cut; the next leases reach the primary alone, which then dies.
-  // It sleeps 2 s, long past the kill even on a loaded machine: a replica that woke first would
+  // It sleeps 4 s, long past the kill even on a loaded machine: a replica that woke first would
   // resync with the primary (partially, or fully, flushing what it held while the primary died).
-  const asleep = cluster.command(replica.port, 'DEBUG', 'SLEEP', '2').catch(() => undefined);
+  // (2 s was once too short in CI at load 15: the promoted replica then held nothing.)
+  const sleepStarted = Date.now();
+  const asleep = cluster.command(replica.port, 'DEBUG', 'SLEEP', '4').catch(() => undefined);
   await new Promise((resolve) => setTimeout(resolve, 50));
   assert.equal(await cluster.command(victim.port, 'CLIENT', 'KILL', 'TYPE', 'replica'), 1);
   const unreplicated = await acquire(limiter, identifier, UNREPLICATED);
   await cluster.server(victim.port).kill('SIGKILL');
+  const killedAfter = Date.now() - sleepStarted;
   await asleep;
+  // What this test is about needs the primary dead before the replica wakes; say so if the machine stalled past it.
+  assert.ok(
+    killedAfter < 4_000,
+    `the primary was killed ${killedAfter} ms after the replica went to sleep for 4,000`,
+  );
   await pollUntil('the replica to be promoted', async () =>
     (await cluster.primaryOf(victim.slots[0]?.[0] ?? 0)).id === replica.id ? true : undefined,
   );

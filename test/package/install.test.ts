@@ -1,5 +1,5 @@
 // `npm install` of the packed tarballs in fresh folders, as users would: the library alone (one package, no install
-// script, at most 2.25 MB, every subpath in ESM and CommonJS with its types), the service from the server package, and
+// script, at most 2.4 MB, every subpath in ESM and CommonJS with its types), the service from the server package, and
 // arethetypeswrong and publint on both.
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
@@ -13,8 +13,9 @@ import { ROOT } from '../helpers/paths.js';
 import { type RedisServer, startRedis } from '../helpers/redis-server.js';
 
 /** What `npm install sluice` may add to an application, in bytes of files. */
-// 2.25 MB: the library with sluice/shed and the server's sluice/internal (2,112,827 bytes when they came).
-const MAX_LIBRARY_BYTES = 2_250_000;
+// 2.4 MB: the library with sluice/shed and the server's sluice/internal (2,112,827 bytes when they came), then
+// takeUpTo, the deny cache's per-operation cost and the split option steps (2,259,836 bytes on 2026-12-07).
+const MAX_LIBRARY_BYTES = 2_400_000;
 const BIN = join(ROOT, 'node_modules', '.bin');
 
 interface Ran {
@@ -163,7 +164,7 @@ describe('npm install of the packed packages in a fresh folder', () => {
     for (const dir of folders) rmSync(dir, { recursive: true, force: true });
   });
 
-  test('the library adds one package, runs no install script, warns of nothing and stays within 2.25 MB', (t) => {
+  test('the library adds one package, runs no install script, warns of nothing and stays within 2.4 MB', (t) => {
     assert.deepEqual(library.packages, ['sluice'], 'npm install sluice adds sluice alone');
     assert.deepEqual(library.withInstallScripts, []);
     assert.deepEqual(library.warnings, []);
