@@ -5,7 +5,10 @@
 // trailers-only refusal: both are HTTP 200). HTTP: wrk on POST /v1/limit, 64 connections, then 5x as many.
 // Refusals are read from the service's own sluice_service_shed_total.
 //
-//   node build/bench/overload.js [--redis] [--seconds 10] [--factor 5]
+// --bare also offers the same load to a bare node:http2 server answering a constant frame (no sluice): what the
+// probe then measures is the machine's and HTTP/2's share of an answered call's wait.
+//
+//   node build/bench/overload.js [--redis] [--seconds 10] [--factor 5] [--bare]
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:http2';
@@ -29,6 +32,7 @@ const USE_REDIS = argv.includes('--redis');
 /** Guard flags to measure beside the defaults, e.g. --guard "--shed-streams 32". */
 const GUARD_ARGS = argv.includes('--guard') ? String(argv[argv.indexOf('--guard') + 1]).split(' ') : [];
 const SKIP_OFF = argv.includes('--skip-off');
+const BARE = argv.includes('--bare');
 const PROBE_PER_SECOND = 200;
 /** h2load's connections: Envoy opens another when one holds as many calls as the server allows. */
 const CONNECTIONS = flag('connections', 10);
@@ -86,6 +90,29 @@ function serve(args: readonly string[]): Promise<Serve> {
     });
     child.stderr?.on('data', (chunk: Buffer) => process.stderr.write(chunk));
     child.on('exit', (code) => reject(new Error(`sluice serve exited with ${code}: ${out}`)));
+  });
+}
+
+/** A bare node:http2 server answering the constant frame (bench/bare-grpc-server.ts), as a Serve without HTTP. */
+function bare(): Promise<Serve> {
+  const constant = loadServices().shouldRateLimit.responseSerialize({
+    overall_code: 1,
+    statuses: [{ code: 1 }],
+  } as never);
+  const child = spawn(
+    process.execPath,
+    [
+      fileURLToPath(new URL('./bare-grpc-server.js', import.meta.url)),
+      Buffer.from(constant).toString('base64'),
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  return new Promise((resolve, reject) => {
+    child.stdout?.on('data', (chunk: Buffer) => {
+      const port = /listening (\d+)/.exec(String(chunk))?.[1];
+      if (port !== undefined) resolve({ child, http: '', grpc: `127.0.0.1:${port}` });
+    });
+    child.on('exit', (code) => reject(new Error(`the bare server exited with ${code}`)));
   });
 }
 
@@ -283,6 +310,17 @@ async function main(): Promise<void> {
       ['--no-shed', ['--no-shed']],
       [GUARD_ARGS.length === 0 ? 'guard (defaults)' : `guard ${GUARD_ARGS.join(' ')}`, GUARD_ARGS],
     ];
+    if (BARE) {
+      const running = await bare();
+      const [load, probed] = await Promise.all([
+        h2load(running.grpc, ['-c', String(CONNECTIONS), '--rps', String(offered), '-m', '1000'], SECONDS),
+        probe(running.grpc, SECONDS),
+      ]);
+      await stop(running);
+      console.log(
+        `bare node:http2: gRPC ${Math.round(load.perSecond)} calls/s done (${load.done} done, ${load.failed} failed), all calls p50 ${round(load.p50Ms)} / p99 ${round(load.p99Ms)} ms; probe ${JSON.stringify(probed.byStatus)}, answered p50 ${round(probed.answeredP50Ms)} / p99 ${round(probed.answeredP99Ms)} ms; load ${(loadavg()[0] as number).toFixed(1)}`,
+      );
+    }
     for (const [name, args] of SKIP_OFF ? variants.slice(1) : variants) {
       const running = await serve([...store, ...args]);
       const [load, probed] = await Promise.all([

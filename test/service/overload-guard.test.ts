@@ -271,7 +271,19 @@ describe('the guard’s wait, in process', () => {
       // 30 ms on the wall clock during which the machine ran something else: not the process's delay.
       work(30, 0);
       assert.equal(admitted('http'), true, 'late on the wall clock only');
-      assert.deepEqual(guard.stats().refused, { grpc: 1, http: 1 });
+      // One short turn (a timer, nothing read) between long ones has not caught up: still overload.
+      work(15);
+      mock.timers.tick(10);
+      work(70);
+      assert.equal(admitted('http'), false, '60 ms into a long turn after a short one');
+      // The long turn, then turns within half of waitMs for a quarter of burstMs (50 ms): caught up.
+      for (let turn = 0; turn < 8; turn++) {
+        work(12);
+        mock.timers.tick(10);
+      }
+      work(70);
+      assert.equal(admitted('http'), true, 'caught up: a long turn alone is not overload');
+      assert.deepEqual(guard.stats().refused, { grpc: 1, http: 2 });
     } finally {
       guard.close();
       mock.timers.reset();

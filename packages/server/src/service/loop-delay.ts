@@ -36,6 +36,8 @@ export class LoopDelay {
   #lagMs = 0;
   /** Since when the loop has been behind by more than `waitMs`; undefined once it has caught up. */
   #lagSinceMs: number | undefined;
+  /** Since when every tick has come within half of `waitMs`; undefined while the loop is behind. */
+  #calmSinceMs: number | undefined;
   /** Calls read, ever; and how many had been when the loop fell behind. */
   #arrivals = 0;
   #arrivalsAtLag = 0;
@@ -114,10 +116,15 @@ export class LoopDelay {
     this.#lagMs = this.#ownDelay(nowMs, cpuMs);
     this.#lastTickMs = nowMs;
     this.#lastTickCpuMs = cpuMs;
-    // Behind past `waitMs` to start with; caught up only below half of it: under overload, turns that
-    // refuse what comes past `waitMs` stay near it, and that must not read as having caught up.
-    if (this.#lagMs <= this.#settings.waitMs / 2) this.#lagSinceMs = undefined;
-    else if (this.#lagMs > this.#settings.waitMs && this.#lagSinceMs === undefined)
-      this.#behindSince(nowMs - this.#lagMs);
+    // Behind past `waitMs` to start with; caught up only once within half of it for a quarter of
+    // `burstMs`: under overload, turns that refuse what comes past `waitMs` stay near it, and a
+    // loaded loop's turns alternate, a long one reading every socket and a short one with a timer
+    // only; neither must read as having caught up.
+    const { waitMs, burstMs } = this.#settings;
+    if (this.#lagMs > waitMs / 2) this.#calmSinceMs = undefined;
+    else this.#calmSinceMs ??= nowMs;
+    if (this.#lagMs > waitMs && this.#lagSinceMs === undefined) this.#behindSince(nowMs - this.#lagMs);
+    else if (this.#calmSinceMs !== undefined && nowMs - this.#calmSinceMs >= burstMs / 4)
+      this.#lagSinceMs = undefined;
   }
 }
