@@ -22,6 +22,8 @@ export function escapeIdentifier(identifier: string): string {
  * tag ends at the first `}` and tagged keys never equal untagged ones (which end with `}`).
  */
 export function stateKey(prefix: string, name: string, identifier: string, tag?: string): string {
+  // Most keys have no tag and nothing to escape: their part is `{<identifier>}` (see identifierPart).
+  if (tag === undefined && !NEEDS_ESCAPE.test(identifier)) return `${prefix}:${name}:{${identifier}}`;
   return `${prefix}:${name}:${identifierPart(identifier, tag)}`;
 }
 

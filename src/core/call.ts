@@ -34,38 +34,39 @@ export interface EntryOptions {
  * limiter: the store answers the pipeline that submitted it, which finds its way back by `resolve`.
  */
 export class Call implements StoreRequest, Expiring {
+  // Declared, and set in the constructor: fields emitted as class fields enter one more function per call.
   /** The limiter's policy, or its variant for this call's `limit`. */
-  policy: Policy;
-  readonly name: string;
-  identifier: string;
-  tag: string | undefined;
-  operation: Operation;
-  cost: number;
-  now: number | undefined;
+  declare policy: Policy;
+  declare readonly name: string;
+  declare identifier: string;
+  declare tag: string | undefined;
+  declare operation: Operation;
+  declare cost: number;
+  declare now: number | undefined;
   /** An operation's own arguments (see OperationEntry.operands); undefined for limit, peek and refund. */
-  operands: readonly string[] | undefined;
+  declare operands: readonly string[] | undefined;
   /** What the store reads that operators stored for the identifier (StoreRequest.storedReads). */
-  storedReads = 0;
+  declare storedReads: number;
   /** When the call started, in the deny cache's time: the limiter's clock, or `performance.now()`. */
-  startedAt = 0;
+  declare startedAt: number;
   /** The deny cache's epoch when the call started (see DenyCache.epoch). */
-  epoch = 0;
+  declare epoch: number;
   /** How many store outages had begun when the call was sent (see Health.answered). */
-  outagesSeen = 0;
+  declare outagesSeen: number;
   /** `performance.now()` when the store was asked, for `storeMs`; NaN when not timed. */
-  askedAt = 0;
+  declare askedAt: number;
   /** The shard that decides the call; looked up only while some shard fails, or when it fails. */
-  shard: string | undefined = undefined;
+  declare shard: string | undefined;
   /** This call is its shard's probe after a failure (see Health.admit). */
-  probe = false;
+  declare probe: boolean;
   /** The store failure behind a decision of the failure policy. */
-  error: SluiceError | undefined = undefined;
-  deadline = 0;
-  settled = false;
+  declare error: SluiceError | undefined;
+  declare deadline: number;
+  declare settled: boolean;
   /** Where the decision goes once the store answers, fails or runs out of time. */
-  resolve: (decision: Decision) => void = unanswered;
+  declare resolve: (decision: Decision) => void;
   /** Where the store's error goes, for an operation whose store failure rejects (OperationEntry.onStoreFailure). */
-  reject: (error: SluiceError) => void = unanswered;
+  declare reject: (error: SluiceError) => void;
 
   constructor(
     name: string,
@@ -76,17 +77,11 @@ export class Call implements StoreRequest, Expiring {
     tag: string | undefined,
   ) {
     this.name = name;
-    this.policy = policy;
-    this.operation = operation;
-    this.identifier = identifier;
-    this.cost = cost;
-    this.tag = tag;
-    this.now = undefined;
-    // The operands a call of the operation carries by default (OperationEntry.operandsOf): a lease
-    // policy's acquisition, its new lease's id.
-    const entry = policy.leaseMs === undefined ? OPERATIONS[operation] : entryOf(operation, policy);
-    const of = entry.operandsOf;
-    this.operands = of === undefined ? undefined : of(policy);
+    this.deadline = 0;
+    this.settled = false;
+    this.resolve = unanswered;
+    this.reject = unanswered;
+    this.renew(policy, operation, identifier, cost, tag);
   }
 
   /** Makes a finished call a new one (a limiter's in-process decisions reuse one object). */

@@ -101,7 +101,19 @@ export class Deadlines<E extends Expiring = Racer> {
     // Calls mostly settle in the order they started: drop the settled ones at the head now, so the
     // queue (and the closures its entries hold) stays about the size of what is in flight, not of
     // every call made in the last timeoutMs. A sweep in progress owns the queue: it trims itself.
-    if (!this.#sweeping) this.#trim();
+    if (!this.#sweeping) {
+      const queue = this.#queue;
+      let head = this.#head;
+      while (head < queue.length && (queue[head] as E).settled) head++;
+      if (head === queue.length) {
+        if (queue.length > 0) this.#queue = [];
+        head = 0;
+      } else if (head > 1024 && head * 2 > queue.length) {
+        this.#queue = queue.slice(head);
+        head = 0;
+      }
+      this.#head = head;
+    }
     this.#queue.push(call);
     this.#unsettled++;
     const timer = this.#timer;
@@ -125,20 +137,6 @@ export class Deadlines<E extends Expiring = Racer> {
     for (const call of fresh) if (!call.settled) call.deadline = deadline;
     fresh.length = 0;
   };
-
-  #trim(): void {
-    const queue = this.#queue;
-    let head = this.#head;
-    while (head < queue.length && (queue[head] as E).settled) head++;
-    if (head === queue.length) {
-      if (queue.length > 0) this.#queue = [];
-      head = 0;
-    } else if (head > 1024 && head * 2 > queue.length) {
-      this.#queue = queue.slice(head);
-      head = 0;
-    }
-    this.#head = head;
-  }
 
   /** Stops the clock on an answered entry. False when it had already run out: drop the late answer. */
   stop(call: Expiring): boolean {

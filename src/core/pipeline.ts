@@ -112,6 +112,26 @@ export class Pipeline {
 
   /** The policy a call runs under (the limiter's, or its variant for `limit`), or why the call is refused. */
   check(operation: Operation, identifier: unknown, amount: unknown, parts?: CallParts): Policy | SluiceError {
+    const call = this.#prepare(operation, identifier, amount, parts, undefined, undefined);
+    return call instanceof SluiceError ? call : call.policy;
+  }
+
+  /**
+   * A checked call (`spare` renewed, or a new one), or why it is refused; its time (`now`) is set by
+   * the entry that makes it. A follow-up (`after`) runs under the policy the first call ran under
+   * (a stored limit's variant included), on its identifier and tag.
+   */
+  #prepare(
+    operation: Operation,
+    identifier: unknown,
+    amount: unknown,
+    parts: CallParts | undefined,
+    after: KeptCall | undefined,
+    spare: Call | undefined,
+  ): Call | SluiceError {
+    const first = after?.call;
+    if (first !== undefined)
+      return new Call(this.name, first.policy, operation, first.identifier, amount as number, first.tag);
     const own = this.#choose === undefined ? this.policy : this.#choose();
     const policy = parts?.limit === undefined ? own : policyFor(own, parts.limit);
     if (policy instanceof SluiceError) return policy;
@@ -121,35 +141,13 @@ export class Pipeline {
       checkIdentifier(identifier) ??
       entry.checkAmount(entry.amountOption, amount, policy) ??
       (parts?.tag === undefined ? undefined : checkTag(parts.tag));
-    return invalid ?? policy;
-  }
-
-  /**
-   * A checked call, or why it is refused; its time (`now`) is set by the entry that makes it. A
-   * follow-up (`after`) runs under the policy the first call ran under (a stored limit's variant
-   * included), on its identifier and tag.
-   */
-  #prepare(
-    operation: Operation,
-    identifier: unknown,
-    amount: unknown,
-    parts: CallParts | undefined,
-    after: KeptCall | undefined,
-  ): Call | SluiceError {
-    const first = after?.call;
-    const policy = first === undefined ? this.check(operation, identifier, amount, parts) : first.policy;
-    if (policy instanceof SluiceError) return policy;
-    const id = first === undefined ? (identifier as string) : first.identifier;
-    const call = new Call(
-      this.name,
-      policy,
-      operation,
-      id,
-      amount as number,
-      first === undefined ? parts?.tag : first.tag,
-    );
-    if (this.overrides && first === undefined)
-      call.storedReads = storedReads(this.policy, operation, parts?.limit);
+    if (invalid !== undefined) return invalid;
+    const id = identifier as string;
+    const call =
+      spare === undefined
+        ? new Call(this.name, policy, operation, id, amount as number, parts?.tag)
+        : spare.renew(policy, operation, id, amount as number, parts?.tag);
+    if (this.overrides) call.storedReads = storedReads(this.policy, operation, parts?.limit);
     return call;
   }
 
@@ -196,20 +194,22 @@ export class Pipeline {
     const after = options?.after;
     const memory = this.#inProcess;
     if (memory !== undefined && spare !== undefined && this.clock === undefined && after === undefined) {
-      const policy = this.check(operation, identifier, amount, parts);
-      if (policy instanceof SluiceError) return Promise.reject(policy);
+      // A call its caller keeps (EntryOptions.hold) is an object of its own; any other reuses the spare.
+      const hold = options?.hold;
+      const call = this.#prepare(
+        operation,
+        identifier,
+        amount,
+        parts,
+        undefined,
+        hold === undefined ? spare : undefined,
+      );
+      if (call instanceof SluiceError) return Promise.reject(call);
       // The operands the caller gave (a lease to release), checked by the caller, or the call's own (a new lease's id).
       const given = options?.operands;
       if (given instanceof SluiceError) return Promise.reject(given);
-      // A call its caller keeps (EntryOptions.hold) is an object of its own; any other reuses the spare.
-      const hold = options?.hold;
-      const call =
-        hold === undefined
-          ? spare.renew(policy, operation, identifier, amount, parts?.tag)
-          : new Call(this.name, policy, operation, identifier, amount, parts?.tag);
+      if (given !== undefined) call.operands = given;
       if (hold !== undefined) hold.call = call;
-      call.operands = given ?? call.operands;
-      if (this.overrides) call.storedReads = storedReads(this.policy, operation, parts?.limit);
       // In process with nothing but the store's result to answer (see Answers.plain): a path short
       // enough for the compiler to take in whole, and no hook that could call the limiter meanwhile.
       if (this.#answers.plain) return this.#plain(memory, call);
@@ -219,7 +219,7 @@ export class Pipeline {
       return answer;
     }
     // Every call's way to a store that does I/O, and the calls the core keeps (EntryOptions).
-    const call = this.#prepare(operation, identifier, amount, parts, after);
+    const call = this.#prepare(operation, identifier, amount, parts, after, undefined);
     if (call instanceof SluiceError) return Promise.reject(call);
     const operands = options?.operands;
     if (operands instanceof SluiceError) return Promise.reject(operands);
@@ -250,7 +250,7 @@ export class Pipeline {
     const calls: Call[] = [];
     const members: Member[] = [];
     for (const { pipeline, operation, identifier, amount, parts } of requests) {
-      const call = pipeline.#prepare(operation, identifier, amount, parts, undefined);
+      const call = pipeline.#prepare(operation, identifier, amount, parts, undefined, undefined);
       if (call instanceof SluiceError) throw call;
       calls.push(call);
       members.push(pipeline.#member);

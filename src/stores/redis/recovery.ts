@@ -21,39 +21,37 @@ function ignore(): void {}
  * by a call made after the one it repeats. Commands sent on one connection run in the order sent.
  */
 export class Recovery {
-  #sent = 0;
   /** The repair under way per node (by `scope`, the node's address when known). */
   readonly #current = new Map<string, Repair>();
   #gate: Promise<void> | undefined;
   readonly #perform: (reason: Unrun, key: string) => Promise<void>;
+  readonly #gated: (gate: Promise<void> | undefined) => void;
 
   /**
    * `perform` repairs the node that owns `key` (loads the scripts or the library there, or waits
-   * out a failover).
+   * out a failover). `gated` hears the gate whenever it changes: `undefined` when calls may be sent
+   * at once, otherwise a promise they await first. The sender numbers its sends, in the order they
+   * reach the client (and so the server, per connection), and keeps the gate: a call that goes
+   * straight out enters nothing here.
    */
-  constructor(perform: (reason: Unrun, key: string) => Promise<void>) {
+  constructor(
+    perform: (reason: Unrun, key: string) => Promise<void>,
+    gated: (gate: Promise<void> | undefined) => void,
+  ) {
     this.#perform = perform;
-  }
-
-  /** `undefined` when calls may be sent at once; otherwise a promise to await first. */
-  get gate(): Promise<void> | undefined {
-    return this.#gate;
-  }
-
-  /** Numbers a send, in the order sends reach the client (and so the server, per connection). */
-  stamp(): number {
-    return ++this.#sent;
+    this.#gated = gated;
   }
 
   /**
-   * Resolves when a call for `key` sent at `sentAt` that failed for `reason` may be sent again.
-   * Calls on one node (`scope`) share a repair started after they were sent: one started before
-   * ran before their failure, so whatever removed the scripts came after it, and it is started again.
+   * Resolves when a call for `key` sent at `sentAt` that failed for `reason` may be sent again;
+   * `now` is the next number of the sends, which a repair started now takes. Calls on one node
+   * (`scope`) share a repair started after they were sent: one started before ran before their
+   * failure, so whatever removed the scripts came after it, and it is started again.
    */
-  repair(reason: Unrun, sentAt: number, key: string, scope: string): Promise<void> {
+  repair(reason: Unrun, sentAt: number, now: number, key: string, scope: string): Promise<void> {
     const current = this.#current.get(scope);
     if (current !== undefined && current.reason === reason && current.startedAt > sentAt) return current.done;
-    const repair: Repair = { reason, key, startedAt: ++this.#sent, done: this.#perform(reason, key) };
+    const repair: Repair = { reason, key, startedAt: now, done: this.#perform(reason, key) };
     this.#current.set(scope, repair);
     const settled = repair.done.then(ignore, ignore);
     settled.then(() => {
@@ -64,8 +62,11 @@ export class Recovery {
     const previous = this.#gate;
     const gate = previous === undefined ? settled : Promise.all([previous, settled]).then(ignore);
     this.#gate = gate;
+    this.#gated(gate);
     gate.then(() => {
-      if (this.#gate === gate) this.#gate = undefined;
+      if (this.#gate !== gate) return;
+      this.#gate = undefined;
+      this.#gated(undefined);
     });
     return repair.done;
   }

@@ -14,7 +14,6 @@ import type {
 import { durationMs, keyPart, knownKeys, optionsObject, positiveInteger } from '../../validate.js';
 import { toCommander } from './adapters.js';
 import { warnAboutClientSettings, warnAboutRequestTimeout } from './client-settings.js';
-import { type Batch, byKey, coalesce, type Items, noItems } from './coalesce.js';
 import { combinedCall, combinedResults } from './combined-call.js';
 import type { ClientLibrary, Commander } from './commander.js';
 import type { RedisStoreOptions } from './options.js';
@@ -24,7 +23,7 @@ import { LIBRARY_CODE, SCRIPTS, type Script } from './scripts.js';
 import { isTryAgain, redisStoreError, type Unrun, unrunReason } from './server-errors.js';
 import { keySlot } from './slot.js';
 import { RedisStoredEntries } from './stored-entries.js';
-import { answerRecords, batchCall } from './wire.js';
+import { answerRecords, type Batch, batchCall, byKey, coalesce, type Items } from './wire.js';
 
 export type { RedisStoreOptions } from './options.js';
 
@@ -62,8 +61,15 @@ export class RedisStore implements Store {
   /** Whether the scripts have been loaded for the first decisions (see untilReady). */
   #loaded = false;
   #loading: Promise<void> | undefined;
-  readonly #recovery = new Recovery((reason, key) => this.#repair(reason, key));
-  #queue: Items = noItems();
+  /** While a repair is under way, what calls await before they are sent; and the sends, numbered (see Recovery). */
+  #gate: Promise<void> | undefined;
+  #sent = 0;
+  readonly #recovery = new Recovery(
+    (reason, key) => this.#repair(reason, key),
+    (gate) => (this.#gate = gate),
+  );
+  /** This tick's requests on their own, made by the first (see submit). */
+  #queue: Items | undefined;
   #scheduled = false;
   /** Script or function calls sent, for tests and the benchmark's accounting. */
   calls = 0;
@@ -248,6 +254,7 @@ export class RedisStore implements Store {
       this.#sendTogether(requests, reply as StoreReply, together.keys);
       return;
     }
+    this.#queue ??= { requests: [], keys: [], replies: [] };
     const queue = this.#queue;
     for (const request of requests) {
       queue.requests.push(request);
@@ -299,8 +306,8 @@ export class RedisStore implements Store {
   readonly #flush = (): void => {
     this.#scheduled = false;
     const queue = this.#queue;
-    this.#queue = noItems();
-    coalesce(queue, this.#commander.cluster, this.maxBatch, this.#send);
+    this.#queue = undefined;
+    if (queue !== undefined) coalesce(queue, this.#commander.cluster, this.maxBatch, this.#send);
   };
 
   /** One script call for a batch; each request answered with its record of the reply. */
@@ -336,32 +343,37 @@ export class RedisStore implements Store {
     );
   };
 
-  async #run(script: Script, args: string[], key: string): Promise<unknown> {
+  /** Sends a script call, again after a reply that proves it did not run (`attempt` counts): one send, usually. */
+  #run(script: Script, args: string[], key: string, attempt = 1): Promise<unknown> {
     // While a repair is under way, calls wait until the calls it repairs have been sent again.
-    const gate = this.#recovery.gate;
-    if (gate !== undefined) await gate;
+    const gate = this.#gate;
+    if (gate !== undefined && attempt === 1) return gate.then(() => this.#run(script, args, key));
     const functions = this.mode === 'functions';
     args[0] = functions ? 'FCALL' : 'EVALSHA';
     args[1] = functions ? script.functionName : script.sha;
-    for (let attempt = 1; ; attempt++) {
-      if (attempt === SEND_TRIES) {
-        // Flushes keep landing between the loads and the resends: the body itself, which needs no
-        // load. In functions mode too: each function is this same body, so EVAL decides the same way.
-        args[0] = 'EVAL';
-        args[1] = script.body;
-      }
-      this.calls++;
-      const sentAt = this.#recovery.stamp();
-      try {
-        return await this.#commander.send(args, key);
-      } catch (error) {
-        // Only a reply that proves the script did not run earns a resend: any other error may have
-        // run it, and a resend would count twice.
-        const reason = unrunReason(error, functions);
-        if (reason === undefined || attempt >= SEND_TRIES) throw error;
-        await this.#recovery.repair(reason, sentAt, key, this.#shardOfKey(key) ?? '');
-      }
+    if (attempt >= SEND_TRIES) {
+      // Flushes keep landing between the loads and the resends: the body itself, which needs no
+      // load. In functions mode too: each function is this same body, so EVAL decides the same way.
+      args[0] = 'EVAL';
+      args[1] = script.body;
     }
+    this.calls++;
+    const sentAt = ++this.#sent;
+    let sent: Promise<unknown>;
+    try {
+      sent = this.#commander.send(args, key);
+    } catch (error) {
+      sent = Promise.reject(error);
+    }
+    return sent.catch((error: unknown) => {
+      // Only a reply that proves the script did not run earns a resend: any other error may have
+      // run it, and a resend would count twice.
+      const reason = unrunReason(error, functions);
+      if (reason === undefined || attempt >= SEND_TRIES) throw error;
+      const repaired = this.#recovery.repair(reason, sentAt, ++this.#sent, key, this.#shardOfKey(key) ?? '');
+      // A resend does not wait at the gate: it is what the gate holds the later calls behind.
+      return repaired.then(() => this.#run(script, args, key, attempt + 1));
+    });
   }
 
   /**

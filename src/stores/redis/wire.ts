@@ -1,13 +1,196 @@
-// The wire of a decision script (lua/single.lua): a policy as the scripts take it, a batch's arguments, and
-// the reply, checked whole, then turned into one result per key.
+// The wire of the decision script (lua/single.lua): a tick's requests grouped into script calls (one batch
+// per policy and slot, each key's calls in order), a policy as the scripts take it, a batch's arguments,
+// and the reply, checked whole, then turned into one result per key.
 
 import { withFields } from '../../copy.js';
 import { OPERATIONS, shapeOf } from '../../operations.js';
-import type { Policy, StoredLimitRule, StoreReply, StoreRequest, StoreResult } from '../../types.js';
-import type { Batch } from './coalesce.js';
+import type {
+  Operation,
+  Policy,
+  StoredLimitRule,
+  StoreReply,
+  StoreRequest,
+  StoreResult,
+} from '../../types.js';
 import { DECISION_SCRIPTS } from './lua.generated.js';
 import { SCRIPTS, type Script } from './scripts.js';
+import { keySlot } from './slot.js';
 import { entryArguments, NO_ENTRIES } from './stored-entries.js';
+
+/**
+ * Requests with their keys and where each answer goes, in three parallel arrays: a decision adds
+ * three slots, not an object of its own. The tick's queue is one; so is each batch.
+ */
+export interface Items {
+  readonly requests: StoreRequest[];
+  readonly keys: string[];
+  readonly replies: StoreReply[];
+}
+
+/** Requests of one policy, operation and time, sent as one script call. */
+export interface Batch extends Items {
+  readonly policy: Policy;
+  readonly operation: Operation;
+  readonly now: number | undefined;
+  /** What the script reads that operators stored (StoreRequest.storedReads): one value per call. */
+  readonly storedReads: number;
+  /** Work in the batch, for the log: one sorted-set insert per unit of cost plus four commands per key. */
+  work: number;
+  /** Sent (a batch may be sent before the flush ends, to keep a key's calls in order). */
+  sent: boolean;
+}
+
+/**
+ * The most log work one coalesced call may do: a log request costs about four commands and one
+ * insert per unit, so a batch holds some fifty single-unit requests, and a request of cost 1000 goes
+ * alone. Keeps every call within a few milliseconds of server time, out of SLOWLOG.
+ */
+const MAX_LOG_BATCH_WORK = 256;
+
+/** The rules whose script inserts one sorted-set member per unit of cost (the log, the leases' slots). */
+const PER_UNIT = new Set(['sliding-log', 'concurrency']);
+
+/** Whether a flush holds calls of more than one policy. */
+function mixedPolicies(requests: readonly StoreRequest[]): boolean {
+  const first = requests[0]?.policy;
+  for (const request of requests) if (request.policy !== first) return true;
+  return false;
+}
+
+function newBatch(request: StoreRequest): Batch {
+  const { policy, operation, now } = request;
+  const storedReads = request.storedReads ?? 0;
+  return { policy, operation, now, storedReads, requests: [], keys: [], replies: [], work: 0, sent: false };
+}
+
+/** Whether a request may join a batch: not sent, the same operation, time and stored reads, room left. */
+function joins(batch: Batch, request: StoreRequest, maxBatch: number): boolean {
+  return (
+    !batch.sent &&
+    batch.operation === request.operation &&
+    batch.now === request.now &&
+    batch.storedReads === (request.storedReads ?? 0) &&
+    batch.requests.length < maxBatch &&
+    (!PER_UNIT.has(request.policy.rule.name) || batch.work + request.cost + 4 <= MAX_LOG_BATCH_WORK)
+  );
+}
+
+/** A batch's items grouped by key, each group in arrival order, as batches of their own. */
+export function byKey(batch: Batch): Batch[] {
+  const groups = new Map<string, Batch>();
+  for (let i = 0; i < batch.keys.length; i++) {
+    const key = batch.keys[i] as string;
+    const request = batch.requests[i] as StoreRequest;
+    let group = groups.get(key);
+    if (group === undefined) {
+      group = newBatch(request);
+      groups.set(key, group);
+    }
+    add(group, request, key, batch.replies[i] as StoreReply);
+  }
+  return [...groups.values()];
+}
+
+/**
+ * Hands `send` the batches of a tick's queue: the queue as one batch when every request may share
+ * one call (one policy, operation and time, one slot, room for all; the common tick, sent without
+ * copying a request), else regrouped.
+ */
+export function coalesce(
+  queue: Items,
+  cluster: boolean,
+  maxBatch: number,
+  send: (batch: Batch) => void,
+): void {
+  const { requests, keys } = queue;
+  const first = requests[0];
+  if (first === undefined) return;
+  const { policy, operation, now } = first;
+  const storedReads = first.storedReads ?? 0;
+  const log = PER_UNIT.has(policy.rule.name);
+  const slots = cluster && requests.length > 1;
+  const slot = slots ? keySlot(keys[0] as string) : 0;
+  let whole = requests.length <= maxBatch;
+  let work = 0;
+  for (let i = 0; whole && i < requests.length; i++) {
+    const request = requests[i] as StoreRequest;
+    work += request.cost + 4;
+    whole =
+      request.policy === policy &&
+      request.operation === operation &&
+      request.now === now &&
+      (request.storedReads ?? 0) === storedReads &&
+      (i === 0 || ((!log || work <= MAX_LOG_BATCH_WORK) && (!slots || keySlot(keys[i] as string) === slot)));
+  }
+  if (!whole) {
+    regroup(queue, cluster, maxBatch, send);
+    return;
+  }
+  // The shape newBatch() makes (a spread of the queue made another, and cost a Redis decision
+  // some 20 µs of CPU in the client, measured one call after another).
+  send({ policy, operation, now, storedReads, requests, keys, replies: queue.replies, work, sent: false });
+}
+
+/** Adds a request, its key and its reply to a batch. */
+function add(batch: Batch, request: StoreRequest, key: string, reply: StoreReply): void {
+  batch.requests.push(request);
+  batch.keys.push(key);
+  batch.replies.push(reply);
+  batch.work += request.cost + 4;
+}
+
+/**
+ * One open batch per policy and slot (on a cluster only keys of one slot may share a call). A
+ * request that cannot join it (another operation or time, or a full batch) sends it first, so each
+ * key sees its requests in the order they were made. Most ticks bring one policy and one slot: the
+ * last batch is tried before the table, which is only made for a second one.
+ */
+function regroup(queue: Items, cluster: boolean, maxBatch: number, sendBatch: (batch: Batch) => void): void {
+  const send = (batch: Batch): void => {
+    batch.sent = true;
+    sendBatch(batch);
+  };
+  const { requests, keys, replies } = queue;
+  let open: Map<Policy, Map<number, Batch>> | undefined;
+  let last: Batch | undefined;
+  let lastSlot = 0;
+  // Calls of one key under several policies (a per-call limit) must still run in order: a batch
+  // holding an earlier call for the key is sent before the key's next call joins another.
+  const lastBatch = mixedPolicies(requests) ? new Map<string, Batch>() : undefined;
+  for (let i = 0; i < requests.length; i++) {
+    const request = requests[i] as StoreRequest;
+    const key = keys[i] as string;
+    const slot = cluster ? keySlot(key) : 0;
+    let batch =
+      last !== undefined && last.policy === request.policy && lastSlot === slot
+        ? last
+        : open?.get(request.policy)?.get(slot);
+    if (batch === undefined || !joins(batch, request, maxBatch)) {
+      if (batch !== undefined && !batch.sent) send(batch);
+      batch = newBatch(request);
+      if (last !== undefined && (last.policy !== request.policy || lastSlot !== slot)) {
+        open ??= new Map([[last.policy, new Map([[lastSlot, last]])]]);
+      }
+      if (open !== undefined) {
+        const bySlot = open.get(request.policy) ?? new Map<number, Batch>();
+        open.set(request.policy, bySlot.set(slot, batch));
+      }
+    }
+    if (lastBatch !== undefined) {
+      const earlier = lastBatch.get(key);
+      if (earlier !== undefined && earlier !== batch && !earlier.sent) send(earlier);
+      lastBatch.set(key, batch);
+    }
+    add(batch, request, key, replies[i] as StoreReply);
+    last = batch;
+    lastSlot = slot;
+  }
+  if (open === undefined) {
+    if (last !== undefined && !last.sent) send(last);
+    return;
+  }
+  for (const bySlot of open.values()) for (const batch of bySlot.values()) if (!batch.sent) send(batch);
+}
 
 /** What a decision call of one policy sends besides its keys, costs and operands (lua/single.lua). */
 export interface PolicyWire {
@@ -77,7 +260,8 @@ export interface BatchCall {
  */
 export function batchCall(batch: Batch): BatchCall {
   const { requests, keys } = batch;
-  const wire = wireOf(batch.policy);
+  // Made on a policy's first call (see wireOf), then read here.
+  const wire = wires.get(batch.policy) ?? wireOf(batch.policy);
   const named = wire.named;
   const entry = OPERATIONS[batch.operation];
   // Only a lease policy's acquisition has a shape other than its operation's (see shapeOf).
@@ -114,18 +298,6 @@ const PACK = 1_048_576;
 /** An allowed record too large to pack, as text: 'reset remaining'. */
 const OWN_TEXT = /^(\d+) (\d+)$/;
 
-/**
- * The values a record's decision takes (see lua/single.lua), from its first; 0 for anything else.
- * Packed (the reply's first value < 0): every allowed record is one value.
- */
-function recordLength(head: unknown, packed: boolean): number {
-  if (typeof head === 'string') return packed && OWN_TEXT.test(head) ? 1 : 0;
-  if (typeof head !== 'number' || !Number.isSafeInteger(head)) return 0;
-  if (head >= 0) return 1;
-  if ((-1 - head) % 2 === 0) return packed ? 1 : 2;
-  return 3;
-}
-
 /** Whether the reply holds `count` records, each followed by `fields` integers, and nothing else. */
 function wellFormed(values: readonly unknown[], count: number, fields: number): boolean {
   const first = values[0];
@@ -133,7 +305,13 @@ function wellFormed(values: readonly unknown[], count: number, fields: number): 
   const packed = first < 0;
   let at = 1;
   for (let i = 0; i < count; i++) {
-    const length = recordLength(values[at], packed);
+    // The values a record's decision takes (see lua/single.lua), from its first: packed, every
+    // allowed record is one value.
+    const head = values[at];
+    let length = 0;
+    if (typeof head === 'string') length = packed && OWN_TEXT.test(head) ? 1 : 0;
+    else if (typeof head === 'number' && Number.isSafeInteger(head))
+      length = head >= 0 ? 1 : (-1 - head) % 2 === 0 ? (packed ? 1 : 2) : 3;
     if (length === 0) return false;
     for (let k = 1; k < length + fields; k++) if (typeof values[at + k] !== 'number') return false;
     at += length + fields;
