@@ -5,6 +5,7 @@ import { describeShare, resolveShare, scaleLimit } from '../share.js';
 import type { Operation, Outcome, Policy } from '../types.js';
 import { durationMs, knownKeys, optionsObject, positiveInteger } from '../validate.js';
 import { DEBT_OPTION_KEYS, type DebtOptions, debtOptions } from './debt.js';
+import { type OutcomeInto, outcomeOf } from './outcome-into.js';
 import { takeUpTo } from './take-up-to.js';
 import { callLimit, limitRule, type PolicyBody, windowBody, withLimits } from './variants.js';
 
@@ -48,6 +49,7 @@ export function decideFixedWindow(
   limit: number,
   windowMs: number,
   maxDebt = limit,
+  into?: OutcomeInto,
 ): Outcome<FixedWindowState> {
   if (operation === 'takeUpTo')
     return takeUpTo((op, units) => decideFixedWindow(stored, now, op, units, limit, windowMs, maxDebt), cost);
@@ -87,15 +89,16 @@ export function decideFixedWindow(
     // already holds this window (INCRBY, SET ... KEEPTTL), which is the same moment.
     ttlMs = untilEnd;
   }
-  const outcome: Outcome<FixedWindowState> = {
+  const outcome = outcomeOf(
+    fields === undefined ? into : undefined,
     allowed,
     // A limit lowered for this call (a plan changed mid-window) may be below the count.
-    remaining: count >= limit ? 0 : limit - count,
-    resetMs: count > 0 ? untilEnd : 0,
+    count >= limit ? 0 : limit - count,
+    count > 0 ? untilEnd : 0,
     retryAfterMs,
-    state: ttlMs > 0 ? keep(stored, index, count, limit) : stored,
+    ttlMs > 0 ? keep(stored, index, count, limit) : stored,
     ttlMs,
-  };
+  );
   return fields === undefined ? outcome : withFields(outcome, { fields });
 }
 

@@ -2,6 +2,7 @@
 
 import { withFields } from '../copy.js';
 import type { Outcome } from '../types.js';
+import { type OutcomeInto, outcomeOf } from './outcome-into.js';
 
 /**
  * Slack for comparisons of times, in ms; the Lua twin uses the same value. Times near 1.7e12 ms
@@ -83,15 +84,17 @@ export function gcraOutcome(
   intervalMs: number,
   toleranceMs: number,
   fields?: readonly number[],
+  into?: OutcomeInto,
 ): Outcome<GcraState> {
   const keep = tat > now;
-  const outcome = {
+  const outcome = outcomeOf(
+    fields === undefined ? into : undefined,
     allowed,
-    remaining: unitsAvailable(tat, now, intervalMs, toleranceMs),
-    resetMs: Math.ceil(tat - now),
+    unitsAvailable(tat, now, intervalMs, toleranceMs),
+    Math.ceil(tat - now),
     retryAfterMs,
-    state: write && keep ? keptState(tat, pause) : stored,
-    ttlMs: write ? (keep ? Math.ceil(tat - now) : 0) : -1,
-  };
+    write && keep ? keptState(tat, pause) : stored,
+    write ? (keep ? Math.ceil(tat - now) : 0) : -1,
+  );
   return fields === undefined ? outcome : withFields(outcome, { fields });
 }

@@ -14,6 +14,7 @@ import {
   tatOf,
   unitsAvailable,
 } from './gcra-state.js';
+import { DECIDE_INTO, type DecidesInto, type OutcomeInto } from './outcome-into.js';
 import { takeUpTo } from './take-up-to.js';
 import { limitRule, type PolicyBody, scaledAtLeastOne, withLimits } from './variants.js';
 
@@ -50,6 +51,7 @@ export function decideGcra(
   toleranceMs: number,
   operands?: readonly string[],
   maxDebt = Math.round(toleranceMs / intervalMs),
+  into?: OutcomeInto,
 ): Outcome<GcraState> {
   if (operation === 'takeUpTo') {
     const decide = (op: Operation, units: number) =>
@@ -91,7 +93,19 @@ export function decideGcra(
       write = true;
     }
   }
-  return gcraOutcome(stored, now, tat, pause, write, allowed, retryAfterMs, intervalMs, toleranceMs, fields);
+  return gcraOutcome(
+    stored,
+    now,
+    tat,
+    pause,
+    write,
+    allowed,
+    retryAfterMs,
+    intervalMs,
+    toleranceMs,
+    fields,
+    into,
+  );
 }
 
 /** Options of {@link gcra}. */
@@ -210,7 +224,7 @@ function gcraPolicy(
 ): PolicyBody<GcraState> {
   const toleranceMs = burst * intervalMs;
   const maxDebt = debt.maxDebt ?? burst;
-  return {
+  const body: PolicyBody<GcraState> & DecidesInto<GcraState> = {
     algorithm,
     rule: { name: 'gcra', parameters: [intervalMs, toleranceMs] },
     limit: burst,
@@ -223,5 +237,8 @@ function gcraPolicy(
     schedules: true,
     decide: (state, now, operation, cost, operands) =>
       decideGcra(state, now, operation, cost, intervalMs, toleranceMs, operands, maxDebt),
+    [DECIDE_INTO]: (into, state, now, operation, cost) =>
+      decideGcra(state, now, operation, cost, intervalMs, toleranceMs, undefined, maxDebt, into),
   };
+  return body;
 }

@@ -6,6 +6,7 @@ import { describeShare, resolveShare, scaleLimit } from '../share.js';
 import type { Operation, Outcome, Policy } from '../types.js';
 import { durationMs, knownKeys, optionsObject, positiveInteger } from '../validate.js';
 import { DEBT_OPTION_KEYS, type DebtOptions, debtOptions } from './debt.js';
+import { type OutcomeInto, outcomeOf } from './outcome-into.js';
 import { takeUpTo } from './take-up-to.js';
 import { callLimit, limitRule, type PolicyBody, windowBody, withLimits } from './variants.js';
 
@@ -39,6 +40,7 @@ export function decideSlidingLog(
   limit: number,
   windowMs: number,
   maxDebt = limit,
+  into?: OutcomeInto,
 ): Outcome<SlidingLogState> {
   if (operation === 'takeUpTo')
     return takeUpTo(
@@ -82,15 +84,16 @@ export function decideSlidingLog(
   }
   const newest = times[count - 1];
   const resetMs = newest === undefined ? 0 : Math.ceil(newest + windowMs - now);
-  const outcome: Outcome<SlidingLogState> = {
+  const outcome = outcomeOf(
+    fields === undefined ? into : undefined,
     allowed,
     // A limit lowered for this call (a plan changed mid-window) may be below what the log holds.
-    remaining: count >= limit ? 0 : limit - count,
+    count >= limit ? 0 : limit - count,
     resetMs,
     retryAfterMs,
-    state: count > 0 ? (stored ?? { times }) : undefined,
-    ttlMs: changed ? resetMs : -1,
-  };
+    count > 0 ? (stored ?? { times }) : undefined,
+    changed ? resetMs : -1,
+  );
   return fields === undefined ? outcome : withFields(outcome, { fields });
 }
 

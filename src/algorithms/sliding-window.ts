@@ -5,6 +5,7 @@ import { describeShare, resolveShare, scaleLimit } from '../share.js';
 import type { Operation, Outcome, Policy } from '../types.js';
 import { durationMs, knownKeys, optionsObject, positiveInteger } from '../validate.js';
 import { DEBT_OPTION_KEYS, type DebtOptions, debtOptions } from './debt.js';
+import { type OutcomeInto, outcomeOf } from './outcome-into.js';
 import { takeUpTo } from './take-up-to.js';
 import { callLimit, limitRule, type PolicyBody, windowBody, withLimits } from './variants.js';
 
@@ -120,6 +121,7 @@ export function decideSlidingWindow(
   limit: number,
   windowMs: number,
   maxDebt = limit,
+  into?: OutcomeInto,
 ): Outcome<SlidingWindowState> {
   if (operation === 'takeUpTo')
     return takeUpTo(
@@ -153,14 +155,15 @@ export function decideSlidingWindow(
     write = true;
   }
   const keepFor = keepForMs(previous, current, windowMs, elapsed);
-  const outcome: Outcome<SlidingWindowState> = {
+  const outcome = outcomeOf(
+    fields === undefined ? into : undefined,
     allowed,
-    remaining: remainingUnits(weighted(previous, weight, current), limit),
-    resetMs: keepFor,
+    remainingUnits(weighted(previous, weight, current), limit),
+    keepFor,
     retryAfterMs,
-    state: write && keepFor > 0 ? keep(stored, index, previous, current) : stored,
-    ttlMs: write ? keepFor : -1,
-  };
+    write && keepFor > 0 ? keep(stored, index, previous, current) : stored,
+    write ? keepFor : -1,
+  );
   return fields === undefined ? outcome : withFields(outcome, { fields });
 }
 

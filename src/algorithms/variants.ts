@@ -3,6 +3,7 @@
 import { ERROR_CODES, SluiceError } from '../errors.js';
 import type { Operation, Outcome, Policy, RuleName, StoredLimitRule } from '../types.js';
 import type { ResolvedDebt } from './debt.js';
+import { DECIDE_INTO, type DecidesInto, type OutcomeInto } from './outcome-into.js';
 
 /** Variants kept per policy. Beyond it the cache starts again: decisions stay right, batches split. */
 const MAX_VARIANTS = 1024;
@@ -107,6 +108,7 @@ type WindowTwin<S> = (
   limit: number,
   windowMs: number,
   maxDebt: number,
+  into?: OutcomeInto,
 ) => Outcome<S>;
 
 /**
@@ -124,7 +126,7 @@ export function windowBody<S>(
   twin: WindowTwin<S>,
 ): PolicyBody<S> {
   const maxDebt = debt.maxDebt ?? units;
-  return {
+  const body: PolicyBody<S> & DecidesInto<S> = {
     algorithm,
     rule: { name, parameters: [units, windowMs] },
     limit: units,
@@ -134,5 +136,8 @@ export function windowBody<S>(
     unit: debt.unit,
     description: `${algorithm}(limit=${units},windowMs=${windowMs}${described}${debt.described})`,
     decide: (state, now, operation, cost) => twin(state, now, operation, cost, units, windowMs, maxDebt),
+    [DECIDE_INTO]: (into, state, now, operation, cost) =>
+      twin(state, now, operation, cost, units, windowMs, maxDebt, into),
   };
+  return body;
 }

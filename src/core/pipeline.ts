@@ -17,8 +17,11 @@ export type { CallParts } from '../operations.js';
 export type { EntryOptions, KeptCall } from './call.js';
 export type { Batched, BatchRequest } from './together.js';
 
-/** A store that decides in process, at once (the memory store). */
-type InProcess = Required<Pick<Store, 'decideNow'>>;
+/**
+ * A store that decides in process, at once (the memory store), perhaps in an object it reuses for a
+ * caller that copies the result at once (MemoryStore.decideReused).
+ */
+type InProcess = Required<Pick<Store, 'decideNow'>> & { decideReused?(request: Call): StoreResult };
 
 /**
  * One limiter: the pipeline every call of it goes through, by one of two ways in: `call` for a call,
@@ -301,7 +304,8 @@ export class Pipeline {
     const askedAt = answers.timesThisOne() ? performance.now() : Number.NaN;
     let result: StoreResult;
     try {
-      result = memory.decideNow(call);
+      // decisionOf copies the result before anything else can ask the store.
+      result = memory.decideReused === undefined ? memory.decideNow(call) : memory.decideReused(call);
     } catch (error) {
       return this.#answers.unansweredNow(call, error);
     }

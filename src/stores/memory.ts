@@ -1,4 +1,10 @@
 // The in-process store: runs each policy's pure twin over a bounded LRU map. No timer per key.
+import {
+  DECIDE_INTO,
+  type DecidesInto,
+  type OutcomeInto,
+  reusableOutcome,
+} from '../algorithms/outcome-into.js';
 import { storedVariant } from '../algorithms/variants.js';
 import { stateKey } from '../keys.js';
 import { NO_SETTLE } from '../operations.js';
@@ -73,6 +79,8 @@ export class MemoryStore implements Store {
    * settle sent again changes nothing meanwhile, as the scripts' markers do.
    */
   readonly #settled = new Map<string, number>();
+  /** What `decideReused` answers in, decision after decision. */
+  readonly #reused: OutcomeInto = reusableOutcome();
   // The sweep judges expiry in the requests' time, which a limiter's own clock may set apart from ours.
   #lastNow = 0;
   #lastClock = 0;
@@ -121,6 +129,19 @@ export class MemoryStore implements Store {
     if (operation !== 'refund' && operation !== 'charge' && (request.storedReads ?? 0) === 0)
       return this.#decideUnder(request.policy, request, operation, request.cost, now);
     return this.#decideAt(request, operation, now);
+  }
+
+  /**
+   * What `decideNow` answers, in one object reused from one decision to the next: for a caller that
+   * copies what it needs before it decides again (the limiter's own in-process path), so that the
+   * usual `limit` or `peek` allocates no outcome of its own. Results with fields (a charge) are new.
+   */
+  decideReused(request: StoreRequest): StoreResult {
+    const operation = request.operation;
+    if (operation !== 'limit' && operation !== 'peek') return this.decideNow(request);
+    const now = this.#now(request.now);
+    if ((request.storedReads ?? 0) !== 0) return this.#decideAt(request, operation, now);
+    return this.#decideUnder(request.policy, request, operation, request.cost, now, this.#reused);
   }
 
   /**
@@ -240,6 +261,7 @@ export class MemoryStore implements Store {
     operation: Operation,
     cost: number,
     now: number,
+    into?: OutcomeInto,
   ): StoreResult {
     const identifier = request.identifier;
     this.#select(request.name, request.tag);
@@ -255,7 +277,12 @@ export class MemoryStore implements Store {
         state = slots.state(slot);
       }
     }
-    const outcome = policy.decide(state, now, operation, cost, request.operands);
+    // A built-in policy writes the usual outcome into `into` (see decideReused); any other returns a new one.
+    const decideInto = into === undefined ? undefined : (policy as DecidesInto)[DECIDE_INTO];
+    const outcome =
+      decideInto === undefined
+        ? policy.decide(state, now, operation, cost, request.operands)
+        : decideInto(into as OutcomeInto, state, now, operation, cost);
     const ttlMs = outcome.ttlMs;
     if (ttlMs > 0 && outcome.state !== undefined) {
       if (slot === undefined) {

@@ -6,9 +6,58 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { createLimiter, fixedWindow, gcra, MemoryStore, slidingLog } from '../../src/index.js';
+import {
+  createLimiter,
+  fixedWindow,
+  gcra,
+  MemoryStore,
+  type Policy,
+  type StoreRequest,
+  slidingLog,
+  slidingWindow,
+  tokenBucket,
+} from '../../src/index.js';
 
 describe('MemoryStore', () => {
+  test('decideReused answers what decideNow does, in one object it reuses for limit and peek', () => {
+    const policies: Policy[] = [
+      fixedWindow({ limit: 3, windowMs: 1000 }),
+      slidingWindow({ limit: 3, windowMs: 1000 }),
+      slidingLog({ limit: 3, windowMs: 1000 }),
+      gcra({ limit: 3, periodMs: 1000 }),
+      tokenBucket({ capacity: 3, refillPerSecond: 3 }),
+    ];
+    for (const policy of policies) {
+      const fresh = new MemoryStore();
+      const reusing = new MemoryStore();
+      const seen = new Set<object>();
+      for (let i = 0; i < 40; i++) {
+        const operation = i % 5 === 4 ? 'peek' : 'limit';
+        const request: StoreRequest = {
+          policy,
+          name: 'r',
+          identifier: `id-${i % 3}`,
+          operation,
+          cost: 1,
+          now: 1_000_000 + i * 97,
+        };
+        const expected = fresh.decideNow(request);
+        const reused = reusing.decideReused(request);
+        const fields = ({ allowed, remaining, resetMs, retryAfterMs }: typeof expected) => ({
+          allowed,
+          remaining,
+          resetMs,
+          retryAfterMs,
+        });
+        assert.deepEqual(fields(reused), fields(expected), `${policy.description}, decision ${i}`);
+        seen.add(reused);
+      }
+      assert.equal(seen.size, 1, `${policy.description}: one object for every decision`);
+      fresh.close();
+      reusing.close();
+    }
+  });
+
   test('holds at most maxKeys identifiers, forgetting the least recently used', async () => {
     const store = new MemoryStore({ maxKeys: 3 });
     const limiter = createLimiter({ store, policy: fixedWindow({ limit: 5, windowMs: 60_000 }), name: 'm' });
