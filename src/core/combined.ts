@@ -7,7 +7,7 @@ import { checkIdentifier, checkTag } from './checks.js';
 import { type CombinedDecision, combineDecisions } from './combined-decision.js';
 import { atomicGroupError, Group, type Identifiers, identifiersFor, type PerMember } from './group.js';
 import { limiterPipeline } from './limiter.js';
-import type { Pipeline } from './pipeline.js';
+import { Pipeline } from './pipeline.js';
 
 /** Options of a combined call: each part a value for every limiter, or one per limiter in order. */
 export interface CombinedCallOptions {
@@ -69,15 +69,11 @@ export class Combined implements CombinedLimiter {
 
   async refund(identifiers: Identifiers, amount = 1, options?: KeyOptions): Promise<CombinedDecision> {
     const ids = this.#identifiers(identifiers);
-    const pipelines = this.#group.pipelines;
-    // Validate every part first: a bad call writes nothing anywhere.
-    for (const [i, pipeline] of pipelines.entries()) {
-      const invalid = pipeline.check('refund', ids[i], amount, options);
-      if (invalid instanceof SluiceError) throw invalid;
-    }
-    const decisions = await Promise.all(
-      pipelines.map((pipeline, i) => pipeline.call('refund', ids[i] as string, amount, options)),
-    );
+    // Side by side, every part checked first (Pipeline.batch): a bad call writes nothing anywhere.
+    const requests = this.#group.pipelines.map((pipeline, i) => {
+      return { pipeline, operation: 'refund' as const, identifier: ids[i], amount, parts: options };
+    });
+    const { decisions } = await Pipeline.batch(requests, false);
     return combineDecisions(this.#names(), decisions, true);
   }
 
