@@ -14,7 +14,7 @@ import { SCRIPTS, type ScriptKey } from '../src/stores/redis/scripts.js';
 import { wireOf } from '../src/stores/redis/wire.js';
 import { startBenchServer } from './server.js';
 
-const IDENTIFIERS = 10_000;
+const IDENTIFIERS = Number(process.argv[process.argv.indexOf('--identifiers') + 1] ?? 10_000) || 10_000;
 const BATCH = 64;
 
 function option(name: string): string | undefined {
@@ -42,6 +42,12 @@ const only = option('--only')?.split(',');
 const bench = await startBenchServer();
 const { admin } = bench;
 
+/** INFO stats' total_net_output_bytes: what the server has written to its clients. */
+async function outputBytes(): Promise<number> {
+  const match = /total_net_output_bytes:(\d+)/.exec(await admin.info('stats'));
+  return Number(match?.[1] ?? 0);
+}
+
 async function usecOfScripts(): Promise<number> {
   const stats = await bench.commandStats();
   return (stats.get('evalsha')?.usec ?? 0) + (stats.get('eval')?.usec ?? 0);
@@ -54,24 +60,27 @@ async function time(body: string, policy: Policy): Promise<{ script: number; cpu
   const wire = wireOf(policy);
   await bench.flush();
   let next = 0;
-  const call = async (): Promise<number> => {
+  const call = async (): Promise<void> => {
     const args: string[] = [sha, String(BATCH)];
     for (let i = 0; i < BATCH; i++) args.push(`bench:${policy.algorithm}:user:${next++ % IDENTIFIERS}`);
     args.push('0', '', ...wire.args);
     for (let i = 0; i < BATCH; i++) args.push('1');
     args.push('0');
     if (wire.named !== undefined) args.push(wire.named);
-    const reply = await admin.callBuffer('EVALSHA', ...args);
-    return Buffer.isBuffer(reply) ? reply.length : JSON.stringify(reply).length;
+    await admin.call('EVALSHA', ...args);
   };
   // Every identifier gets state first: the timed decisions read and write existing keys.
   for (let i = 0; i < IDENTIFIERS / BATCH + 1; i++) await call();
   await bench.resetStats();
   const cpuBefore = await bench.cpuUsec();
-  let bytes = 0;
-  for (let i = 0; i < batches; i++) bytes += await call();
+  const bytesBefore = await outputBytes();
+  for (let i = 0; i < batches; i++) await call();
+  const bytes = (await outputBytes()) - bytesBefore;
   const cpu = (await bench.cpuUsec()) - cpuBefore;
   const decisions = batches * BATCH;
+  const stats = await bench.commandStats();
+  const gets = (stats.get('get')?.calls ?? 0) / decisions;
+  if (process.argv.includes('--gets')) console.log(`  GET per decision ${gets.toFixed(2)}`);
   return { script: (await usecOfScripts()) / decisions, cpu: cpu / decisions, bytes: bytes / decisions };
 }
 
@@ -86,22 +95,23 @@ for (const [label, policy] of POLICIES) {
   const bodies: Array<[string, string]> = [['this build', SCRIPTS[name].body]];
   const old = baseline[name];
   if (old !== undefined) bodies.unshift(['baseline', old]);
-  const results = new Map<string, { script: number[]; cpu: number[] }>();
+  const results = new Map<string, { script: number[]; cpu: number[]; bytes: number[] }>();
   for (let round = 0; round < rounds; round++) {
     const order = round % 2 === 0 ? bodies : [...bodies].reverse();
     for (const [which, body] of order) {
       const r = await time(body, policy);
-      const entry = results.get(which) ?? { script: [], cpu: [] };
+      const entry = results.get(which) ?? { script: [], cpu: [], bytes: [] };
       entry.script.push(r.script);
       entry.cpu.push(r.cpu);
+      entry.bytes.push(r.bytes);
       results.set(which, entry);
     }
   }
-  for (const [which, { script, cpu }] of results) {
+  for (const [which, { script, cpu, bytes }] of results) {
     const lo = Math.min(...script).toFixed(2);
     const hi = Math.max(...script).toFixed(2);
     console.log(
-      `${label.padEnd(14)} ${which.padEnd(10)} script ${median(script).toFixed(2)} µs/decision (rounds ${lo}–${hi})  cpu ${median(cpu).toFixed(2)} µs`,
+      `${label.padEnd(14)} ${which.padEnd(10)} script ${median(script).toFixed(2)} µs/decision (rounds ${lo}–${hi})  cpu ${median(cpu).toFixed(2)} µs  reply ${median(bytes).toFixed(1)} bytes/decision`,
     );
   }
 }

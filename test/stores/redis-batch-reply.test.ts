@@ -89,7 +89,41 @@ for (const { kind, mode } of VARIANTS) {
   });
 }
 
+/** Calls of `command` the server counted (scripts' inner calls included), from INFO commandstats. */
+async function commandCalls(
+  connected: { command(...args: string[]): Promise<unknown> },
+  command: string,
+): Promise<number> {
+  const info = String(await connected.command('INFO', 'commandstats'));
+  const match = new RegExp(`^cmdstat_${command}:calls=(\\d+)`, 'm').exec(info);
+  return Number(match?.[1] ?? 0);
+}
+
 describe('keys read ahead with one MGET', () => {
+  for (const make of [
+    () => gcra({ limit: 10, periodMs: 1000 }),
+    () => slidingWindow({ limit: 10, windowMs: 1000 }),
+  ]) {
+    test(`${make().description}: a batch of fresh identifiers reads them with one MGET and one EXISTS, no GET`, async () => {
+      const { connected, store } = await openVariant('ioredis', 'scripts', server.port, 'fresh');
+      try {
+        const policy = make();
+        const limiter = createLimiter({ store, policy, name: policy.algorithm, timeoutMs: PATIENT_MS });
+        await limiter.limit('warm-up');
+        await connected.command('CONFIG', 'RESETSTAT');
+        const calls = store.calls;
+        const ids = Array.from({ length: 20 }, (_, i) => `fresh-${i}`);
+        const decisions = await Promise.all(ids.map((id) => limiter.limit(id)));
+        assert.equal(store.calls - calls, 1, 'one batch');
+        assert.ok(decisions.every((d) => d.allowed));
+        assert.equal(await commandCalls(connected, 'mget'), 1);
+        assert.equal(await commandCalls(connected, 'exists'), 1);
+        assert.equal(await commandCalls(connected, 'get'), 0);
+      } finally {
+        await connected.close();
+      }
+    });
+  }
   for (const make of [
     () => gcra({ limit: 10, periodMs: 1000 }),
     () => slidingWindow({ limit: 10, windowMs: 1000 }),

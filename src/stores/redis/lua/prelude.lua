@@ -23,16 +23,20 @@ end
 
 -- Values the batch script read ahead with one MGET (see single.lua), by key; nil elsewhere.
 local ahead = nil
+-- In `ahead`: a key the batch found missing (MGET's nil, and EXISTS said no key of any type).
+local ABSENT = {}
 
 -- A key's value, as GET gives it. The first read of a key in a batch takes the value read ahead,
 -- which no write of this batch can have changed yet (each decision writes only its own key, after
 -- reading it); later reads of the same key go to GET and see the writes before them. A key MGET
--- found empty is read again with GET, which answers nil for a missing key and raises WRONGTYPE for
--- a key of another type (MGET answers nil for both).
+-- found empty is known missing when one EXISTS for the batch's empty keys found none (the usual
+-- case: an idle identifier's key has expired); otherwise it is read again with GET, which answers
+-- nil for a missing key and raises WRONGTYPE for a key of another type (MGET answers nil for both).
 local function get(key)
   if ahead then
     local value = ahead[key]
     ahead[key] = nil
+    if value == ABSENT then return false end
     if value then return value end
   end
   return call('GET', key)

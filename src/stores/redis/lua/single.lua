@@ -81,10 +81,20 @@ local numeric = op ~= '0' and op ~= '5' and op ~= '6'
 local now = clock(ARGV[2])
 -- Policies that start each decision with a GET (read_ahead: `reads-ahead` on their file's first line) read the keys of a batch
 -- with one MGET instead: one command for the batch rather than one per key.
+-- The keys MGET found empty are checked with one EXISTS: when none exists (in any type), their
+-- decisions skip the GET that would tell a missing key from one of another type.
 if read_ahead and #KEYS > 1 then
   local values = call('MGET', unpack(KEYS))
   ahead = {}
-  for i = 1, #KEYS do ahead[KEYS[i]] = values[i] end
+  local empty = {}
+  for i = 1, #KEYS do
+    local value = values[i]
+    ahead[KEYS[i]] = value
+    if not value then empty[#empty + 1] = KEYS[i] end
+  end
+  if #empty > 0 and call('EXISTS', unpack(empty)) == 0 then
+    for i = 1, #empty do ahead[empty[i]] = ABSENT end
+  end
 end
 local first, second = tonumber(ARGV[3]), tonumber(ARGV[4])
 local rule, own, share, x, y, follows, entries
