@@ -155,6 +155,15 @@ async function runLeg(leg, runtime) {
     const started = Date.now();
     const { status, output } = await run(command, args, env);
     const counts = countsOf(runtime.runtime, output);
+    // scripts/test.mjs names each failure, and runs the failed files once more alone: a test that then
+    // passes is FLAKY (reported by name, not failed); one that fails again fails the leg.
+    const report = runtime.runtime === 'node' ? reportOf() : undefined;
+    const flaky = status === 0 && report !== undefined ? report.flaky : [];
+    if (flaky.length > 0) {
+      counts.passed += counts.failed;
+      counts.failed = 0;
+    }
+    const failures = status === 0 ? [] : (report?.failures ?? []).filter((f) => !f.suite);
     results.push({
       id: leg.id,
       runtime: runtime.runtime,
@@ -166,6 +175,8 @@ async function runLeg(leg, runtime) {
       files: leg.main === true ? undefined : files.length,
       ...counts,
       seconds: Math.round((Date.now() - started) / 1000),
+      flaky: flaky.map(named),
+      failures: failures.map(named),
       ok: status === 0 && counts.failed === 0 && counts.tests > 0,
     });
   }
@@ -173,6 +184,16 @@ async function runLeg(leg, runtime) {
 }
 
 const RESULTS = join('build', 'matrix', 'results.json');
+
+/** What scripts/test.mjs wrote of the run's failures, or nothing for a runner that writes none. */
+function reportOf() {
+  try {
+    return JSON.parse(readFileSync(join('build', 'test-failures', 'report.json'), 'utf8'));
+  } catch {
+    return undefined;
+  }
+}
+const named = (f) => `${f.name} (${(f.file ?? '').replace(`${process.cwd()}/`, '')})`;
 
 async function main() {
   const args = process.argv.slice(2);
@@ -216,7 +237,12 @@ async function main() {
     );
   }
   const failed = results.filter((r) => !r.ok);
-  for (const r of failed) console.log(`FAILED: ${r.id} ${r.version} on ${r.server}`);
+  for (const r of results)
+    for (const name of r.flaky ?? []) console.log(`FLAKY: ${r.id} on ${r.server}: ${name}, passed alone`);
+  for (const r of failed) {
+    console.log(`FAILED: ${r.id} ${r.version} on ${r.server}`);
+    for (const name of r.failures ?? []) console.log(`  ✖ ${name}`);
+  }
   // Every leg's tests added up, in the closing line a CI log is read for.
   const total = (field) => results.reduce((n, r) => n + r[field], 0);
   console.log(`${total('passed')} passed, ${total('failed')} failed, ${total('skipped')} skipped`);

@@ -1,7 +1,7 @@
 // `npm test`: installs redis-server when missing, builds the tests with tsc, and runs every suite with node:test.
 // SLUICE_TEST_SERVER=valkey runs them on Valkey 8.0.1 instead, unpacked by scripts/ensure-valkey.sh.
 import { spawnSync } from 'node:child_process';
-import { readdirSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { buildState } from './build-state.mjs';
 import { serverReach } from './server-suites.mjs';
@@ -71,16 +71,82 @@ if (files.some((f) => f.includes(join('build', 'test', 'package')))) {
 // other suites' load on this machine does not stall the server they watch.
 const quiet = files.filter((f) => f.includes(`${join('build', 'test', 'quiet')}`));
 const busy = files.filter((f) => !quiet.includes(f));
-const options = ['--test', '--test-reporter=spec', '--test-timeout=300000'];
+// Every failure is also written to build/test-failures/<group>.jsonl (scripts/failures-reporter.mjs), so that the
+// end of the run can name it, however long the output above it.
+const reporter = new URL('./failures-reporter.mjs', import.meta.url).pathname;
+const failuresDir = join('build', 'test-failures');
+rmSync(failuresDir, { recursive: true, force: true });
+mkdirSync(failuresDir, { recursive: true });
+const options = (destination) => [
+  '--test',
+  '--test-timeout=300000',
+  '--test-reporter=spec',
+  '--test-reporter-destination=stdout',
+  `--test-reporter=${reporter}`,
+  `--test-reporter-destination=${destination}`,
+];
+function failuresIn(destination) {
+  if (!existsSync(destination)) return [];
+  return readFileSync(destination, 'utf8')
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => JSON.parse(line));
+}
+const failures = [];
 let failed = false;
-for (const [group, concurrency] of [
-  [busy, 2],
-  [quiet, 1],
+for (const [name, group, concurrency] of [
+  ['busy', busy, 2],
+  ['quiet', quiet, 1],
 ]) {
   if (group.length === 0) continue;
-  const result = spawnSync('node', [...options, `--test-concurrency=${concurrency}`, ...group], {
+  const destination = join(failuresDir, `${name}.jsonl`);
+  const result = spawnSync('node', [...options(destination), `--test-concurrency=${concurrency}`, ...group], {
     stdio: 'inherit',
   });
   if (result.status !== 0) failed = true;
+  failures.push(...failuresIn(destination));
 }
+
+// A failure is reported by name at the very end, with its file: a CI log is often read from its tail.
+// The files that failed run once more, each alone on a quiet machine (at most RETRY_FILES of them: more is a
+// breakage, not noise). A test that fails alone too fails the run; one that passes alone is reported as
+// FLAKY, by name, and the run passes. SLUICE_TEST_RETRY=0 turns the second run off.
+const RETRY_FILES = 3;
+const relative = (file) => (file ?? '').replace(`${process.cwd()}/`, '');
+const failedFiles = [...new Set(failures.map((f) => relative(f.file)).filter((f) => f !== ''))];
+const report = { failures, retried: [], flaky: [], stillFailing: [] };
+if (failed && failures.length > 0) {
+  console.log('\n✖ failed in this run:');
+  for (const f of failures.filter((f) => !f.suite))
+    console.log(`✖ ${f.name} (${relative(f.file)})${f.message ? `: ${f.message}` : ''}`);
+  const retry = process.env.SLUICE_TEST_RETRY !== '0' && failedFiles.length <= RETRY_FILES;
+  if (retry) {
+    let again = false;
+    for (const file of failedFiles) {
+      console.log(`\n↻ ${file} again, alone (its output indented, not counted in the totals above):`);
+      const destination = join(failuresDir, `retry-${report.retried.length}.jsonl`);
+      const result = spawnSync('node', [...options(destination), '--test-concurrency=1', file], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+        maxBuffer: 64 * 1024 * 1024,
+      });
+      const indented = `${result.stdout}${result.stderr}`.replace(/^/gm, '  │ ');
+      process.stdout.write(`${indented}\n`);
+      report.retried.push(file);
+      if (result.status !== 0) {
+        again = true;
+        report.stillFailing.push(...failuresIn(destination).filter((f) => !f.suite));
+      }
+    }
+    if (!again) {
+      report.flaky = failures.filter((f) => !f.suite);
+      failed = false;
+      console.log('\n⚠ FLAKY: failed in the run above and passed when its file ran again alone:');
+      for (const f of report.flaky) console.log(`⚠ FLAKY ${f.name} (${relative(f.file)})`);
+    } else {
+      console.log('\n✖ failed again, alone:');
+      for (const f of report.stillFailing) console.log(`✖ ${f.name} (${relative(f.file)})`);
+    }
+  }
+}
+writeFileSync(join(failuresDir, 'report.json'), `${JSON.stringify(report, null, 2)}\n`);
 process.exit(failed ? 1 : 0);
