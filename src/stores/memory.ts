@@ -269,13 +269,13 @@ export class MemoryStore implements Store {
     const slots = this.#slots;
     let slot = table.get(identifier);
     let state: unknown;
+    // An expired slot decides as no state, and is written over in place when the decision keeps a
+    // state (GCRA's, on an identifier used less often than its state lasts, expires between calls):
+    // removing it first would delete and re-add the table's entry on every such call.
+    let expired = false;
     if (slot !== undefined) {
-      if ((slots.expiresAt[slot] as number) <= now) {
-        this.#remove(slot);
-        slot = undefined;
-      } else {
-        state = slots.state(slot);
-      }
+      if ((slots.expiresAt[slot] as number) <= now) expired = true;
+      else state = slots.state(slot);
     }
     // A built-in policy writes the usual outcome into `into` (see decideReused); any other returns a new one.
     const decideInto = into === undefined ? undefined : (policy as DecidesInto)[DECIDE_INTO];
@@ -292,8 +292,10 @@ export class MemoryStore implements Store {
       }
       slots.keep(slot, outcome.state);
       slots.expiresAt[slot] = now + ttlMs;
+    } else if (slot !== undefined && (expired || ttlMs === 0)) {
+      this.#remove(slot);
+      return outcome;
     } else if (ttlMs === 0) {
-      if (slot !== undefined) this.#remove(slot);
       return outcome;
     }
     // Any use, a denial or a peek too, makes the identifier the most recently used.
