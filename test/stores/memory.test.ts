@@ -84,6 +84,39 @@ describe('MemoryStore', () => {
     store.close();
   });
 
+  test("an identifier's expired state is written over in place: its table entry is neither deleted nor added again", async () => {
+    let now = 5_000_000;
+    const store = new MemoryStore({ clock: () => now });
+    // 10 a second: a decision's state lasts 100 ms, so a call 1 s later finds it expired.
+    const limiter = createLimiter({ store, policy: gcra({ limit: 10, periodMs: 1000 }), name: 'quiet' });
+    const first = await limiter.limit('q');
+    now += 1000;
+    const deletes = Map.prototype.delete;
+    const sets = Map.prototype.set;
+    let deleted = 0;
+    let set = 0;
+    Map.prototype.delete = function (this: Map<unknown, unknown>, key: unknown) {
+      deleted++;
+      return deletes.call(this, key);
+    };
+    Map.prototype.set = function (this: Map<unknown, unknown>, key: unknown, value: unknown) {
+      set++;
+      return sets.call(this, key, value);
+    };
+    let again: Awaited<ReturnType<typeof limiter.limit>>;
+    try {
+      again = await limiter.limit('q');
+    } finally {
+      Map.prototype.delete = deletes;
+      Map.prototype.set = sets;
+    }
+    // The decision is that of a fresh identifier, and the store holds its state once.
+    assert.deepEqual(again, first);
+    assert.equal(store.size, 1);
+    assert.deepEqual({ deleted, set }, { deleted: 0, set: 0 });
+    store.close();
+  });
+
   test('sweep drops expired state, judged in the time of the requests', async () => {
     let now = 5_000_000;
     const store = new MemoryStore({ clock: () => now });
