@@ -193,7 +193,7 @@ function reportOf() {
     return undefined;
   }
 }
-const named = (f) => `${f.name} (${(f.file ?? '').replace(`${process.cwd()}/`, '')})`;
+const named = (f) => `${f.name} (${f.file})`;
 
 async function main() {
   const args = process.argv.slice(2);

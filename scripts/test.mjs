@@ -85,12 +85,14 @@ const options = (destination) => [
   `--test-reporter=${reporter}`,
   `--test-reporter-destination=${destination}`,
 ];
+/** The failures a run wrote, each file relative to the checkout (as the report and the closing lines name it). */
 function failuresIn(destination) {
   if (!existsSync(destination)) return [];
   return readFileSync(destination, 'utf8')
     .split('\n')
     .filter((line) => line !== '')
-    .map((line) => JSON.parse(line));
+    .map((line) => JSON.parse(line))
+    .map((f) => ({ ...f, file: (f.file ?? '').replace(`${process.cwd()}/`, '') }));
 }
 const failures = [];
 let failed = false;
@@ -112,13 +114,12 @@ for (const [name, group, concurrency] of [
 // breakage, not noise). A test that fails alone too fails the run; one that passes alone is reported as
 // FLAKY, by name, and the run passes. SLUICE_TEST_RETRY=0 turns the second run off.
 const RETRY_FILES = 3;
-const relative = (file) => (file ?? '').replace(`${process.cwd()}/`, '');
-const failedFiles = [...new Set(failures.map((f) => relative(f.file)).filter((f) => f !== ''))];
+const failedFiles = [...new Set(failures.map((f) => f.file).filter((f) => f !== ''))];
 const report = { failures, retried: [], flaky: [], stillFailing: [] };
 if (failed && failures.length > 0) {
   console.log('\n✖ failed in this run:');
   for (const f of failures.filter((f) => !f.suite))
-    console.log(`✖ ${f.name} (${relative(f.file)})${f.message ? `: ${f.message}` : ''}`);
+    console.log(`✖ ${f.name} (${f.file})${f.message ? `: ${f.message}` : ''}`);
   const retry = process.env.SLUICE_TEST_RETRY !== '0' && failedFiles.length <= RETRY_FILES;
   if (retry) {
     let again = false;
@@ -141,10 +142,10 @@ if (failed && failures.length > 0) {
       report.flaky = failures.filter((f) => !f.suite);
       failed = false;
       console.log('\n⚠ FLAKY: failed in the run above and passed when its file ran again alone:');
-      for (const f of report.flaky) console.log(`⚠ FLAKY ${f.name} (${relative(f.file)})`);
+      for (const f of report.flaky) console.log(`⚠ FLAKY ${f.name} (${f.file})`);
     } else {
       console.log('\n✖ failed again, alone:');
-      for (const f of report.stillFailing) console.log(`✖ ${f.name} (${relative(f.file)})`);
+      for (const f of report.stillFailing) console.log(`✖ ${f.name} (${f.file})`);
     }
   }
 }
