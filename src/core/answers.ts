@@ -3,7 +3,13 @@ import { performance } from 'node:perf_hooks';
 import { storedVariant } from '../algorithms/variants.js';
 import { withFields } from '../copy.js';
 import { ERROR_CODES, SluiceError } from '../errors.js';
-import type { DecisionObserver, DecisionSource, MetricsRecorder, WaitEvent } from '../hooks.js';
+import type {
+  DecisionCounter,
+  DecisionObserver,
+  DecisionSource,
+  MetricsRecorder,
+  WaitEvent,
+} from '../hooks.js';
 import { entryOf } from '../operations.js';
 import type { ResolvedLimiterOptions } from '../options.js';
 import type { Decision, Store, StoreFailure, StoreResult } from '../types.js';
@@ -20,6 +26,12 @@ export function storeError(kind: string, error: unknown): SluiceError {
   const message = error instanceof Error ? error.message || error.name : String(error);
   return new SluiceError(ERROR_CODES.STORE, `The ${kind} store failed: ${message}`, { cause: error });
 }
+
+/**
+ * A store that decides in process, at once (the memory store), perhaps in an object it reuses for a
+ * caller that copies the result at once (MemoryStore.decideReused).
+ */
+export type InProcess = Required<Pick<Store, 'decideNow'>> & { decideReused?(request: Call): StoreResult };
 
 /**
  * A call the store decided under a limit stored for its identifier runs under that limit's variant
@@ -52,6 +64,12 @@ export class Answers {
   #down = false;
   /** Who watches every decision (see observe); undefined for none, the usual case. */
   #observers: DecisionObserver[] | undefined;
+  /**
+   * The one counter a decision of the fast path is reported to, when it is all there is: no
+   * observer, no onDecision hook, one recorder, which counts (Reporting.only). A field, not a
+   * getter: `Pipeline.call`'s fast path reads it on every decision and calls it directly.
+   */
+  counter: DecisionCounter | undefined;
 
   constructor(options: ResolvedLimiterOptions) {
     this.#store = options.store;
@@ -89,6 +107,7 @@ export class Answers {
     this.#reporting.attach(recorder);
     this.#observed = true;
     this.#countsOnly = this.#reporting.countsOnly;
+    this.counter = this.#observers === undefined ? this.#reporting.only : undefined;
   }
 
   /** Whether the fast path times this decision's store (one in 16 while someone counts; see `asking`). */
@@ -102,12 +121,26 @@ export class Answers {
     if (this.#observed) this.#reporting.decided(call, decision, 'store', storeMs);
   }
 
+  /** Reports a decision of the fast path: to its sole counter (see `counter`), or as `plainDecided` does. */
+  counted(counter: DecisionCounter | undefined, call: Call, decision: Decision, storeMs: number): void {
+    if (counter === undefined) {
+      this.plainDecided(call, decision, storeMs);
+      return;
+    }
+    try {
+      counter.count(decision, call, 'store', storeMs);
+    } catch (error) {
+      this.#reporting.counterFailed(error);
+    }
+  }
+
   /**
    * Calls `observer` with every decision from now on, on every path: unlike a recorder, it leaves
    * `plain` (the fast path) as it was.
    */
   observe(observer: DecisionObserver): void {
     this.#observers = [...(this.#observers ?? []), observer];
+    this.counter = undefined;
   }
 
   /** Tells the observers of a decision (see observe). */

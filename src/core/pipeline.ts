@@ -1,9 +1,10 @@
+import { performance } from 'node:perf_hooks';
 import { SluiceError } from '../errors.js';
-import type { DecisionObserver, MetricsRecorder, WaitEvent } from '../hooks.js';
+import type { DecisionCounter, DecisionObserver, MetricsRecorder, WaitEvent } from '../hooks.js';
 import { type CallParts, checkUnits, entryOf, OPERATIONS } from '../operations.js';
 import type { ResolvedLimiterOptions } from '../options.js';
 import type { Decision, Operation, Policy, Store, StoreReply, StoreResult } from '../types.js';
-import { Answers, underStoredLimit } from './answers.js';
+import { Answers, type InProcess, underStoredLimit } from './answers.js';
 import { Call, type EntryOptions, type KeptCall } from './call.js';
 import { checkIdentifier, checkTag, policyFor, readClock } from './checks.js';
 import { Deadlines } from './deadlines.js';
@@ -16,12 +17,6 @@ import { Waits } from './waits.js';
 export type { CallParts } from '../operations.js';
 export type { EntryOptions, KeptCall } from './call.js';
 export type { Batched, BatchRequest } from './together.js';
-
-/**
- * A store that decides in process, at once (the memory store), perhaps in an object it reuses for a
- * caller that copies the result at once (MemoryStore.decideReused).
- */
-type InProcess = Required<Pick<Store, 'decideNow'>> & { decideReused?(request: Call): StoreResult };
 
 /**
  * One limiter: the pipeline every call of it goes through, by one of two ways in: `call` for a call,
@@ -54,6 +49,8 @@ export class Pipeline {
   readonly #caching: boolean;
   /** The store said once it could decide: it has connected, and later outages are not waited for. */
   #ready = false;
+  /** Fast-path decisions since the last timed one, for a sole counter (see #plain). */
+  #untimed = 0;
   /** The call the next in-process decision of the limiter's own methods reuses (see call). */
   #spare: Call | undefined;
   /** Chooses each new call's policy in place of `policy` (see choosePolicy). */
@@ -297,11 +294,33 @@ export class Pipeline {
     return connecting;
   }
 
-  /** An in-process decision that the store's result answers alone (see Answers.plain). */
+  /**
+   * An in-process decision that the store's result answers alone (see Answers.plain), reported to a
+   * sole counter (Answers.counter) directly. Recorders time one decision in 16, which #timedPlain
+   * takes: this path reads no clock (storeMs NaN), which keeps the compiled code free of it.
+   */
   #plain(memory: InProcess, call: Call): Promise<Decision> {
     const answers = this.#answers;
-    // Recorders time one decision in 16 (NaN for the others), as on the full path.
-    const askedAt = answers.timesThisOne() ? performance.now() : Number.NaN;
+    const counter = answers.counter;
+    const timed = counter === undefined ? answers.timesThisOne() : (this.#untimed++ & 15) === 0;
+    if (timed) return this.#timedPlain(memory, call, counter);
+    const decision = this.#plainDecision(memory, call);
+    if (decision instanceof Promise) return decision;
+    this.#answers.counted(counter, call, decision, Number.NaN);
+    return Promise.resolve(decision);
+  }
+
+  /** #plain's decision timed for the recorders. */
+  #timedPlain(memory: InProcess, call: Call, counter: DecisionCounter | undefined): Promise<Decision> {
+    const askedAt = performance.now();
+    const decision = this.#plainDecision(memory, call);
+    if (decision instanceof Promise) return decision;
+    this.#answers.counted(counter, call, decision, performance.now() - askedAt);
+    return Promise.resolve(decision);
+  }
+
+  /** The store's decision of #plain, or the failure policy's answer when the store threw. */
+  #plainDecision(memory: InProcess, call: Call): Decision | Promise<Decision> {
     let result: StoreResult;
     try {
       // decisionOf copies the result before anything else can ask the store.
@@ -310,9 +329,7 @@ export class Pipeline {
       return this.#answers.unansweredNow(call, error);
     }
     if (result.stored !== undefined) underStoredLimit(call, result);
-    const decision = decisionOf(result, call);
-    answers.plainDecided(call, decision, Number.isNaN(askedAt) ? askedAt : performance.now() - askedAt);
-    return Promise.resolve(decision);
+    return decisionOf(result, call);
   }
 
   /** Decides in process, at once: the promise is settled when it is returned. */

@@ -85,6 +85,14 @@ export class Reporting {
     return this.#limiter.onDecision === undefined && this.#recorders.every((r) => r.counter !== undefined);
   }
 
+  /**
+   * The one counter there is to report to, when it is all there is (no onDecision, one recorder,
+   * which counts): the fast path calls it directly (see Answers.counter).
+   */
+  get only(): DecisionCounter | undefined {
+    return this.#only;
+  }
+
   /** Whether to time this decision: the first, then one in 16 (`storeMs` is NaN for the others). */
   timesThisOne(): boolean {
     return (this.#untimed++ & 15) === 0;
@@ -97,7 +105,7 @@ export class Reporting {
       try {
         only.count(decision, call, source, storeMs);
       } catch (error) {
-        reportHookFailure('metrics', (this.#recorders[0] as Attached).recorder, error);
+        this.counterFailed(error);
       }
       return;
     }
@@ -115,6 +123,11 @@ export class Reporting {
         reportHookFailure('metrics', recorder, error);
       }
     }
+  }
+
+  /** The one counter (see `only`) threw: reported as its recorder's failure. */
+  counterFailed(error: unknown): void {
+    reportHookFailure('metrics', (this.#recorders[0] as Attached).recorder, error);
   }
 
   /** Reports a store failure to onError, with the context of the call it failed. */
