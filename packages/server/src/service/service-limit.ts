@@ -228,11 +228,18 @@ export function limitRoute(
 ): (request: IncomingMessage, response: ServerResponse) => Promise<void> {
   const policies = servedPolicies(limiters, styles);
   const known = [...limiters.keys()].map((name) => JSON.stringify(name)).join(', ');
-  return async (request, response) => {
-    const { served, key, cost, limit } = parseBody(await readBody(request), policies, known);
-    const decision = await decide(served, key, cost, failed, limit);
-    answer(response, served, key, cost, decision);
+  const unanswered = (error: unknown): never => {
+    throw rejectionOf(error, failed, UNAVAILABLE);
   };
+  // Three promises per request (the body's, the limiter's and what answers it), none of an async function's.
+  return (request, response) =>
+    readBody(request).then((body) => {
+      const { served, key, cost, limit } = parseBody(body, policies, known);
+      return limitOf(served.limiter, key, cost, limit).then(
+        (decision) => answer(response, served, key, cost, decision),
+        unanswered,
+      );
+    });
 }
 
 /** Each policy with what its answers repeat, rendered once: its name as JSON, its header renderer. */
@@ -258,33 +265,33 @@ export function servedPolicies(
   return policies;
 }
 
-export async function decide(
+export function decide(
   served: Served,
   key: string,
   cost: number,
   failed: (error: unknown) => void,
   limit?: number,
 ): Promise<Decision> {
-  const { limiter } = served;
-  // The default cost and limit need no options object.
-  if (limit !== undefined) return answered(limiter.limit(key, { cost, limit }), failed);
-  return answered(cost === 1 ? limiter.limit(key) : limiter.limit(key, { cost }), failed);
+  return answered(limitOf(served.limiter, key, cost, limit), failed);
 }
+
+/** The limiter's call for a key, a cost and a request's own limit: the defaults need no options object. */
+function limitOf(limiter: Limiter, key: string, cost: number, limit: number | undefined): Promise<Decision> {
+  if (limit !== undefined) return limiter.limit(key, { cost, limit });
+  return cost === 1 ? limiter.limit(key) : limiter.limit(key, { cost });
+}
+
+const UNAVAILABLE = 'The rate limiter could not decide: its store failed. Retry shortly.';
 
 /**
  * A limiter's answer, or the rejection a client reads: 400 for what the library refused of the
  * request (a cost above what the policy grants, a key too long, a lease it never gave), 503 when
  * the store failed.
  */
-export async function answered(
-  decision: Promise<Decision>,
-  failed: (error: unknown) => void,
-): Promise<Decision> {
-  try {
-    return await decision;
-  } catch (error) {
-    throw rejectionOf(error, failed, 'The rate limiter could not decide: its store failed. Retry shortly.');
-  }
+export function answered(decision: Promise<Decision>, failed: (error: unknown) => void): Promise<Decision> {
+  return decision.then(undefined, (error: unknown) => {
+    throw rejectionOf(error, failed, UNAVAILABLE);
+  });
 }
 
 /**

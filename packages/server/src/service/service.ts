@@ -234,6 +234,17 @@ function overloadAnswer(retryAfterMs: number): { headers: Record<string, string 
  */
 function guardedHandler(guard: ServiceGuard, handle: Handler): Handler {
   const refused = overloadAnswer(guard.settings.retryAfterMs);
+  // The requests admitted in this turn of the event loop, looked at together in its check phase
+  // (see releaseIfBodyLate): one immediate per turn, not one per request.
+  let requests: IncomingMessage[] = [];
+  let tickets: Ticket[] = [];
+  const look = (): void => {
+    const [seen, given] = [requests, tickets];
+    requests = [];
+    tickets = [];
+    for (let i = 0; i < seen.length; i++)
+      releaseIfBodyLate(guard, seen[i] as IncomingMessage, given[i] as Ticket);
+  };
   const start = (
     request: IncomingMessage,
     response: ServerResponse,
@@ -244,8 +255,11 @@ function guardedHandler(guard: ServiceGuard, handle: Handler): Handler {
       response.end(refused.body);
       return undefined;
     }
-    response.once('close', () => guard.done(admission, !response.writableFinished));
-    setImmediate(releaseIfBodyLate, guard, request, admission);
+    // A response closes once: `on` rather than `once`, which would wrap the listener in one more.
+    response.on('close', () => guard.done(admission, !response.writableFinished));
+    if (requests.length === 0) setImmediate(look);
+    requests.push(request);
+    tickets.push(admission);
     return handle(request, response);
   };
   return (request, response) => {
