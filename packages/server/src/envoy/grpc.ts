@@ -159,6 +159,18 @@ function overloadHeaders(retryAfterMs: number): Record<string, string | number> 
  */
 function guarded(guard: ServiceGuard, handler: Handler): RouteHandler {
   const refusedHeaders = overloadHeaders(guard.settings.retryAfterMs);
+  // The calls admitted in this turn of the event loop, looked at together in its check phase (see
+  // releaseIfMessageLate): one immediate per turn, not one per call.
+  let streams: ServerHttp2Stream[] = [];
+  let tickets: Ticket[] = [];
+  const look = (): void => {
+    const [seen, given] = [streams, tickets];
+    streams = [];
+    tickets = [];
+    for (let i = 0; i < seen.length; i++) {
+      releaseIfMessageLate(guard, seen[i] as ServerHttp2Stream, given[i] as Ticket);
+    }
+  };
   const start = (stream: ServerHttp2Stream, admission: Ticket | Refusal): void => {
     if (!admission.allowed) {
       if (stream.destroyed || stream.headersSent) return;
@@ -172,9 +184,12 @@ function guarded(guard: ServiceGuard, handler: Handler): RouteHandler {
     }
     // The ticket goes back with the answer: the time it then takes to flush and close is not the work's.
     // A call that ends without one (reset, or refused while read) gives it back when the stream closes.
-    stream.once('close', () => guard.done(admission, !stream.headersSent));
+    // A stream closes once: `on` rather than `once`, which would wrap the listener in one more.
+    stream.on('close', () => guard.done(admission, !stream.headersSent));
     handler(stream, () => guard.done(admission));
-    setImmediate(releaseIfMessageLate, guard, stream, admission);
+    if (streams.length === 0) setImmediate(look);
+    streams.push(stream);
+    tickets.push(admission);
   };
   return (stream, headers) => {
     const admission = guard.acquire('grpc', deadlineMs(headers['grpc-timeout']));
