@@ -17,6 +17,8 @@ import { deadlineMs, encodeMessage, frame, STATUS, unframe } from './grpc-wire.j
 import { type RateLimitRequestMessage, RequestRefused, toWire, type WireResponse } from './messages.js';
 import type { EnvoyMetrics } from './metrics.js';
 import { PROTO_JSON } from './proto.generated.js';
+import { decodeRequest } from './request-codec.js';
+import { framedResponse } from './response-codec.js';
 import type { EnvoyService } from './service.js';
 
 /**
@@ -98,10 +100,15 @@ function refuse(stream: ServerHttp2Stream, code: number, details: string): void 
 
 /** Answers a unary call with its one message, then the OK status in the trailers. */
 function reply(stream: ServerHttp2Stream, message: Uint8Array): void {
+  replyFramed(stream, frame(message));
+}
+
+/** `reply` with the message already framed. */
+function replyFramed(stream: ServerHttp2Stream, framed: Buffer): void {
   if (stream.destroyed) return; // the caller went away (cancelled, or its deadline passed)
   stream.respond(RESPONSE_HEADERS, { waitForTrailers: true });
   stream.once('wantTrailers', () => stream.sendTrailers(OK_TRAILERS));
-  stream.end(frame(message));
+  stream.end(framed);
 }
 
 /**
@@ -216,7 +223,8 @@ function rateLimitHandler(
   const answered = (stream: ServerHttp2Stream, done: (() => void) | undefined) => ({
     ok(response: Parameters<typeof toWire>[0]) {
       done?.();
-      reply(stream, method.responseSerialize(toWire(response)));
+      // Written directly (the codec's bytes, without its objects); the rare response with a body or metadata by the codec.
+      replyFramed(stream, framedResponse(response) ?? frame(method.responseSerialize(toWire(response))));
     },
     failed(error: unknown) {
       done?.();
@@ -246,7 +254,8 @@ function rateLimitHandler(
       }
       let request: RateLimitRequestMessage;
       try {
-        request = method.requestDeserialize(message);
+        // Read directly (the codec's object for the same bytes); whatever the reader leaves, by the codec.
+        request = decodeRequest(message) ?? method.requestDeserialize(message);
       } catch {
         done?.();
         metrics?.error('service_error');
