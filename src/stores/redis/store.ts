@@ -23,7 +23,7 @@ import { LIBRARY_CODE, SCRIPTS, type Script } from './scripts.js';
 import { isTryAgain, redisStoreError, type Unrun, unrunReason } from './server-errors.js';
 import { keySlot } from './slot.js';
 import { RedisStoredEntries } from './stored-entries.js';
-import { answerRecords, type Batch, batchCall, byKey, coalesce, type Items } from './wire.js';
+import { answerRecords, type Batch, batchCall, byKey, coalesce, type Items, scheduleFlush } from './wire.js';
 
 export type { RedisStoreOptions } from './options.js';
 
@@ -68,9 +68,10 @@ export class RedisStore implements Store {
     (reason, key) => this.#repair(reason, key),
     (gate) => (this.#gate = gate),
   );
-  /** This tick's requests on their own, made by the first (see submit). */
+  /** The requests on their own not yet sent, made by the first; batches sent and not answered (see submit). */
   #queue: Items | undefined;
   #scheduled = false;
+  #inFlight = 0;
   /** Script or function calls sent, for tests and the benchmark's accounting. */
   calls = 0;
   /** Limits and denials stored per identifier, beside their state (see `LimiterOptions.overrides`). */
@@ -246,8 +247,8 @@ export class RedisStore implements Store {
   }
 
   /**
-   * Requests on their own join this tick's queue, sent as one script call per policy and slot (see
-   * #flush); requests `together` are one call of the combined script (lua/all.lua), not coalesced.
+   * Requests on their own are queued, sent as one script call per policy and slot (#flush, scheduleFlush); requests
+   * `together` are one call of the combined script (lua/all.lua), not coalesced.
    */
   submit<R extends StoreRequest>(requests: readonly R[], reply: StoreReply<R>, together?: AtomicBatch): void {
     if (together !== undefined) {
@@ -263,8 +264,7 @@ export class RedisStore implements Store {
     }
     if (!this.#scheduled) {
       this.#scheduled = true;
-      // After every promise continuation of this tick: decisions they start join the batch.
-      process.nextTick(this.#flush);
+      scheduleFlush(this.#flush, this.#inFlight > 0);
     }
   }
 
@@ -317,8 +317,10 @@ export class RedisStore implements Store {
     const stored = batch.storedReads !== 0;
     const { script, args, fields } = batchCall(batch);
     const count = requests.length;
+    this.#inFlight++;
     this.#run(script, args, keys[0] as string).then(
       (reply) => {
+        this.#inFlight--;
         if (answerRecords(reply, requests, replies, fields, stored)) return;
         const error = new SluiceError(
           ERROR_CODES.BAD_REPLY,
@@ -327,6 +329,7 @@ export class RedisStore implements Store {
         for (let i = 0; i < count; i++) (replies[i] as StoreReply).failed(requests[i] as StoreRequest, error);
       },
       (error: unknown) => {
+        this.#inFlight--;
         // TRYAGAIN: the slot is being migrated and only some of these keys have moved. Redis refused
         // before running anything, and a call of one key cannot meet it (the client follows ASK).
         if (isTryAgain(error)) {

@@ -63,6 +63,14 @@ function newBatch(request: StoreRequest): Batch {
   return { policy, operation, now, storedReads, requests: [], keys: [], replies: [], work: 0, sent: false };
 }
 
+/**
+ * When a store sends its queued calls: idle, after this tick's promise continuations; busy (calls in flight: a server's
+ * calls come each in a socket read of its own), after this turn's I/O, so that every read of the turn joins one batch.
+ */
+export function scheduleFlush(flush: () => void, busy: boolean): void {
+  (busy ? setImmediate : process.nextTick)(flush);
+}
+
 /** Whether a request may join a batch: not sent, the same operation, time and stored reads, room left. */
 function joins(batch: Batch, request: StoreRequest, maxBatch: number): boolean {
   return (
