@@ -217,6 +217,38 @@ describe('coalescing', () => {
     );
     await connected.close();
   });
+
+  test('while a batch is in flight, calls made in separate callbacks of one turn share the next script call', async () => {
+    const connected = await connect('ioredis', server.port);
+    const pauser = await connect('ioredis', server.port);
+    const store = new RedisStore({ client: connected.client, prefix: 'turn' });
+    const policy = fixedWindow({ limit: 100, windowMs: 60_000 });
+    const limiter = createLimiter({ store, policy, name: 'turn', timeoutMs: PATIENT_MS });
+    try {
+      await limiter.limit('warm');
+      const before = store.calls;
+      // The server holds every command for 300 ms: the first call's batch stays in flight meanwhile.
+      await pauser.command('CLIENT', 'PAUSE', '300');
+      const first = limiter.limit('first');
+      // Two timers, each a callback of its own in one turn: each used to flush its own tick's one call.
+      const later = await new Promise<Promise<unknown>[]>((resolve) => {
+        const made: Promise<unknown>[] = [];
+        setTimeout(() => made.push(limiter.limit('b')), 0);
+        setTimeout(() => {
+          made.push(limiter.limit('c'));
+          resolve(made);
+        }, 0);
+      });
+      await Promise.all([first, ...later]);
+      assert.equal(store.calls - before, 2, 'the first call, then b and c in one script call');
+      // Idle again: one call goes at the end of its tick, alone, as before.
+      await limiter.limit('d');
+      assert.equal(store.calls - before, 3);
+    } finally {
+      await pauser.close();
+      await connected.close();
+    }
+  });
 });
 
 test('each client library is named as itself in store.client', async () => {
