@@ -12,6 +12,7 @@ import {
 import { fromJSON, type MethodDefinition, type Options } from '@grpc/proto-loader';
 import type { Refusal, Ticket } from 'sluice/shed';
 import type { ServiceGuard } from '../service/guard.js';
+import { writeAtTurnEnd } from '../service/turn-end.js';
 import { type EnvoyBounds, messageTooLarge } from './bounds.js';
 import { deadlineMs, encodeMessage, frame, STATUS, unframe } from './grpc-wire.js';
 import { type RateLimitRequestMessage, RequestRefused, toWire, type WireResponse } from './messages.js';
@@ -103,12 +104,21 @@ function reply(stream: ServerHttp2Stream, message: Uint8Array): void {
   replyFramed(stream, frame(message));
 }
 
-/** `reply` with the message already framed. */
+/** `reply` with the message already framed: sent with the turn's other answers (see writeAtTurnEnd). */
 function replyFramed(stream: ServerHttp2Stream, framed: Buffer): void {
   if (stream.destroyed) return; // the caller went away (cancelled, or its deadline passed)
+  writeAtTurnEnd(sendReply, stream, framed);
+}
+
+function sendReply(stream: ServerHttp2Stream, framed: Buffer): void {
+  if (stream.destroyed || stream.headersSent) return; // gone, or refused meanwhile
   stream.respond(RESPONSE_HEADERS, { waitForTrailers: true });
-  stream.once('wantTrailers', () => stream.sendTrailers(OK_TRAILERS));
+  stream.once('wantTrailers', sendOkTrailers);
   stream.end(framed);
+}
+
+function sendOkTrailers(this: ServerHttp2Stream): void {
+  this.sendTrailers(OK_TRAILERS);
 }
 
 /**

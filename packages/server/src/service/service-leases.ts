@@ -7,12 +7,14 @@ import {
   badRequest,
   bodyObject,
   decisionMembers,
+  endWith,
   onlyFields,
   readBody,
   type Served,
   servedPolicies,
   target,
 } from './service-limit.js';
+import { writeAtTurnEnd } from './turn-end.js';
 
 type Handler = (request: IncomingMessage, response: ServerResponse) => Promise<void>;
 
@@ -32,7 +34,7 @@ function leaseOf(fields: Record<string, unknown>): Lease {
 function answer(response: ServerResponse, served: Served, key: string, decision: Decision): void {
   const text = `{"policy":${served.nameJson},"key":${JSON.stringify(key)},${decisionMembers(decision)}}\n`;
   response.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
-  response.end(text);
+  writeAtTurnEnd(endWith, response, text);
 }
 
 /** Builds a lease route's handler: parse, check, ask the limiter, answer. */

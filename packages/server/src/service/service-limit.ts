@@ -5,6 +5,7 @@ import { type Decision, ERROR_CODES, isStoreFailure, type Limiter, SluiceError }
 import { type HeaderStyle, type PolicyDecision, problemDetails } from 'sluice/http';
 import { describeValue, errorDocs, hasLeaseFields } from 'sluice/internal';
 import { headerRenderer, type RenderedHeaders } from './service-headers.js';
+import { writeAtTurnEnd } from './turn-end.js';
 
 /** The largest request body read; limit requests are a few dozen bytes. */
 export const MAX_BODY_BYTES = 16 * 1024;
@@ -354,8 +355,14 @@ export function answer(
         ? 403
         : 429;
   headers.flat.push('Content-Type', 'application/json', 'Content-Length', String(Buffer.byteLength(text)));
+  // The head is only stored here; it leaves with the body, at the end of the turn (see writeAtTurnEnd).
   response.writeHead(status, headers.flat);
-  response.end(text);
+  writeAtTurnEnd(endWith, response, text);
+}
+
+/** Ends a response with its body, unless it was closed or ended meanwhile. */
+export function endWith(response: ServerResponse, text: string): void {
+  if (!response.destroyed && !response.writableEnded) response.end(text);
 }
 
 /** The policy and key a body names, checked. */
