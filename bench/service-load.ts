@@ -237,6 +237,16 @@ export const section: Section<ServiceLoadResult | null> = {
         /listening (\d+)/,
       );
       children.push(bareHttp.child);
+      const bareHttpTurn = await startProcess(
+        process.execPath,
+        [
+          fileURLToPath(new URL('./bare-server.js', import.meta.url)),
+          JSON.stringify(answer),
+          '--at-turn-end',
+        ],
+        /listening (\d+)/,
+      );
+      children.push(bareHttpTurn.child);
       // The bare gRPC server's constant: the answer a sluice decision of this rule gives.
       const constant = services.shouldRateLimit.responseSerialize({
         overall_code: 1,
@@ -260,6 +270,16 @@ export const section: Section<ServiceLoadResult | null> = {
         /listening (\d+)/,
       );
       children.push(bareGrpc.child);
+      const bareGrpcTurn = await startProcess(
+        process.execPath,
+        [
+          fileURLToPath(new URL('./bare-grpc-server.js', import.meta.url)),
+          Buffer.from(constant).toString('base64'),
+          '--at-turn-end',
+        ],
+        /listening (\d+)/,
+      );
+      children.push(bareGrpcTurn.child);
       const servers: Target_[] = [
         {
           id: 'grpc.bare',
@@ -267,6 +287,13 @@ export const section: Section<ServiceLoadResult | null> = {
           label: 'bare node:http2, constant gRPC frame',
           port: Number(bareGrpc.match[1]),
           child: bareGrpc.child,
+        },
+        {
+          id: 'grpc.bare-turn',
+          protocol: 'grpc',
+          label: "bare node:http2, a turn's answers written together",
+          port: Number(bareGrpcTurn.match[1]),
+          child: bareGrpcTurn.child,
         },
         {
           id: 'grpc.memory',
@@ -290,6 +317,13 @@ export const section: Section<ServiceLoadResult | null> = {
           label: 'bare node:http, same JSON answer',
           port: Number(bareHttp.match[1]),
           child: bareHttp.child,
+        },
+        {
+          id: 'http.bare-turn',
+          protocol: 'http',
+          label: "bare node:http, a turn's answers written together",
+          port: Number(bareHttpTurn.match[1]),
+          child: bareHttpTurn.child,
         },
         {
           id: 'http.memory',
@@ -445,7 +479,7 @@ export const section: Section<ServiceLoadResult | null> = {
         `One \`sluice serve --envoy\` process per store (memory, and Redis on the benchmark's redis-server) answers both protocols; each is loaded beside a bare server of the same protocol that decides nothing. ` +
         `gRPC: h2load sends ${count(result.calls)} ShouldRateLimit calls per run over ${H2_CONNECTIONS} connections × ${H2_STREAMS} streams, one pre-encoded request frame (one descriptor), so the client does not encode anything; the bare node:http2 server reads each body and answers one constant response frame with the OK trailers (the platform's limit for this exchange). ` +
         `HTTP: wrk with ${WRK_CONNECTIONS} keep-alive connections for ${result.wrkSeconds} s per run, each request for the next of 10,000 identifiers; the bare node:http server reads the body and repeats the answer sluice gave. ` +
-        `Rules allow far more than is sent, so every answer is a grant decided by the store. Median of ${runs} rounds in which the three servers of a protocol run one after another, rotated; ratios are taken within a round. ` +
+        `Rules allow far more than is sent, so every answer is a grant decided by the store. Each protocol has a second bare server that writes the answers of a turn of the event loop together, in its check phase, as \`sluice serve\` does: the floor for that way of writing (the targets are against the first). Median of ${runs} rounds in which the four servers of a protocol run one after another, rotated; ratios are taken within a round. ` +
         '"per CPU-second" is the calls a run answered divided by the CPU time (user + system, from /proc) the server process used meanwhile: decisions per second of one busy core. The client shares the 2 cores with the server.',
       '',
       table(
@@ -458,12 +492,15 @@ export const section: Section<ServiceLoadResult | null> = {
           'p99 ms',
           '× bare (median per round)',
           '× bare per CPU-second',
+          "× bare writing at the turn's end (median per round)",
           'failed',
         ],
         result.rows.map((row) => {
           const bare = result.rows.find((r) => r.id === `${row.protocol}.bare`);
+          const bareTurn = result.rows.find((r) => r.id === `${row.protocol}.bare-turn`);
           const rates = row.runs.map((r) => r.perSecond);
           const within = bare === undefined ? undefined : ratioWithin(row, bare);
+          const withinTurn = bareTurn === undefined ? undefined : ratioWithin(row, bareTurn);
           return [
             row.label,
             count(median(rates)),
@@ -475,6 +512,9 @@ export const section: Section<ServiceLoadResult | null> = {
               ? '–'
               : `${ratio(within.median)} (${within.low.toFixed(2)}–${ratio(within.high)})`,
             bare === undefined ? '–' : ratio(perCore(row) / perCore(bare)),
+            withinTurn === undefined
+              ? '–'
+              : `${ratio(withinTurn.median)} (${withinTurn.low.toFixed(2)}–${ratio(withinTurn.high)})`,
             String(row.runs.reduce((sum, r) => sum + r.failed, 0)),
           ];
         }),
