@@ -13,6 +13,7 @@ import {
   decide,
   decisionMembers,
   describe,
+  endWith,
   keyField,
   quote,
   readBody,
@@ -21,6 +22,7 @@ import {
   servedPolicies,
   servedPolicy,
 } from './service-limit.js';
+import { writeAtTurnEnd } from './turn-end.js';
 
 /** What the routes of this file share: the policies served, and who hears of store failures. */
 interface ChargeRouteOptions {
@@ -56,10 +58,10 @@ async function read(
   return { fields, served: servedPolicy(fields, policies, known), key: keyField(fields) };
 }
 
-/** Writes a JSON answer with status 200. */
+/** Writes a JSON answer with status 200, with the turn's other answers (see writeAtTurnEnd). */
 function sendJson(response: ServerResponse, text: string): void {
   response.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
-  response.end(text);
+  writeAtTurnEnd(endWith, response, text);
 }
 
 const CHARGE_EXAMPLE = '{"policy": "tokens", "key": "user-42", "amount": 350}';
