@@ -201,6 +201,53 @@ describe('sluice serve under bad input', () => {
     service = await startApi();
   });
 
+  test('connections reset by their clients, idle or in the middle of a request, count neither as malformed requests nor as the service failing; a malformed request still does', async () => {
+    const port = Number(new URL(service.base).port);
+    const opened = await Promise.all(
+      Array.from(
+        { length: 40 },
+        (_, i) =>
+          new Promise<Socket>((resolve, reject) => {
+            const socket = connect(port, '127.0.0.1', () => {
+              // Half of them say nothing; the others are reset in the middle of a request.
+              if (i % 2 === 1)
+                socket.write('POST /v1/limit HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"pol');
+              resolve(socket);
+            });
+            socket.on('error', reject);
+          }),
+      ),
+    );
+    // Every connection reached the server (a request on a fresh one is answered after they were opened).
+    assert.equal(
+      (await post(service.base, Buffer.from('{"policy":"api","key":"before-reset"}'), new Agent())).status,
+      200,
+    );
+    for (const socket of opened) socket.resetAndDestroy();
+    const malformed = await post(service.base, Buffer.from('not json'), new Agent());
+    assert.equal(malformed.status, 400);
+    // The resets have reached the server once a request sent after them is answered.
+    assert.equal(
+      (await post(service.base, Buffer.from('{"policy":"api","key":"after-reset"}'), new Agent())).status,
+      200,
+    );
+    service.running.child.kill('SIGTERM');
+    const { code, stderr } = await service.running.exited;
+    assert.equal(code, 0, stderr);
+    // One malformed request refused; nothing about the resets, neither as refused nor as failed in the service.
+    assert.deepEqual(
+      stderr
+        .split('\n')
+        .filter((line) => line !== '')
+        .map((line) => line.replace(/in the last \d+ s/, 'in the last N s')),
+      [
+        'sluice serve: SIGTERM: finishing requests in flight, then stopping',
+        'sluice serve: refused 1 malformed request in the last N s (1 x 400)',
+      ],
+    );
+    service = await startApi();
+  });
+
   test('1,500 half-open connections held: a normal request still gets its answer', async () => {
     const limit = Number(execFileSync('bash', ['-c', 'ulimit -n'], { encoding: 'utf8' }).trim());
     assert.ok(

@@ -368,6 +368,8 @@ function fail(log: RequestLog, request: IncomingMessage, response: ServerRespons
     refuse(log, request, response, error);
     return;
   }
+  // The client went away in the middle of its request (node's "aborted"): not the service's failure.
+  if (request.destroyed && (error as NodeJS.ErrnoException | undefined)?.code === 'ECONNRESET') return;
   log.failed(errorText(error));
   if (response.headersSent) response.end();
   else
@@ -376,6 +378,12 @@ function fail(log: RequestLog, request: IncomingMessage, response: ServerRespons
 
 function clientError(log: RequestLog): Service['clientError'] {
   return (error, socket) => {
+    // A connection its client reset (wrk and load balancers do, on every stop) is no request at all,
+    // malformed or not, and there is no one to answer: it is closed, not counted.
+    if (error.code === 'ECONNRESET' || error.code === 'EPIPE') {
+      socket.destroy();
+      return;
+    }
     const [status, title] =
       error.code === 'HPE_HEADER_OVERFLOW'
         ? [431, 'Request Header Fields Too Large']
