@@ -35,6 +35,28 @@ function post(base: string, body: Buffer, agent: Agent): Promise<Reply> {
   });
 }
 
+/**
+ * Opens `count` connections: half say nothing, the others start a request and never finish it. Each
+ * socket is pushed to `into` as it is made, so that a caller can watch and close them all.
+ */
+function openHalfStarted(port: number, count: number, into: Socket[] = []): Promise<Socket[]> {
+  return Promise.all(
+    Array.from(
+      { length: count },
+      (_, i) =>
+        new Promise<Socket>((resolve, reject) => {
+          const socket = connect(port, '127.0.0.1', () => {
+            if (i % 2 === 1)
+              socket.write('POST /v1/limit HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"pol');
+            resolve(socket);
+          });
+          socket.on('error', reject);
+          into.push(socket);
+        }),
+    ),
+  );
+}
+
 /** A run of this letter longer than any quote the service may make: its echo would show. */
 const MARK = 'Z'.repeat(300);
 
@@ -203,21 +225,8 @@ describe('sluice serve under bad input', () => {
 
   test('connections reset by their clients, idle or in the middle of a request, count neither as malformed requests nor as the service failing; a malformed request still does', async () => {
     const port = Number(new URL(service.base).port);
-    const opened = await Promise.all(
-      Array.from(
-        { length: 40 },
-        (_, i) =>
-          new Promise<Socket>((resolve, reject) => {
-            const socket = connect(port, '127.0.0.1', () => {
-              // Half of them say nothing; the others are reset in the middle of a request.
-              if (i % 2 === 1)
-                socket.write('POST /v1/limit HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"pol');
-              resolve(socket);
-            });
-            socket.on('error', reject);
-          }),
-      ),
-    );
+    // Half of them say nothing; the others are reset in the middle of a request.
+    const opened = await openHalfStarted(port, 40);
     // Every connection reached the server (a request on a fresh one is answered after they were opened).
     assert.equal(
       (await post(service.base, Buffer.from('{"policy":"api","key":"before-reset"}'), new Agent())).status,
@@ -258,23 +267,9 @@ describe('sluice serve under bad input', () => {
     const sockets: Socket[] = [];
     let closedEarly = 0;
     try {
-      await Promise.all(
-        Array.from(
-          { length: 1500 },
-          (_, i) =>
-            new Promise<void>((resolve, reject) => {
-              const socket = connect(port, '127.0.0.1', () => {
-                // Half of them say nothing; the others start a request and never finish it.
-                if (i % 2 === 1)
-                  socket.write('POST /v1/limit HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"pol');
-                resolve();
-              });
-              socket.on('error', reject);
-              socket.on('close', () => closedEarly++);
-              sockets.push(socket);
-            }),
-        ),
-      );
+      const opening = openHalfStarted(port, 1500, sockets);
+      for (const socket of sockets) socket.on('close', () => closedEarly++);
+      await opening;
       const reply = await post(service.base, Buffer.from('{"policy":"api","key":"while-held"}'), new Agent());
       assert.equal(reply.status, 200, reply.body);
       assert.equal(JSON.parse(reply.body).allowed, true);

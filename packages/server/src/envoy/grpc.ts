@@ -12,8 +12,8 @@ import {
 import { fromJSON, type MethodDefinition, type Options } from '@grpc/proto-loader';
 import type { Refusal, Ticket } from 'sluice/shed';
 import type { ServiceGuard } from '../service/guard.js';
-import { writeAtTurnEnd } from '../service/turn-end.js';
 import { type EnvoyBounds, messageTooLarge } from './bounds.js';
+import { RESPONSE_HEADERS, refuse, reply, replyFramed } from './grpc-answers.js';
 import { deadlineMs, encodeMessage, frame, STATUS, unframe } from './grpc-wire.js';
 import { type RateLimitRequestMessage, RequestRefused, toWire, type WireResponse } from './messages.js';
 import type { EnvoyMetrics } from './metrics.js';
@@ -77,48 +77,6 @@ export interface GrpcServer {
   readonly port: number;
   /** Stops accepting, lets calls in flight finish (up to `graceMs`), then cuts the rest. */
   close(graceMs: number): Promise<void>;
-}
-
-/** The response headers of every call that answers with messages. */
-const RESPONSE_HEADERS = {
-  [constants.HTTP2_HEADER_STATUS]: 200,
-  [constants.HTTP2_HEADER_CONTENT_TYPE]: 'application/grpc+proto',
-  'grpc-accept-encoding': 'identity',
-};
-const OK_TRAILERS = { 'grpc-status': '0' };
-
-/** Ends a call without a message: the status in the headers ("trailers-only"), as gRPC answers an error. */
-function refuse(stream: ServerHttp2Stream, code: number, details: string): void {
-  if (stream.destroyed || stream.headersSent) {
-    if (!stream.destroyed) stream.close(constants.NGHTTP2_INTERNAL_ERROR);
-    return;
-  }
-  stream.respond(
-    { ...RESPONSE_HEADERS, 'grpc-status': String(code), 'grpc-message': encodeMessage(details) },
-    { endStream: true },
-  );
-}
-
-/** Answers a unary call with its one message, then the OK status in the trailers. */
-function reply(stream: ServerHttp2Stream, message: Uint8Array): void {
-  replyFramed(stream, frame(message));
-}
-
-/** `reply` with the message already framed: sent with the turn's other answers (see writeAtTurnEnd). */
-function replyFramed(stream: ServerHttp2Stream, framed: Buffer): void {
-  if (stream.destroyed) return; // the caller went away (cancelled, or its deadline passed)
-  writeAtTurnEnd(sendReply, stream, framed);
-}
-
-function sendReply(stream: ServerHttp2Stream, framed: Buffer): void {
-  if (stream.destroyed || stream.headersSent) return; // gone, or refused meanwhile
-  stream.respond(RESPONSE_HEADERS, { waitForTrailers: true });
-  stream.once('wantTrailers', sendOkTrailers);
-  stream.end(framed);
-}
-
-function sendOkTrailers(this: ServerHttp2Stream): void {
-  this.sendTrailers(OK_TRAILERS);
 }
 
 /**

@@ -13,16 +13,15 @@ import {
   decide,
   decisionMembers,
   describe,
-  endWith,
   keyField,
   quote,
   readBody,
   rejectionOf,
   type Served,
+  sendJson,
   servedPolicies,
   servedPolicy,
 } from './service-limit.js';
-import { writeAtTurnEnd } from './turn-end.js';
 
 /** What the routes of this file share: the policies served, and who hears of store failures. */
 interface ChargeRouteOptions {
@@ -56,12 +55,6 @@ async function read(
   onlyFields(fields, names);
   const known = [...options.limiters.keys()].map((name) => JSON.stringify(name)).join(', ');
   return { fields, served: servedPolicy(fields, policies, known), key: keyField(fields) };
-}
-
-/** Writes a JSON answer with status 200, with the turn's other answers (see writeAtTurnEnd). */
-function sendJson(response: ServerResponse, text: string): void {
-  response.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
-  writeAtTurnEnd(endWith, response, text);
 }
 
 const CHARGE_EXAMPLE = '{"policy": "tokens", "key": "user-42", "amount": 350}';

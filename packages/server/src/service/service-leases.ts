@@ -7,14 +7,13 @@ import {
   badRequest,
   bodyObject,
   decisionMembers,
-  endWith,
   onlyFields,
   readBody,
   type Served,
+  sendJson,
   servedPolicies,
   target,
 } from './service-limit.js';
-import { writeAtTurnEnd } from './turn-end.js';
 
 type Handler = (request: IncomingMessage, response: ServerResponse) => Promise<void>;
 
@@ -33,8 +32,7 @@ function leaseOf(fields: Record<string, unknown>): Lease {
 /** Writes a decision about a lease with the request's fields: always 200, the decision says what happened. */
 function answer(response: ServerResponse, served: Served, key: string, decision: Decision): void {
   const text = `{"policy":${served.nameJson},"key":${JSON.stringify(key)},${decisionMembers(decision)}}\n`;
-  response.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
-  writeAtTurnEnd(endWith, response, text);
+  sendJson(response, text);
 }
 
 /** Builds a lease route's handler: parse, check, ask the limiter, answer. */

@@ -361,8 +361,14 @@ export function answer(
 }
 
 /** Ends a response with its body, unless it was closed or ended meanwhile. */
-export function endWith(response: ServerResponse, text: string): void {
+function endWith(response: ServerResponse, text: string): void {
   if (!response.destroyed && !response.writableEnded) response.end(text);
+}
+
+/** Writes a JSON answer with status 200, with the turn's other answers (see writeAtTurnEnd). */
+export function sendJson(response: ServerResponse, text: string): void {
+  response.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
+  writeAtTurnEnd(endWith, response, text);
 }
 
 /** The policy and key a body names, checked. */

@@ -7,6 +7,7 @@ import { rateLimit } from 'sluice/node';
 import type { Refusal, Ticket } from 'sluice/shed';
 import { errorText } from '../cli/errors.js';
 import type { ServiceGuard } from './guard.js';
+import { clientError, fail, refuse } from './request-failures.js';
 import type { RequestLog } from './request-log.js';
 import { chargeRoute, reserveRoute, settleRoute } from './service-charge.js';
 import { extendRoute, releaseRoute } from './service-leases.js';
@@ -61,16 +62,6 @@ export interface Service {
 }
 
 export { Rejection };
-
-function sendProblem(response: ServerResponse, problem: Rejection): void {
-  const text = `${JSON.stringify({ type: 'about:blank', title: problem.title, status: problem.status, detail: problem.message })}\n`;
-  response.writeHead(problem.status, {
-    ...problem.extraHeaders,
-    'Content-Type': PROBLEM_CONTENT_TYPE,
-    'Content-Length': Buffer.byteLength(text),
-  });
-  response.end(text);
-}
 
 function sendText(response: ServerResponse, text: string): void {
   response.writeHead(200, {
@@ -348,56 +339,5 @@ function listener(table: Map<string, Map<string, Handler>>, log: RequestLog, pat
     } catch (error) {
       fail(log, request, response, error);
     }
-  };
-}
-
-function refuse(
-  log: RequestLog,
-  request: IncomingMessage,
-  response: ServerResponse,
-  rejection: Rejection,
-): void {
-  if (rejection.status < 500) log.refused(rejection.status);
-  // A body left unread would hold the connection: the answer closes it instead.
-  if (!request.complete) response.setHeader('Connection', 'close');
-  sendProblem(response, rejection);
-}
-
-function fail(log: RequestLog, request: IncomingMessage, response: ServerResponse, error: unknown): void {
-  if (error instanceof Rejection) {
-    refuse(log, request, response, error);
-    return;
-  }
-  // The client went away in the middle of its request (node's "aborted"): not the service's failure.
-  if (request.destroyed && (error as NodeJS.ErrnoException | undefined)?.code === 'ECONNRESET') return;
-  log.failed(errorText(error));
-  if (response.headersSent) response.end();
-  else
-    sendProblem(response, new Rejection(500, 'Internal Server Error', 'The service failed on this request.'));
-}
-
-function clientError(log: RequestLog): Service['clientError'] {
-  return (error, socket) => {
-    // A connection its client reset (wrk and load balancers do, on every stop) is no request at all,
-    // malformed or not, and there is no one to answer: it is closed, not counted.
-    if (error.code === 'ECONNRESET' || error.code === 'EPIPE') {
-      socket.destroy();
-      return;
-    }
-    const [status, title] =
-      error.code === 'HPE_HEADER_OVERFLOW'
-        ? [431, 'Request Header Fields Too Large']
-        : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-          ? [408, 'Request Timeout']
-          : [400, 'Bad Request'];
-    log.refused(status);
-    if (!socket.writable || (socket as Duplex & { _httpMessage?: unknown })._httpMessage) {
-      socket.destroy();
-      return;
-    }
-    const body = `${JSON.stringify({ type: 'about:blank', title, status, detail: 'The request could not be parsed as HTTP/1.1.' })}\n`;
-    socket.end(
-      `HTTP/1.1 ${status} ${title}\r\nContent-Type: ${PROBLEM_CONTENT_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-    );
   };
 }
