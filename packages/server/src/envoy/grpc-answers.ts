@@ -12,7 +12,7 @@ export const RESPONSE_HEADERS = {
 const OK_TRAILERS = { 'grpc-status': '0' };
 
 /** Ends a call without a message: the status in the headers ("trailers-only"), as gRPC answers an error. */
-export function refuse(stream: ServerHttp2Stream, code: number, details: string): void {
+export function refuseCall(stream: ServerHttp2Stream, code: number, details: string): void {
   if (stream.destroyed || stream.headersSent) {
     if (!stream.destroyed) stream.close(constants.NGHTTP2_INTERNAL_ERROR);
     return;

@@ -13,7 +13,7 @@ import { fromJSON, type MethodDefinition, type Options } from '@grpc/proto-loade
 import type { Refusal, Ticket } from 'sluice/shed';
 import type { ServiceGuard } from '../service/guard.js';
 import { type EnvoyBounds, messageTooLarge } from './bounds.js';
-import { RESPONSE_HEADERS, refuse, reply, replyFramed } from './grpc-answers.js';
+import { RESPONSE_HEADERS, refuseCall, reply, replyFramed } from './grpc-answers.js';
 import { deadlineMs, encodeMessage, frame, STATUS, unframe } from './grpc-wire.js';
 import { type RateLimitRequestMessage, RequestRefused, toWire, type WireResponse } from './messages.js';
 import type { EnvoyMetrics } from './metrics.js';
@@ -96,7 +96,7 @@ function readUnary(
   });
   stream.once('end', () => {
     if (received > MAX_RECEIVE_BYTES) {
-      refuse(
+      refuseCall(
         stream,
         STATUS.RESOURCE_EXHAUSTED,
         `the request is ${received} bytes, more than ${MAX_RECEIVE_BYTES}`,
@@ -106,7 +106,7 @@ function readUnary(
     const body = unframe(chunks, received, maxBytes);
     if ('message' in body) onMessage(body.message);
     else if ('oversized' in body) onMessage(body.oversized);
-    else refuse(stream, body.code, body.details);
+    else refuseCall(stream, body.code, body.details);
   });
 }
 
@@ -198,11 +198,11 @@ function rateLimitHandler(
       done?.();
       if (error instanceof RequestRefused) {
         if (error.status === 'INVALID_ARGUMENT') metrics?.error('service_error');
-        refuse(stream, STATUS[error.status], error.message);
+        refuseCall(stream, STATUS[error.status], error.message);
         return;
       }
       options.onError(error);
-      refuse(stream, STATUS.INTERNAL, 'the rate limit service failed on this call');
+      refuseCall(stream, STATUS.INTERNAL, 'the rate limit service failed on this call');
     },
   });
   return (stream, finished) => {
@@ -227,7 +227,7 @@ function rateLimitHandler(
       } catch {
         done?.();
         metrics?.error('service_error');
-        refuse(stream, STATUS.INTERNAL, 'the request message could not be decoded');
+        refuseCall(stream, STATUS.INTERNAL, 'the request message could not be decoded');
         return;
       }
       service.shouldRateLimit(request).then(answer.ok, answer.failed);
@@ -261,22 +261,22 @@ function healthHandlers(
       readUnary(stream, 4096, (message) => {
         const name = nameIn(message, check.requestDeserialize);
         if (name === undefined) {
-          refuse(stream, STATUS.INVALID_ARGUMENT, 'a health check request could not be read');
+          refuseCall(stream, STATUS.INVALID_ARGUMENT, 'a health check request could not be read');
           return;
         }
         healthOf(name).then(
           (health) =>
             health === SERVICE_UNKNOWN
-              ? refuse(stream, STATUS.NOT_FOUND, `unknown service ${JSON.stringify(name)}`)
+              ? refuseCall(stream, STATUS.NOT_FOUND, `unknown service ${JSON.stringify(name)}`)
               : reply(stream, check.responseSerialize({ status: health })),
-          (error: unknown) => refuse(stream, STATUS.INTERNAL, String(error)),
+          (error: unknown) => refuseCall(stream, STATUS.INTERNAL, String(error)),
         );
       }),
     '/grpc.health.v1.Health/Watch': (stream) =>
       readUnary(stream, 4096, (message) => {
         const name = nameIn(message, watch.requestDeserialize);
         if (name === undefined) {
-          refuse(stream, STATUS.INVALID_ARGUMENT, 'a health check request could not be read');
+          refuseCall(stream, STATUS.INVALID_ARGUMENT, 'a health check request could not be read');
           return;
         }
         let last = -1;
@@ -310,7 +310,7 @@ function router(
     }
     const handler = routes[headers[constants.HTTP2_HEADER_PATH] as string];
     if (headers[constants.HTTP2_HEADER_METHOD] !== 'POST' || handler === undefined) {
-      refuse(stream, STATUS.UNIMPLEMENTED, `no method ${String(headers[constants.HTTP2_HEADER_PATH])}`);
+      refuseCall(stream, STATUS.UNIMPLEMENTED, `no method ${String(headers[constants.HTTP2_HEADER_PATH])}`);
       stream.resume();
       return;
     }
