@@ -186,6 +186,36 @@ describe('the guard’s wait, in process', () => {
     guard.close();
   });
 
+  test('refusals that empty the wait do not end an overload: the next waiter still waits waitMs, not burstMs', async () => {
+    clock.nowMs = 0;
+    const guard = new ServiceGuard(settings, { now, watchLoop: false });
+    after(() => guard.close()); // a failed assertion must not leave its expiry timer running
+    const held = [ticket(guard.acquire('grpc')), ticket(guard.acquire('grpc'))];
+    const old = guard.acquire('grpc');
+    clock.nowMs = 2100;
+    const newer = guard.acquire('grpc');
+    assert.equal(guard.stats().overloaded, true);
+    // No room comes back: the expiry tick (every 10 ms) refuses both, past waitMs, and the wait is empty.
+    clock.nowMs = 2200;
+    assert.equal((await old).allowed, false);
+    assert.equal((await newer).allowed, false);
+    assert.equal(guard.stats().queued, 0);
+    clock.nowMs = 2210;
+    const next = guard.acquire('grpc');
+    assert.ok(next instanceof Promise);
+    assert.equal(guard.stats().overloaded, true, 'emptied by refusing, not by admitting: still overload');
+    clock.nowMs = 2270;
+    assert.equal((await next).allowed, false, 'refused after waitMs (60 ms), as under overload');
+    // Empty for waitMs and more: a waiter then starts a burst of its own.
+    clock.nowMs = 3000;
+    const fresh = guard.acquire('grpc');
+    assert.equal(guard.stats().overloaded, false);
+    guard.done(held[0] as Ticket);
+    assert.equal((await fresh).allowed, true);
+    guard.done(held[1] as Ticket);
+    guard.close();
+  });
+
   test('a loop behind by more than waitMs for burstMs refuses calls without a deadline at once; a call whose deadline is longer waits', () => {
     clock.nowMs = 0;
     // The process ran the whole time (its CPU clock moved with the wall clock): the delay is its own work.

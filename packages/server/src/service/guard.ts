@@ -102,6 +102,8 @@ export class ServiceGuard {
   #waiting: Waiter[] = [];
   #head = 0;
   #lastEmptyMs: number;
+  /** When refusals last emptied the wait (see #emptied); undefined once the service emptied it. */
+  #refusedEmptyMs: number | undefined;
   #timer: ReturnType<typeof setInterval> | undefined;
   /** The event loop's delay by the process's own work; none with `watchLoop: false`. */
   readonly #loop: LoopDelay | undefined;
@@ -163,8 +165,11 @@ export class ServiceGuard {
     const waiting = this.#size();
     if (waiting === 0 && room) return this.#grant();
     if (waiting >= this.settings.queue) return this.#refuse(protocol);
-    // The wait was empty until now: a burst starts here.
-    if (waiting === 0) this.#lastEmptyMs = nowMs;
+    // The wait was empty until now: a burst starts here, unless refusals emptied it just before
+    // (within `waitMs`: the overload goes on).
+    if (waiting === 0 && (this.#refusedEmptyMs === undefined || nowMs - this.#refusedEmptyMs >= waitMs)) {
+      this.#lastEmptyMs = nowMs;
+    }
     const admission = new Promise<Ticket | Refusal>((settle) => {
       this.#waiting.push({ protocol, sinceMs: nowMs, deadlineMs, settle });
     });
@@ -232,12 +237,14 @@ export class ServiceGuard {
   #drain(): void {
     const shedder = this.#shedder;
     this.#expireOldest(this.#now());
+    let admitted = false;
     while (this.#size() > 0 && shedder.inFlight < shedder.limit) {
       const waiter = this.#overloaded(this.#now()) ? this.#takeNewest() : this.#takeOldest();
       if (waiter === undefined) break;
       waiter.settle(this.#grant());
+      admitted = true;
     }
-    if (this.#size() === 0) this.#emptied();
+    if (this.#size() === 0) this.#emptied(!admitted);
   }
 
   /**
@@ -256,7 +263,7 @@ export class ServiceGuard {
     }
     this.#waiting = kept;
     this.#head = 0;
-    if (kept.length === 0) this.#emptied();
+    if (kept.length === 0) this.#emptied(true);
   }
 
   /** Refuses the oldest waiters while they have waited as long as they may (the rest: at the next expiry tick). */
@@ -270,8 +277,18 @@ export class ServiceGuard {
     }
   }
 
-  #emptied(): void {
-    this.#lastEmptyMs = this.#now();
+  /**
+   * The wait is empty. `byRefusal`: emptied by refusing what had waited too long, not by admitting
+   * it: the service has not caught up, so an overload stays one (otherwise each round of refusals
+   * would start a new burst, with its long waits, oldest first).
+   */
+  #emptied(byRefusal = false): void {
+    const nowMs = this.#now();
+    if (byRefusal) this.#refusedEmptyMs = nowMs;
+    else {
+      this.#lastEmptyMs = nowMs;
+      this.#refusedEmptyMs = undefined;
+    }
     this.#waiting = [];
     this.#head = 0;
     this.#stopTimer();
