@@ -87,7 +87,7 @@ function overallCode(answer: Answer): number | undefined {
 const redis = burstRedis();
 
 describe('the overload guard over gRPC, on Redis', () => {
-  test(`a burst of ${BURST} past a limit of 2 with no wait: refused RESOURCE_EXHAUSTED before being read, counted as such, none UNAVAILABLE`, async () => {
+  test(`a burst of ${BURST} past a limit of 2 with no wait: refused RESOURCE_EXHAUSTED before being read, counted as such, none UNAVAILABLE`, async (t) => {
     const serve = await startEnvoyServe(CONFIG, ['--redis', redis().url, ...TIGHT]);
     try {
       const answers = await burst(serve.grpc, `tight-${Date.now()}`, BURST);
@@ -138,14 +138,23 @@ describe('the overload guard over gRPC, on Redis', () => {
       const [counts = {}] = await pythonBursts(serve.grpc, 'overload', `python-${Date.now()}`, [BURST]);
       assert.ok((counts.RESOURCE_EXHAUSTED ?? 0) > 0, JSON.stringify(counts));
       assert.equal(counts.UNAVAILABLE, undefined, JSON.stringify(counts));
+      // A RESOURCE_EXHAUSTED that is not the guard's (burst.py tells them apart by the refusal's message) is the
+      // transport's: node:http2 can reset a new stream with ENHANCE_YOUR_CALM while it still counts one the client
+      // has seen closed (a stream stays in its count until its JavaScript side is destroyed). Not a refusal the
+      // service made, so not one it counts; printed as a diagnostic when it happens.
+      const transport = Object.entries(counts)
+        .filter(([name]) => name.startsWith('RESOURCE_EXHAUSTED, not the service'))
+        .reduce((sum, [, count]) => sum + count, 0);
+      if (transport > 0) t.diagnostic(`python3-grpcio: ${JSON.stringify(counts)}`);
       assert.equal(
-        (counts.OK ?? 0) + (counts.OVER_LIMIT ?? 0) + (counts.RESOURCE_EXHAUSTED ?? 0),
+        (counts.OK ?? 0) + (counts.OVER_LIMIT ?? 0) + (counts.RESOURCE_EXHAUSTED ?? 0) + transport,
         BURST,
         JSON.stringify(counts),
       );
       assert.equal(
         await metric(serve.http, 'sluice_service_shed_total', { protocol: 'grpc' }),
         refused.length + (counts.RESOURCE_EXHAUSTED ?? 0),
+        JSON.stringify(counts),
       );
     } finally {
       await serve.stop();

@@ -44,6 +44,10 @@ for round_number, size in enumerate(sizes):
             name = rls_pb2.RateLimitResponse.Code.Name(future.result().overall_code)
         except grpc.RpcError as error:
             name = error.code().name
+            # The service's own refusals say it is overloaded. A RESOURCE_EXHAUSTED without that came from the
+            # transport (gRPC reads an HTTP/2 reset with ENHANCE_YOUR_CALM as one): counted apart, with its details.
+            if name == 'RESOURCE_EXHAUSTED' and 'overloaded' not in (error.details() or ''):
+                name = f'RESOURCE_EXHAUSTED, not the service: {error.details()}'
         with lock:
             counts[name] += 1
             left[0] -= 1
