@@ -282,7 +282,7 @@ export class ServiceGuard {
    * it: the service has not caught up, so an overload stays one (otherwise each round of refusals
    * would start a new burst, with its long waits, oldest first).
    */
-  #emptied(byRefusal = false): void {
+  #emptied(byRefusal: boolean): void {
     const nowMs = this.#now();
     if (byRefusal) this.#refusedEmptyMs = nowMs;
     else {
