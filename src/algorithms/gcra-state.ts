@@ -70,7 +70,8 @@ export function unitsAvailable(tat: number, now: number, intervalMs: number, tol
  * What a GCRA decision answers and keeps, once its new TAT is known: the units free now, the reset,
  * and the state (`write`: whether the decision changed it; one that leaves nothing owed deletes, a
  * read keeps what was there). The Lua twin stores a TAT of whole microseconds as an integer (minus
- * the count of µs) and any other as a decimal; both read back exactly, so the form never changes a
+ * the count of µs, or on the server's clock minus 2^52 plus it, the key then expiring at the next
+ * whole second) and any other as a decimal; all read back exactly, so the form never changes a
  * decision.
  */
 export function gcraOutcome(

@@ -23,6 +23,16 @@ end
 -- such as TIME, and an interval of whole microseconds) it is stored as minus that number: an integer
 -- that Redis keeps inside the key's object (72 bytes per key here, against 104 for the 17-digit
 -- decimal). A TAT is never negative, so the sign tells the two forms apart.
+--
+-- On the server's clock the integer is minus (2^52 + the µs) instead, and the key expires at the first
+-- whole second of Redis's clock at or after the TAT, not at the TAT itself: it outlives its TAT by
+-- less than a second, when a TAT in the past counts as now anyway. A decision that moves the
+-- TAT within the same second then keeps the key's expiry, and INCRBY moves the integer in place: one
+-- command that keeps the expiry (0.4 µs inside a script here) instead of SET ... PXAT, which removes
+-- and re-adds it (1.4 µs). Only the server's clock says when Redis will expire a key, so a caller's
+-- clock writes the first form, expiring at the TAT. Both forms are read whatever the clock.
+local GCRA_DUE = 4503599627370496 -- 2^52: µs below it run until the year 2112
+
 local function gcra_encode(tat)
   local micros = tat * 1000
   if micros == floor(micros) and micros < 9007199254740992 and micros / 1000 == tat then
@@ -32,8 +42,35 @@ local function gcra_encode(tat)
 end
 
 local function gcra_decode(value)
-  if value and value < 0 then return -value / 1000 end
+  if value and value < 0 then
+    if value < -GCRA_DUE then return (-value - GCRA_DUE) / 1000 end
+    return -value / 1000
+  end
   return value
+end
+
+-- The last step INCRBY took, with its text: a batch's steps are mostly alike (cost x interval), and
+-- formatting one costs half the INCRBY.
+local gcra_step, gcra_step_text = nil, nil
+
+-- Keeps a TAT ahead of now with no pause. `held`: the integer the key holds when it is of the second
+-- form (so that it expires at the second its TAT falls in, rounded up), else nil.
+local function gcra_keep(key, tat, now, held)
+  local micros = tat * 1000
+  if server_ms and micros == floor(micros) and micros < GCRA_DUE and micros / 1000 == tat then
+    local value = -(GCRA_DUE + micros)
+    -- The second of Redis's clock the key expires at (see above), inlined: this is a decision's hot path.
+    local due = ceil(micros / 1000000)
+    if held and ceil((-held - GCRA_DUE) / 1000000) == due then
+      local step = value - held
+      if step ~= gcra_step then gcra_step, gcra_step_text = step, string.format('%d', step) end
+      call('INCRBY', key, gcra_step_text)
+    else
+      call('SET', key, string.format('%d', value), 'PXAT', string.format('%d', due * 1000))
+    end
+    return
+  end
+  set_for(key, gcra_encode(tat), ceil(tat - now))
 end
 
 -- The TAT from a key's value, and the pause an upstream asked for while it holds (throttle()):
@@ -58,12 +95,10 @@ local function gcra_write(key, tat, now, paused_until, shift)
     call('DEL', key)
     return
   end
+  if not paused_until then return gcra_keep(key, tat, now, nil) end
   local value = gcra_encode(tat)
-  if paused_until then
-    if type(value) == 'number' then value = string.format('%.17g', value) end
-    value = value .. string.format(' %d %d', paused_until, shift)
-  end
-  set_for(key, value, ceil(tat - now))
+  if type(value) == 'number' then value = string.format('%.17g', value) end
+  set_for(key, value .. string.format(' %d %d', paused_until, shift), ceil(tat - now))
 end
 
 -- The lowest TAT while a pause holds: the first unit after the pause comes when it ends, the next
@@ -119,10 +154,29 @@ local function gcra(key, now, op, cost, interval, tolerance, operand, operand2)
   -- The usual value is a number, read here rather than through gcra_read (a decision's hot path).
   local stored = get(key)
   local tat, paused_until, shift = tonumber(stored), nil, nil
+  local held = nil
   if tat == nil and stored then
     tat, paused_until, shift = gcra_read(stored, now)
   elseif tat and tat < 0 then
-    tat = -tat / 1000
+    if tat < -GCRA_DUE then
+      held = tat
+      tat = (-tat - GCRA_DUE) / 1000
+    else
+      tat = -tat / 1000
+    end
+  end
+  -- The hot path, gcra_keep's INCRBY inlined: a limit that fits, on a TAT of the second form that
+  -- is not past, whose next TAT falls in the same second and is whole µs.
+  if held and op == '0' and tat >= now and server_ms then
+    local next = tat + cost * interval
+    local micros = next * 1000
+    if next - now <= tolerance + EPSILON_MS and micros == floor(micros) and micros < GCRA_DUE
+      and micros / 1000 == next and ceil(micros / 1000000) == ceil((-held - GCRA_DUE) / 1000000) then
+      local step = -(GCRA_DUE + micros) - held
+      if step ~= gcra_step then gcra_step, gcra_step_text = step, string.format('%d', step) end
+      call('INCRBY', key, gcra_step_text)
+      return 1, gcra_units(next, now, interval, tolerance), ceil(next - now), 0
+    end
   end
   tat = tat or now
   if tat < now then tat = now end
@@ -169,7 +223,7 @@ local function gcra(key, now, op, cost, interval, tolerance, operand, operand2)
   end
   if write then
     if paused_until == nil and tat > now then
-      set_for(key, gcra_encode(tat), ceil(tat - now))
+      gcra_keep(key, tat, now, held)
     else
       gcra_write(key, tat, now, paused_until, shift)
     end

@@ -57,9 +57,10 @@ describe('CLI helpers', () => {
     assert.equal(maxTtlMs(fixedWindow({ limit: 5, windowMs: 60_000 })), 60_000);
     assert.equal(maxTtlMs(slidingWindow({ limit: 5, windowMs: 60_000 })), 120_000);
     assert.equal(maxTtlMs(slidingLog({ limit: 5, windowMs: 60_000 })), 60_000);
-    // A bucket or GCRA key also carries slots scheduled by wait() (up to an hour) and an upstream's pause (up to an hour).
-    const scheduled = MAX_WAIT_MS + MAX_PAUSE_MS;
-    assert.equal(scheduled, 7_200_000);
+    // A bucket or GCRA key also carries slots scheduled by wait() (up to an hour) and an upstream's
+    // pause (up to an hour), and on the server's clock expires at the next whole second after its TAT.
+    const scheduled = MAX_WAIT_MS + MAX_PAUSE_MS + 1000;
+    assert.equal(scheduled, 7_201_000);
     assert.equal(maxTtlMs(tokenBucket({ capacity: 10, refillPerSecond: 2 })), 5000 + scheduled);
     assert.equal(maxTtlMs(gcra({ limit: 10, periodMs: 60_000, burst: 2 })), 12_000 + scheduled);
     assert.equal(stateType(slidingLog({ limit: 5, windowMs: 60_000 })), 'zset');

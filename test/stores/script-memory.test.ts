@@ -1,5 +1,5 @@
 // What sluice's scripts cost the server: after ready() and one call of every kind on every algorithm,
-// the scripts (or the function library) hold at most 160,000 bytes, one script per algorithm file.
+// the scripts (or the function library) hold at most 170,000 bytes, one script per algorithm file.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
@@ -20,7 +20,7 @@ import { type RedisServer, startRedis } from '../helpers/redis-server.js';
 
 const HOUR = 3_600_000;
 /** The most bytes sluice's scripts may hold on a server (INFO memory), in either mode. */
-const MAX_SCRIPT_BYTES = 160_000;
+const MAX_SCRIPT_BYTES = 170_000;
 /**
  * One decision script per algorithm file (fixed window, sliding log, sliding window, GCRA and the
  * token bucket, concurrency, and a budget's window and bucket), the combined one, the two that

@@ -1,5 +1,5 @@
-// How the scripts keep state on Redis: expiries set once per window on the server's clock (KEEPTTL
-// afterwards), anew on every write with a caller's clock, and few bytes per identifier.
+// How the scripts keep state on Redis: expiries set once per window (GCRA: per second) on the server's
+// clock (KEEPTTL or INCRBY afterwards), anew on every write with a caller's clock, and few bytes per identifier.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
@@ -100,6 +100,79 @@ describe('expiries of the window policies', () => {
       assert.equal(expireEvents.get(key), 5, 'an expiry set by each write');
     });
   }
+});
+
+describe('expiries of GCRA and the token bucket', () => {
+  test("on the server's clock the key expires at the whole second after its TAT, set once per second; INCRBY moves the TAT within it", async () => {
+    const name = 'server-gcra';
+    // An interval of 10 ms and a burst of 300 (a tolerance of 3 s).
+    const limiter = createLimiter({
+      ...EXACT,
+      store: variant.store,
+      policy: gcra({ limit: 100, periodMs: 1000, burst: 300 }),
+      name,
+    });
+    const key = variant.store.keyFor(name, 'id');
+    const seconds = new Set<number>();
+    const tats: number[] = [];
+    // 248 units: the TAT moves on by 10 ms, then 800 ms at a time, over at least two whole seconds.
+    for (const cost of [1, 1, 1, 1, 1, 80, 80, 80, 1, 1]) {
+      assert.equal((await limiter.limit('id', { cost })).allowed, true);
+      const stored = String(await variant.connected.command('GET', key));
+      assert.ok(Number(stored) < -(2 ** 52), `the second form on the server's clock: ${stored}`);
+      const tat = decodeTat(stored) ?? Number.NaN;
+      const due = Math.ceil(tat / 1000) * 1000;
+      seconds.add(due);
+      tats.push(tat);
+      assert.equal(Number(await variant.connected.command('PEXPIRETIME', key)), due, `TAT ${tat}`);
+    }
+    await settled(variant.connected);
+    assert.ok(seconds.size >= 2, `TATs ${tats.join(', ')}: ${seconds.size} seconds`);
+    // One expiry set per second the TAT reached, not one per write.
+    assert.equal(expireEvents.get(key), seconds.size);
+  });
+
+  test("a TAT of the first form (a caller's clock, or an earlier version) is read, then written in the second", async () => {
+    const name = 'first-form';
+    const limiter = createLimiter({
+      ...EXACT,
+      store: variant.store,
+      policy: tokenBucket({ capacity: 10, refillPerSecond: 10 }),
+      name,
+    });
+    const key = variant.store.keyFor(name, 'id');
+    // Five units in use: the TAT 500 ms ahead, expiring at the TAT.
+    const tat = (Date.now() + 500) * 1000;
+    await variant.connected.command('SET', key, String(-tat), 'PX', '500');
+    const decision = await limiter.limit('id');
+    assert.ok(decision.remaining >= 4 && decision.remaining <= 5, `remaining ${decision.remaining}`);
+    const stored = String(await variant.connected.command('GET', key));
+    assert.ok(Number(stored) < -(2 ** 52), stored);
+    const written = decodeTat(stored) ?? Number.NaN;
+    assert.equal(written, tat / 1000 + 100);
+    assert.equal(
+      Number(await variant.connected.command('PEXPIRETIME', key)),
+      Math.ceil(written / 1000) * 1000,
+    );
+  });
+
+  test("on a caller's clock the TAT keeps the first form and the key expires at the TAT", async () => {
+    const name = 'caller-gcra';
+    const now = Date.now() + 0.25;
+    const limiter = createLimiter({
+      ...EXACT,
+      store: variant.store,
+      policy: gcra({ limit: 100, periodMs: 1000, burst: 100 }),
+      name,
+      clock: () => now,
+    });
+    const key = variant.store.keyFor(name, 'id');
+    await limiter.limit('id', { cost: 50 });
+    const stored = String(await variant.connected.command('GET', key));
+    assert.equal(stored, String(-(now + 500) * 1000));
+    const ttl = Number(await variant.connected.command('PTTL', key));
+    assert.ok(ttl > 0 && ttl <= 501, `PTTL ${ttl}`);
+  });
 });
 
 describe('the two forms of a fixed window count', () => {

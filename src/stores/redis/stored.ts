@@ -19,26 +19,39 @@ export function decodeFixedWindow(
   return { index: Number(packed / span), count: Number(packed % span) };
 }
 
+/** 2^52: on the server's clock a GCRA TAT of whole µs is kept as minus (2^52 + the µs). */
+const GCRA_DUE = 2 ** 52;
+
 /**
- * A GCRA or token bucket value, the theoretical arrival time in ms: minus a whole number of
- * microseconds (`"-1764681234567123"`), or the decimal itself. Returns undefined for anything else.
+ * A GCRA or token bucket value, the theoretical arrival time in ms: minus (2^52 + a whole number of
+ * microseconds) when written on the server's clock (the key then expires at the first whole second at or
+ * after the TAT), minus a whole number of microseconds (`"-1764681234567123"`, the key expires at the
+ * TAT), or the decimal itself. Returns undefined for anything else.
  */
 export function decodeTat(value: string): number | undefined {
   if (!/^-?\d+(\.\d+)?(e[+-]?\d+)?$/i.test(value)) return undefined;
   const number = Number(value);
+  if (number < -GCRA_DUE) return (-number - GCRA_DUE) / 1000;
   return number < 0 ? -number / 1000 : number;
 }
 
 /**
  * A GCRA or token bucket value with the pause an upstream asked for, while one holds:
- * `"<tat> <paused until, ms> <shift, ms>"` (see gcra.lua); the TAT alone otherwise.
+ * `"<tat> <paused until, ms> <shift, ms>"` (see gcra.lua); the TAT alone otherwise. `graceMs`: how
+ * long after its TAT the key may still be there (under a second for a TAT alone written on the
+ * server's clock, which expires at the next whole second; none for the other forms).
  */
-export function decodeGcra(
-  value: string,
-): { readonly tat: number; readonly pausedUntil?: number; readonly shiftMs?: number } | undefined {
+export function decodeGcra(value: string):
+  | {
+      readonly tat: number;
+      readonly graceMs: number;
+      readonly pausedUntil?: number;
+      readonly shiftMs?: number;
+    }
+  | undefined {
   const paused = /^(\S+) (\d+) (\d+)$/.exec(value);
   const tat = decodeTat(paused === null ? value : (paused[1] as string));
   if (tat === undefined) return undefined;
-  if (paused === null) return { tat };
-  return { tat, pausedUntil: Number(paused[2]), shiftMs: Number(paused[3]) };
+  if (paused === null) return { tat, graceMs: Number(value) < -GCRA_DUE ? 1000 : 0 };
+  return { tat, graceMs: 0, pausedUntil: Number(paused[2]), shiftMs: Number(paused[3]) };
 }

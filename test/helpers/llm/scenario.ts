@@ -13,6 +13,7 @@ import {
   RedisStore,
 } from '../../../src/index.js';
 import { stateKey } from '../../../src/keys.js';
+import { decodeTat } from '../../../src/stores/redis/stored.js';
 import { seeded } from '../random.js';
 import { ESTIMATE, LIMIT, type Outcome, policy, type Task, USAGE, USER, type Variant } from './shared.js';
 
@@ -66,11 +67,9 @@ function upstream(seed: number): Server {
   });
 }
 
-/** The TAT a GCRA key holds (see gcra.lua: minus whole microseconds, or a decimal). */
-function decodeTat(value: string | null): number | undefined {
-  if (value === null) return undefined;
-  const number = Number(value);
-  return number < 0 ? -number / 1000 : number;
+/** The TAT a GCRA key holds (see gcra.lua and decodeTat in src/stores/redis/stored.ts). */
+function tatOf(value: string | null): number | undefined {
+  return value === null ? undefined : decodeTat(value);
 }
 
 const OPERATIONS: Readonly<Record<string, Operation>> = {
@@ -216,7 +215,7 @@ export class Scenario {
   ): Promise<Figures> {
     const calls = outcomes.flatMap((outcome) => outcome.calls);
     const admitted = calls.filter((call) => call.status === 200);
-    const tat = decodeTat(await this.#admin.get(key));
+    const tat = tatOf(await this.#admin.get(key));
     const intervalMs = policy().rule.parameters[0];
     const counted = tat === undefined ? 0 : Math.round((tat - t0) / intervalMs);
     const replayed = replay(commands, key, t0);

@@ -342,7 +342,8 @@ export const NO_CONFIG = `no config file was given (--config, $SLUICE_CONFIG) or
  * The longest TTL a policy's script ever sets: the window for the fixed window and the log, two
  * windows for the sliding window (the current count outlives its window as the next one's
  * "previous"), the tolerance (burst x interval) for GCRA and the token bucket, plus the longest a
- * slot may be scheduled ahead (wait()'s `maxWaitMs`) and the longest pause an upstream may ask for,
+ * slot may be scheduled ahead (wait()'s `maxWaitMs`), the longest pause an upstream may ask for and
+ * a second (on the server's clock such a key expires at the whole second after its TAT),
  * and two lease lengths for the leases (a lease length past the last slot, which lasts at most one).
  */
 export function maxTtlMs(policy: Policy): number {
@@ -353,7 +354,7 @@ export function maxTtlMs(policy: Policy): number {
       return 2 * parameter;
     case 'gcra':
       // A slot scheduled by wait() or throttle() keeps the key up to the longest wait (and pause) longer.
-      return Math.ceil(parameter) + MAX_WAIT_MS + MAX_PAUSE_MS;
+      return Math.ceil(parameter) + MAX_WAIT_MS + MAX_PAUSE_MS + 1000;
     default:
       return parameter;
   }

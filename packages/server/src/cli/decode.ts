@@ -262,11 +262,12 @@ function gcraView(policy: Policy, value: string, nowMs: number, ttlMs: number): 
   const intervalMs = policy.rule.parameters[0];
   const toleranceMs = policy.rule.parameters[1];
   // The scripts never set a TAT further ahead of now than the tolerance, the longest wait of a
-  // scheduled slot and the longest pause, and expire the key at the TAT.
+  // scheduled slot and the longest pause, and expire the key at the TAT (on the server's clock, at
+  // the next whole second: graceMs).
   if (tat - nowMs > toleranceMs + MAX_WAIT_MS + MAX_PAUSE_MS + CLOCK_SLACK_MS) {
     return notThisPolicy(policy, `a TAT of ${when(tat)}, ${Math.round(tat - nowMs)} ms ahead`);
   }
-  if (ttlMs >= 0 && nowMs - tat > CLOCK_SLACK_MS) {
+  if (ttlMs >= 0 && nowMs - tat > CLOCK_SLACK_MS + decoded.graceMs) {
     return notThisPolicy(
       policy,
       `a TAT of ${when(tat)}, in the past on a key that still expires in ${ttlMs} ms`,
