@@ -31,7 +31,10 @@
 --     Every write sets the key's expiry in the same call (set_for in prelude.lua), no later than when its state stops
 --     mattering to a decision (each file says when: a window's end, the TAT, a lease length past
 --     the last slot), so Redis removes idle identifiers; on the server's clock (server_clock) a key
---     whose expiry is already right may keep it (SET ... KEEPTTL). A function whose file says
+--     whose expiry is already right may keep it (SET ... KEEPTTL, INCRBY). One rounding: on the
+--     server's clock gcra.lua expires a key at the whole second after its TAT, less than a second
+--     after its state stops mattering, so that decisions within that second keep the expiry (a TAT
+--     in the past decides as now, so the second changes no decision). A function whose file says
 --     `reads-ahead` reads its key first, through get() (prelude.lua): in a batch the keys were
 --     read with one MGET. Functions are `local`, named after their file (`-` becomes `_`), and
 --     their helpers are prefixed the same way: every algorithm shares one chunk in all.lua.
