@@ -13,6 +13,7 @@ import {
 } from '../../src/index.js';
 import { type Connected, connect } from '../helpers/clients.js';
 import { type RedisServer, startRedis } from '../helpers/redis-server.js';
+import { clearOfWindowEnd } from '../helpers/window.js';
 
 let server: RedisServer;
 let admin: Connected;
@@ -53,6 +54,10 @@ describe('work per decision does not grow with the state', () => {
   ];
   for (const [policy, perDecision] of cases) {
     test(`${policy.description}: at most ${perDecision} commands per decision, from the first to the thousandth`, async () => {
+      // A minute that ended among the thousand calls would leave the window room for the last one.
+      if (policy.algorithm === 'fixedWindow' || policy.algorithm === 'slidingWindow') {
+        await clearOfWindowEnd(60_000, 20_000);
+      }
       const store = new RedisStore({ client: admin.client, prefix: 'cx', maxBatch: 1 });
       // A busy machine must not turn a slow reply into a timeout decision.
       const limiter = createLimiter({ store, policy, name: policy.algorithm, timeoutMs: 60_000 });

@@ -1,7 +1,7 @@
 // A global budget in one process (regions on MemoryStores, the ledger in a MemoryStore they share):
 // options refused with a reason, the sliding estimate kept, the cost per identifier, restarts.
 import assert from 'node:assert/strict';
-import { describe, test } from 'node:test';
+import { beforeEach, describe, test } from 'node:test';
 import { memoryLedgerFields } from '../../src/budget/ledger.js';
 import {
   type BudgetLimiter,
@@ -16,6 +16,7 @@ import {
   slidingWindow,
   tokenBucket,
 } from '../../src/index.js';
+import { clearOfWindowEnd } from '../helpers/window.js';
 
 const REGIONS = ['eu', 'us', 'ap'];
 
@@ -210,6 +211,8 @@ describe('many identifiers', () => {
 
 describe('a region that restarts', () => {
   const policy = fixedWindow({ limit: 300, windowMs: 60_000 });
+  // What was granted and admitted is one minute's window: it must not end meanwhile.
+  beforeEach(() => clearOfWindowEnd(60_000, 10_000));
 
   test('with its store: goes on with what the ledger granted it, not from its floor', async () => {
     const global = new MemoryStore();

@@ -6,6 +6,7 @@ import { createLimiter, fixedWindow, RedisStore } from '../../src/index.js';
 import { parseJson, runCli, startCli, writeConfig } from '../helpers/cli.js';
 import { type RedisServer, startRedis } from '../helpers/redis-server.js';
 import { EXACT } from '../helpers/suites.js';
+import { clearOfWindowEnd } from '../helpers/window.js';
 
 interface AuditReport {
   complete: boolean;
@@ -63,16 +64,6 @@ describe('sluice audit', () => {
   const audit = (...args: string[]) =>
     runCli(['audit', '--redis', server.url, '--config', config.path, ...args]);
 
-  /**
-   * Waits out the last 20 s of api's 10-minute window: the keys the library writes for it live until
-   * the window ends, and a test that counts them must not see one go (a count of 100,006 keys instead
-   * of 100,007 was seen when the end fell inside a run).
-   */
-  async function clearOfWindowEnd(): Promise<void> {
-    const left = 600_000 - (Date.now() % 600_000);
-    if (left < 20_000) await new Promise((resolve) => setTimeout(resolve, left + 50));
-  }
-
   /** Writes `count` healthy fixed-window counters, 10 000 per pipeline. */
   async function plantHealthy(count: number): Promise<void> {
     const index = Math.floor(Date.now() / 600_000);
@@ -86,7 +77,9 @@ describe('sluice audit', () => {
   }
 
   test('finds exactly the TTL-less keys among 100 000 healthy ones, --fix gives them a TTL, and a second run exits 0', async () => {
-    await clearOfWindowEnd();
+    // The library's own key below lives until api's 10-minute window ends: a count of 100,006 keys
+    // instead of 100,007 was seen when that end fell inside a run.
+    await clearOfWindowEnd(600_000, 20_000);
     await plantHealthy(HEALTHY);
     // State written by the library itself is healthy by construction.
     const limiter = createLimiter({
@@ -220,7 +213,7 @@ describe('sluice audit', () => {
   });
 
   test('stored limits kept until cleared and denials are no findings, and --fix leaves them; a denial without an expiry is one', async () => {
-    await clearOfWindowEnd();
+    await clearOfWindowEnd(600_000, 5_000);
     const store = new RedisStore({ client: redis });
     const api = createLimiter({
       store,

@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { parseJson, runCli, type ServeProcess, startServe, writeConfig } from '../helpers/cli.js';
 import { type RedisServer, startRedis } from '../helpers/redis-server.js';
+import { clearOfWindowEnd } from '../helpers/window.js';
 
 /** Deny when the store is slow (a loaded machine): a failure must not pass as an admission. */
 const STRICT = { onStoreError: 'deny', timeoutMs: 2000 } as const;
@@ -46,6 +47,8 @@ describe('sluice inspect --global-redis, for each kind of budget', () => {
       '--global-redis',
       `redis://127.0.0.1:${global.port}`,
     ]);
+    // The windows' counts are read by the tests below: none may end between these calls and the last read.
+    await clearOfWindowEnd(600_000, 30_000);
     // 15 calls per policy for one identifier: beyond a region's floor (10% of 20 for two), so it asks the ledger.
     for (let i = 0; i < 15; i++) {
       for (const policy of Object.keys(POLICIES)) {

@@ -2,7 +2,7 @@
 // Redis counts only what the policy granted. Also: what hooks are told, and that a failing hook
 // never reaches the caller.
 import assert from 'node:assert/strict';
-import { describe, test } from 'node:test';
+import { beforeEach, describe, test } from 'node:test';
 import { setImmediate as tick } from 'node:timers/promises';
 import {
   createLimiter,
@@ -16,6 +16,7 @@ import { CLIENT_KINDS, connect } from '../helpers/clients.js';
 import { watchUnhandledRejections } from '../helpers/load.js';
 import { startRedis } from '../helpers/redis-server.js';
 import { fixedWindowCount } from '../helpers/stored.js';
+import { clearOfWindowEnd } from '../helpers/window.js';
 
 /** Collects process warnings while installed, instead of printing them. */
 function watchWarnings(): { readonly seen: Error[]; dispose(): void } {
@@ -36,6 +37,9 @@ function watchWarnings(): { readonly seen: Error[]; dispose(): void } {
 }
 
 describe('shadow mode and hooks', () => {
+  // Each test counts to its limit in a 10-minute window, on a server it starts: the window must not end meanwhile.
+  beforeEach(() => clearOfWindowEnd(600_000, 10_000));
+
   for (const kind of CLIENT_KINDS) {
     test(`${kind}: enforce false: callers are allowed, hooks see the denials, Redis counts the grants`, async () => {
       const server = await startRedis();

@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import {
+  awayFromMinuteEnd,
   configDir,
   type Descriptor,
   type EnvoyServe,
@@ -56,6 +57,7 @@ function chargeSuite(name: string, args: () => readonly string[]): void {
     });
 
     test('the check of 0 hits passes until the usage charged on stream done reaches the limit; charges pass it, into debt', async () => {
+      await awayFromMinuteEnd();
       const user = `u-${Date.now()}`;
       const check = () => serve.client.shouldRateLimit(call(of('user', user, 0)));
       const first = await check();
@@ -77,6 +79,7 @@ function chargeSuite(name: string, args: () => readonly string[]): void {
     });
 
     test('a charge answers OK beside an ordinary descriptor that is over, and is taken all the same', async () => {
+      await awayFromMinuteEnd();
       const user = `m-${Date.now()}`;
       for (let i = 0; i < 2; i++) await serve.client.shouldRateLimit(call(of('plain', user)));
       const mixed = await serve.client.shouldRateLimit(call(of('plain', user), of('user', user, 1500)));

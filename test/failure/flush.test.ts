@@ -2,7 +2,7 @@
 // scripts again by itself: every decision still comes from Redis, no error reaches the caller or
 // the hooks, and no request is counted twice.
 import assert from 'node:assert/strict';
-import { describe, test } from 'node:test';
+import { beforeEach, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createLimiter, fixedWindow, RedisStore, type SluiceError } from '../../src/index.js';
 import { type ClientKind, type Connected, connect } from '../helpers/clients.js';
@@ -10,9 +10,13 @@ import { startLoad, watchUnhandledRejections } from '../helpers/load.js';
 import { startRedis } from '../helpers/redis-server.js';
 import { fixedWindowCount } from '../helpers/stored.js';
 import { VARIANTS } from '../helpers/suites.js';
+import { clearOfWindowEnd } from '../helpers/window.js';
 
 const LIMIT = 2000;
 const FLUSHES = 10;
+
+// Each test compares what Redis counted in a 10-minute window with what callers were told: it must not end meanwhile.
+beforeEach(() => clearOfWindowEnd(600_000, 10_000));
 
 /** `calls` of one command from INFO commandstats, e.g. `evalsha`; 0 when absent. */
 function commandCalls(info: string, command: string): number {

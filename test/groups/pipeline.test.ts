@@ -1,7 +1,7 @@
 // Groups through the one pipeline: the deny cache answers for an atomic all(), shadow members beside
 // enforcing ones, fallback grants given back where they were taken, and every member's hooks.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { after, before, beforeEach, describe, test } from 'node:test';
 import {
   all,
   createLimiter,
@@ -16,6 +16,7 @@ import { BACKENDS, type Backend, openBackend } from '../helpers/backends.js';
 import { connect } from '../helpers/clients.js';
 import { type RedisServer, startRedis } from '../helpers/redis-server.js';
 import { unique } from '../helpers/suites.js';
+import { clearOfWindowEnd } from '../helpers/window.js';
 
 let server: RedisServer;
 before(async () => {
@@ -24,6 +25,8 @@ before(async () => {
 after(async () => {
   await server.stop();
 });
+// Every test counts to its limits in 10-minute windows: none may end meanwhile.
+beforeEach(() => clearOfWindowEnd(600_000, 10_000));
 
 /** Script calls a store has made so far: a Redis store counts them; the memory store makes none. */
 const callsOf = (store: Store): number => (store instanceof RedisStore ? store.calls : 0);

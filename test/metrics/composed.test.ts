@@ -7,8 +7,11 @@ import { rateLimit } from '../../src/http/adapters/hono.js';
 import { all, createLimiter, fixedWindow, loginGuard, MemoryStore } from '../../src/index.js';
 import { prometheusMetrics } from '../../src/metrics/index.js';
 import { outcomes, scrape } from '../helpers/metrics/scrape.js';
+import { clearOfWindowEnd } from '../helpers/window.js';
 
 test('all(limiters, { metrics }) counts each member, by its name, from then on', async () => {
+  // The limiters count to their limit in a minute's window: it must not end meanwhile.
+  await clearOfWindowEnd(60_000, 2_000);
   const registry = new Registry();
   const metrics = prometheusMetrics({ registry });
   const store = new MemoryStore();
@@ -47,6 +50,7 @@ test('loginGuard({ metrics }) counts failures per username and per IP under <nam
 });
 
 test('rateLimit({ metrics }) counts the decisions of the limiters the middleware uses', async () => {
+  await clearOfWindowEnd(60_000, 2_000);
   const registry = new Registry();
   const metrics = prometheusMetrics({ registry });
   const store = new MemoryStore();

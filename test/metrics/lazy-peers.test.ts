@@ -32,7 +32,8 @@ const sluice = await import(${JSON.stringify(built('index.js'))});
 const { decisionMetrics, prometheusMetrics } = await import(${JSON.stringify(built('metrics/index.js'))});
 const store = new sluice.MemoryStore();
 const metrics = decisionMetrics();
-const limiter = sluice.createLimiter({ store, policy: sluice.fixedWindow({ limit: 1, windowMs: 60000 }), name: 'api', metrics });
+// A clock of its own: no minute may end between the two calls, or the second would not be denied.
+const limiter = sluice.createLimiter({ store, policy: sluice.fixedWindow({ limit: 1, windowMs: 60000 }), name: 'api', metrics, clock: () => 1_700_000_000_000 });
 await limiter.limit('a');
 await limiter.limit('a');
 if (metrics.topDenied('api')[0]?.identifier !== 'a') throw new Error('not counted');

@@ -173,6 +173,8 @@ describe(`${RUNTIME.name} ${RUNTIME.version}: served over HTTP on a Redis-backed
       store,
       policy: fixedWindow({ limit: 1, windowMs: WINDOW_MS }),
       name: 'api',
+      // The fixed clock: no window ends between the two requests, the second is refused.
+      clock: () => NOW,
     });
     const served = await serveHere(
       fetchRateLimit({ limiter, remoteAddress: peerAddress }).wrap(() => new Response('ok')),

@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { parseJson, runCli, type ServeProcess, startServe, writeConfig } from '../helpers/cli.js';
 import { type RedisServer, startRedis } from '../helpers/redis-server.js';
+import { clearOfWindowEnd } from '../helpers/window.js';
 
 const LIMIT = 20;
 
@@ -21,7 +22,7 @@ describe('sluice serve --region', () => {
   let regionServers: RedisServer[];
   let services: ServeProcess[] = [];
   const config = writeConfig({
-    // A window long enough that no boundary falls inside the test: what is admitted is one window's.
+    // Ten minutes, whose end the test waits out when it is near: what is admitted is one window's.
     // Deny when the store is slow (a loaded machine): a failure must not pass as an admission.
     policies: {
       api: {
@@ -82,6 +83,8 @@ describe('sluice serve --region', () => {
       ),
     );
     assert.match(services[0]?.banner ?? '', /budget: region eu of eu, us, ledger at .*: api shared/);
+    // Admitted, granted and asked are one window's: it must not end before inspect has read the ledger.
+    await clearOfWindowEnd(600_000, 30_000);
     // Each region asks 40 times, a little apart so that its worker's chunks arrive between calls.
     let admitted = 0;
     for (let i = 0; i < 40; i++) {

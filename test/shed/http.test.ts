@@ -8,6 +8,7 @@ import { rateLimit, shed } from '../../src/http/adapters/express.js';
 import { createLimiter, fixedWindow, MemoryStore } from '../../src/index.js';
 import { createShedder, type Shedder } from '../../src/shed/index.js';
 import { Holds, SHED_APPS } from '../helpers/http/shed-apps.js';
+import { clearOfWindowEnd } from '../helpers/window.js';
 
 /** A shedder with a limit of exactly 2: critical may fill both, sheddable one. */
 function twoTickets(): Shedder {
@@ -153,6 +154,8 @@ for (const [name, build] of SHED_APPS) {
 
 describe('shed beside rateLimit (express)', () => {
   test('rateLimit first: a rate-limited request takes no ticket; a shed one gets its unit back', async () => {
+    // The limit is counted to a 429 in a minute's window: it must not end meanwhile.
+    await clearOfWindowEnd(60_000, 10_000);
     const store = new MemoryStore();
     const limiter = createLimiter({
       store,

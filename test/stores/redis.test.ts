@@ -18,6 +18,7 @@ import { keySlot } from '../../src/stores/redis/slot.js';
 import { CLIENT_KINDS, type Connected, connect } from '../helpers/clients.js';
 import { type RedisServer, startRedis } from '../helpers/redis-server.js';
 import { assertHygiene, openVariant } from '../helpers/suites.js';
+import { clearOfWindowEnd } from '../helpers/window.js';
 
 // A busy machine must not turn a slow reply into a timeout decision: these tests are about the store.
 const PATIENT_MS = 60_000;
@@ -151,6 +152,8 @@ describe('errors other than NOSCRIPT reach the caller and are not retried', () =
 
 describe('keys', () => {
   test('layout <prefix>:<name>:{<identifier>}, braces and % escaped one-to-one', async () => {
+    // The keys expire at the end of their minute: it must not fall before KEYS lists them.
+    await clearOfWindowEnd(60_000, 5_000);
     const { connected, store } = await openVariant('ioredis', 'scripts', server.port, 'layout');
     const limiter = createLimiter({
       store,
@@ -179,6 +182,8 @@ describe('keys', () => {
   });
 
   test('every key gets an expiry no longer than its state matters', async () => {
+    // The fixed window's key expires at the end of its minute: it must not fall before PTTL reads it.
+    await clearOfWindowEnd(60_000, 5_000);
     const { connected, store } = await openVariant('node-redis', 'scripts', server.port, 'ttl');
     const cases: Array<[Policy, number]> = [
       [fixedWindow({ limit: 5, windowMs: 60_000 }), 60_000],
