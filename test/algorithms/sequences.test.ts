@@ -12,6 +12,7 @@ import {
 } from '../../src/index.js';
 import { type RedisServer, startRedis } from '../helpers/redis-server.js';
 import { assertHygiene, openVariant, VARIANTS, type Variant } from '../helpers/suites.js';
+import { clearOfWindowEnd } from '../helpers/window.js';
 
 let server: RedisServer;
 before(async () => {
@@ -107,6 +108,8 @@ for (const { kind, mode } of VARIANTS) {
     });
 
     test('fixed window counts 1, 2, 3, 4 with a positive PTTL', async () => {
+      // The four counts and the PTTL read after them must fall in one hour's window (its key expires with it).
+      await clearOfWindowEnd(3_600_000, 10_000);
       assert.deepEqual(await fixedWindowCounts(variant.store, 'fixed'), [1, 2, 3, 4]);
       const pttl = Number(await variant.connected.command('PTTL', variant.store.keyFor('fixed', 'u1')));
       assert.ok(pttl > 0 && pttl <= 3_600_000, `PTTL ${pttl}`);
@@ -124,6 +127,8 @@ for (const { kind, mode } of VARIANTS) {
 
 describe('known sequences in memory', () => {
   test('fixed window counts 1, 2, 3, 4', async () => {
+    // The four counts must fall in one hour's window (on Date.now()).
+    await clearOfWindowEnd(3_600_000, 10_000);
     assert.deepEqual(await fixedWindowCounts(new MemoryStore(), 'fixed'), [1, 2, 3, 4]);
   });
   test('sliding log timeline', async () => {

@@ -2,7 +2,7 @@
 // nothing), on a memory and a Redis region store; and its Redis ledger runs through the store's `scripts`.
 import assert from 'node:assert/strict';
 import { performance } from 'node:perf_hooks';
-import { after, before, describe, test } from 'node:test';
+import { after, before, beforeEach, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
 import {
   createLimiter,
@@ -14,6 +14,7 @@ import {
   type Store,
 } from '../../src/index.js';
 import { type RedisServer, startRedis } from '../helpers/redis-server.js';
+import { clearOfWindowEnd } from '../helpers/window.js';
 
 const DECISIONS = 64;
 // An hour's window: the view counts the demand of the current window only, and a minute's window ended
@@ -89,6 +90,10 @@ async function compare(regionStore: () => Store, global: Store, quiet: boolean):
 }
 
 describe('a budgeted limiter decides on the fast path', () => {
+  // Each test's decisions, and the view's demand or the ledger's grants read after them, must fall in one hour's
+  // window: its end would restart the counts the view and the worker read.
+  beforeEach(() => clearOfWindowEnd(3_600_000, 30_000));
+
   test('on memory stores', async () => {
     await compare(() => new MemoryStore(), new MemoryStore(), false);
   });

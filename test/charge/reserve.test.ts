@@ -1,6 +1,6 @@
 // reserve() and settle(): the estimate taken now, the difference refunded or charged once, in memory and on a real Redis.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { after, before, beforeEach, describe, test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import { limiterPipeline, type Pipeline } from '../../src/core/index.js';
 import { newSettleId } from '../../src/core/reservation.js';
@@ -23,6 +23,7 @@ import { startDelayProxy } from '../helpers/delay-proxy.js';
 import { isCode } from '../helpers/errors.js';
 import { type RedisServer, startRedis } from '../helpers/redis-server.js';
 import { unique } from '../helpers/suites.js';
+import { clearOfWindowEnd } from '../helpers/window.js';
 
 let server: RedisServer;
 before(async () => {
@@ -48,6 +49,8 @@ for (const kind of BACKENDS) {
     after(async () => {
       await backend.close();
     });
+    // Each test but the GCRA one counts exact remainders in TOKENS' hour window: it must not end meanwhile.
+    beforeEach(() => clearOfWindowEnd(3_600_000, 10_000));
 
     test('a lower actual gives the difference back; a higher one charges it, into debt', async () => {
       const limiter = make(backend.store, TOKENS());
@@ -163,6 +166,8 @@ describe('a sliding log in debt stays bounded', () => {
 
 describe('a settle whose reply is lost, sent again', () => {
   test('on Redis: the script ran, the connection was cut before its reply came; the retry is counted once', async () => {
+    // The reservation, the lost settle and its retry (2 s each way through the proxy) count in one hour's window.
+    await clearOfWindowEnd(3_600_000, 30_000);
     // Every chunk takes 2 s each way through the proxy: the script runs 2 s after the settle is
     // sent, and its reply would come 2 s after that. The test sees the charge on a direct
     // connection, and cuts the proxy's connections then: the reply is lost.

@@ -13,6 +13,7 @@ import {
   startEnvoyServe,
 } from '../helpers/envoy/support.js';
 import { type RedisServer, startRedis } from '../helpers/redis-server.js';
+import { clearOfWindowEnd } from '../helpers/window.js';
 
 const SERVING = 1;
 const NOT_SERVING = 2;
@@ -82,6 +83,8 @@ describe('Redis killed', () => {
   const running = onRedis({ 'outage.yaml': CONFIG });
 
   test('each rule answers as configured, health goes NOT_SERVING, and both come back with Redis', async () => {
+    // The fallback store counts 'local' to its one per hour (on Date.now()): the hour must not end meanwhile.
+    await clearOfWindowEnd(3_600_000, 30_000);
     const { redis, serve } = running;
     assert.equal(await serve.client.health(), SERVING);
     assert.equal((await call(serve, 'strict')).overall_code, OK);
@@ -133,6 +136,8 @@ describe('one rule matched by two descriptors, Redis down, fallback', () => {
     );
 
   test("a descriptor over its fallback limit gives back the other's fallback grant", async () => {
+    // The fallback store counts a and b to their one per hour (on Date.now()): the hour must not end meanwhile.
+    await clearOfWindowEnd(3_600_000, 10_000);
     await running.redis.kill('SIGKILL');
     // The fallback store, one per hour: b's one unit taken alone.
     assert.equal((await ask('b')).overall_code, OK);

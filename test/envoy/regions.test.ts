@@ -6,6 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
 import { configDir, type EnvoyServe, httpCall, OK, startEnvoyServe } from '../helpers/envoy/support.js';
 import { type RedisServer, startRedis } from '../helpers/redis-server.js';
+import { clearOfWindowEnd } from '../helpers/window.js';
 
 const LIMIT = 20;
 const CONFIG = `domain: shared
@@ -32,6 +33,9 @@ describe('Envoy rules with a budget across regions', () => {
   });
 
   test("two regions admit a rule's limit once between them, beyond their floors", async () => {
+    // The rule's hour window must not end while the regions count to its limit, nor before the next test reads
+    // this hour's grants: both services' start, the 80 calls, and the metrics pages checked by promtool.
+    await clearOfWindowEnd(3_600_000, 60_000);
     const dir = configDir({ 'shared.yaml': CONFIG });
     for (const [i, region] of ['eu', 'us'].entries()) {
       services.push(

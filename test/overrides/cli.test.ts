@@ -11,6 +11,7 @@ import { clientIp } from '../../src/http/client-key.js';
 import { createLimiter, fixedWindow, RedisStore } from '../../src/index.js';
 import { parseJson, runCli, type ServeProcess, startServe, writeConfig } from '../helpers/cli.js';
 import { type RedisServer, startRedis } from '../helpers/redis-server.js';
+import { clearOfWindowEnd } from '../helpers/window.js';
 
 const HOUR = 3_600_000;
 
@@ -66,6 +67,8 @@ describe('stored limits and denials across processes', () => {
   });
 
   test('sluice limits set raises a limit on both processes at their next decision; a request limit wins; clear restores', async () => {
+    // 'acme' is counted to exact remainders in the services' hour window across four CLI runs: it must not end meanwhile.
+    await clearOfWindowEnd(HOUR, 30_000);
     const [a, b] = services as [ServeProcess, ServeProcess];
     assert.deepEqual(await decide(a, { policy: 'api', key: 'acme' }), plain(200, 5, 4));
     const set = await cli('limits', 'set', 'api', 'acme', '50');

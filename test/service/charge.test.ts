@@ -7,6 +7,7 @@ import { type ServeProcess, startServe, writeConfig } from '../helpers/cli.js';
 import { httpCall } from '../helpers/envoy/support.js';
 import { ROOT } from '../helpers/paths.js';
 import { type RedisServer, startRedis } from '../helpers/redis-server.js';
+import { clearOfWindowEnd } from '../helpers/window.js';
 
 type Answer = Record<string, unknown> & { headers?: Record<string, string> };
 
@@ -52,6 +53,8 @@ describe('sluice serve: charge, reserve and settle', () => {
   });
 
   test('a reservation sent back with a lower actual gives back, with a higher one charges into debt', async () => {
+    // The remainders and the debt are counted in the service's hour window: it must not end meanwhile.
+    await clearOfWindowEnd(3_600_000, 10_000);
     const reserved = await post('/v1/reserve', { policy: 'tokens', key: 'u1', cost: 100 });
     assert.equal(reserved.status, 200);
     assert.equal(reserved.answer.remaining, 900, serve.running.output().stderr);
@@ -80,6 +83,8 @@ describe('sluice serve: charge, reserve and settle', () => {
   });
 
   test('POST /v1/charge takes the amount past the limit, up to one allowance owed, and says what it cut off', async () => {
+    // The charge and the refused call after it must fall in one of the service's hour windows.
+    await clearOfWindowEnd(3_600_000, 10_000);
     const charged = await post('/v1/charge', { policy: 'tokens', key: 'u2', amount: 5000 });
     assert.equal(charged.status, 200);
     assert.deepEqual(

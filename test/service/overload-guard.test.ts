@@ -4,12 +4,13 @@
 // And the guard's wait, in process on a clock of its own: a burst waits oldest first, overload waits briefly, newest first.
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
-import { after, before, describe, mock, test } from 'node:test';
+import { after, before, beforeEach, describe, mock, test } from 'node:test';
 import { ServiceGuard } from '../../packages/server/src/service/guard.js';
 import type { Refusal, Ticket } from '../../src/shed/index.js';
 import { type ServeProcess, startServe, writeConfig } from '../helpers/cli.js';
 import { metric } from '../helpers/envoy/support.js';
 import { type RedisServer, startRedis } from '../helpers/redis-server.js';
+import { clearOfWindowEnd } from '../helpers/window.js';
 
 const CONCURRENT = 300;
 const LIMIT = 100;
@@ -74,6 +75,8 @@ describe('the overload guard over HTTP, on Redis', () => {
     await redis.stop();
     config.remove();
   });
+  // Each test counts its concurrent calls to exactly the limit in the service's hour window: it must not end meanwhile.
+  beforeEach(() => clearOfWindowEnd(3_600_000, 30_000));
 
   test(`${CONCURRENT} concurrent POST /v1/limit past a limit of 2: 503 with Retry-After, counted, none by the failure policy`, async () => {
     const { base } = await serve(TIGHT);

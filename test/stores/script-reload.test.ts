@@ -2,12 +2,13 @@
 // function library) the store loads the scripts and sends again, holding later calls behind the
 // resends, so one key's decisions stay exact and in call order; READONLY is resent, a few times at most.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { after, before, beforeEach, describe, test } from 'node:test';
 import { setImmediate as tick } from 'node:timers/promises';
 import { createLimiter, type Decision, fixedWindow, RedisStore, SluiceError } from '../../src/index.js';
 import { type RedisServer, startRedis } from '../helpers/redis-server.js';
 import { fixedWindowCount } from '../helpers/stored.js';
 import { oneUnit, openVariant, VARIANTS } from '../helpers/suites.js';
+import { clearOfWindowEnd } from '../helpers/window.js';
 
 const PATIENT_MS = 60_000;
 const HOUR = 3_600_000;
@@ -22,6 +23,9 @@ after(async () => {
 });
 
 describe('a flush with many calls for one key in flight', () => {
+  // Each test's 300 calls, in call order, and the stored count read after them must fall in one hour's window.
+  beforeEach(() => clearOfWindowEnd(HOUR, 30_000));
+
   for (const { kind, mode } of VARIANTS) {
     test(`${kind} ${mode}: every call decided by Redis, counted once, in call order`, async () => {
       const prefix = `order-${kind}-${mode}`;
