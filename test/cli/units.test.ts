@@ -77,7 +77,7 @@ describe('CLI helpers', () => {
       error: 'expected an integer (index × 2^21 + count) or "<window index>:<count>", found "7:x"',
     });
     assert.deepEqual(decodeState(gcra({ limit: 5, periodMs: 1000 }), { type: 'string', value: 'abc' }, 0), {
-      error: 'expected a number (the TAT: minus whole µs, or ms), found "abc"',
+      error: 'expected a number (the TAT: minus (2^52 + whole µs), minus whole µs, or ms), found "abc"',
     });
     // Both forms of a fixed window: window 3 of 60 s holding 2 units, read at 200 000 ms (window 3).
     for (const value of [String(3 * 2 ** 21 + 2), '3:2']) {

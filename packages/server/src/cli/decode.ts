@@ -39,7 +39,7 @@ export interface SlidingWindowView {
 }
 
 export interface GcraView {
-  readonly format: 'theoretical arrival time (TAT): minus whole µs, or ms';
+  readonly format: 'theoretical arrival time (TAT): minus (2^52 + whole µs), minus whole µs, or ms';
   readonly tatMs: number;
   /** How far the TAT is ahead of now: the time until the allowance is full again. */
   readonly aheadMs: number;
@@ -257,7 +257,9 @@ function gcraView(policy: Policy, value: string, nowMs: number, ttlMs: number): 
   const decoded = decodeGcra(value);
   const tat = decoded?.tat;
   if (decoded === undefined || tat === undefined || !Number.isFinite(tat)) {
-    return { error: `expected a number (the TAT: minus whole µs, or ms), found ${JSON.stringify(value)}` };
+    return {
+      error: `expected a number (the TAT: minus (2^52 + whole µs), minus whole µs, or ms), found ${JSON.stringify(value)}`,
+    };
   }
   const intervalMs = policy.rule.parameters[0];
   const toleranceMs = policy.rule.parameters[1];
@@ -275,7 +277,7 @@ function gcraView(policy: Policy, value: string, nowMs: number, ttlMs: number): 
   }
   const aheadMs = Math.max(0, tat - nowMs);
   return {
-    format: 'theoretical arrival time (TAT): minus whole µs, or ms',
+    format: 'theoretical arrival time (TAT): minus (2^52 + whole µs), minus whole µs, or ms',
     tatMs: tat,
     aheadMs: round(aheadMs),
     intervalMs,
