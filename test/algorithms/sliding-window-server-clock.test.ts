@@ -8,6 +8,7 @@ import { seeded } from '../helpers/random.js';
 import { type RedisServer, startRedis } from '../helpers/redis-server.js';
 import { assertHygiene, openVariant, type Variant } from '../helpers/suites.js';
 import { runCall, type TwinCall } from '../helpers/twins.js';
+import { clearOfWindowEnd } from '../helpers/window.js';
 
 const DAY_MS = 86_400_000;
 const STEPS = 400;
@@ -25,8 +26,7 @@ before(async () => {
   server = await startRedis();
   variant = await openVariant('ioredis', 'scripts', server.port, 'swclock');
   // Keep away from midnight UTC, where a day window turns.
-  const left = DAY_MS - (Date.now() % DAY_MS);
-  if (left < 60_000) await new Promise((resolve) => setTimeout(resolve, left + 50));
+  await clearOfWindowEnd(DAY_MS, 60_000);
 });
 after(async () => {
   try {

@@ -5,7 +5,6 @@ import { after, before, beforeEach, describe, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
 import { runCli } from '../helpers/cli.js';
 import {
-  awayFromWindowEnd,
   type Descriptor,
   type EnvoyServe,
   HOUR_MS,
@@ -16,10 +15,11 @@ import {
   ROOT,
   startEnvoyServe,
 } from '../helpers/envoy/support.js';
+import { clearOfWindowEnd } from '../helpers/window.js';
 import { CONFIG, deep, requestOfSize, user } from './bounds-support.js';
 
 // Counts are read within one fixed window: no test starts in the last seconds of an hour's.
-beforeEach(() => awayFromWindowEnd(HOUR_MS));
+beforeEach(() => clearOfWindowEnd(HOUR_MS, 10_000));
 
 const REFUSALS = 'ratelimit_service_should_rate_limit_error_total';
 

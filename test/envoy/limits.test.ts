@@ -7,7 +7,6 @@ import { status } from '@grpc/grpc-js';
 import { parseList } from 'structured-headers';
 import {
   awayFromMinuteEnd,
-  awayFromWindowEnd,
   type Descriptor,
   type EnvoyServe,
   envoyOnRedis,
@@ -23,9 +22,10 @@ import {
   UNIT,
 } from '../helpers/envoy/support.js';
 import { type RedisServer, startRedis } from '../helpers/redis-server.js';
+import { clearOfWindowEnd } from '../helpers/window.js';
 
 // Counts are read within one fixed window: no test starts in the last seconds of an hour's.
-beforeEach(() => awayFromWindowEnd(HOUR_MS));
+beforeEach(() => clearOfWindowEnd(HOUR_MS, 10_000));
 
 const CONFIG = join(FIXTURES, 'limits.yaml');
 

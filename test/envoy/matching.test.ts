@@ -3,7 +3,6 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import {
-  awayFromWindowEnd,
   type Entry,
   type EnvoyServe,
   FIXTURES,
@@ -13,9 +12,10 @@ import {
   startEnvoyServe,
   UNIT,
 } from '../helpers/envoy/support.js';
+import { clearOfWindowEnd } from '../helpers/window.js';
 
 // Counts are read within one fixed window: no test starts in the last seconds of a minute's.
-beforeEach(() => awayFromWindowEnd(MINUTE_MS, 3_000));
+beforeEach(() => clearOfWindowEnd(MINUTE_MS, 3_000));
 
 /** What a descriptor is expected to get: a limit (requests per unit, unit, name), unlimited, or nothing. */
 type Expected = { rpu: number; unit: number; name?: string } | 'unlimited' | 'none';

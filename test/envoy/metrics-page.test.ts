@@ -7,7 +7,6 @@ import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import {
-  awayFromWindowEnd,
   type EnvoyServe,
   FIXTURES,
   HOUR_MS,
@@ -15,6 +14,7 @@ import {
   OVER_LIMIT,
   startEnvoyServe,
 } from '../helpers/envoy/support.js';
+import { clearOfWindowEnd } from '../helpers/window.js';
 
 /** Each family's `# TYPE` on a page in Prometheus's text format: name -> type. */
 function familyTypes(page: string): Map<string, string> {
@@ -35,7 +35,7 @@ describe('the /metrics page of sluice serve --envoy', () => {
   before(async () => {
     serve = await startEnvoyServe(join(FIXTURES, 'limits.yaml'));
     // The three calls below count in one hour's window.
-    await awayFromWindowEnd(HOUR_MS);
+    await clearOfWindowEnd(HOUR_MS, 10_000);
     const value = `page-${Date.now()}`;
     const ask = () =>
       serve.client.shouldRateLimit({

@@ -4,7 +4,6 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import {
-  awayFromWindowEnd,
   type Descriptor,
   type EnvoyServe,
   envoyOnRedis,
@@ -19,9 +18,10 @@ import {
   structToJson,
 } from '../helpers/envoy/support.js';
 import { type RedisServer, startRedis } from '../helpers/redis-server.js';
+import { clearOfWindowEnd } from '../helpers/window.js';
 
 // Counts are read within one fixed window: no test starts in the last seconds of an hour's.
-beforeEach(() => awayFromWindowEnd(HOUR_MS));
+beforeEach(() => clearOfWindowEnd(HOUR_MS, 10_000));
 
 const CONFIG = join(FIXTURES, 'quota.yaml');
 

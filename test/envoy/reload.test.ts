@@ -4,7 +4,6 @@ import { renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeEach, describe, test } from 'node:test';
 import {
-  awayFromWindowEnd,
   configDir,
   configMapDir,
   type EnvoyServe,
@@ -13,9 +12,10 @@ import {
   metric,
   startEnvoyServe,
 } from '../helpers/envoy/support.js';
+import { clearOfWindowEnd } from '../helpers/window.js';
 
 // Counts are read within one fixed window: no test starts in the last seconds of an hour's.
-beforeEach(() => awayFromWindowEnd(HOUR_MS));
+beforeEach(() => clearOfWindowEnd(HOUR_MS, 10_000));
 
 function config(limit: number): string {
   return `domain: reload\ndescriptors:\n  - key: client\n    rate_limit:\n      unit: hour\n      requests_per_unit: ${limit}\n`;

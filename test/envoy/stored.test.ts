@@ -7,7 +7,6 @@ import { limiterName } from '../../packages/server/src/envoy/limiters.js';
 import { createLimiter, fixedWindow, type Limiter, RedisStore } from '../../src/index.js';
 import { runCli } from '../helpers/cli.js';
 import {
-  awayFromWindowEnd,
   type Descriptor,
   envoyOnRedis,
   FIXTURES,
@@ -18,9 +17,10 @@ import {
   UNIT,
 } from '../helpers/envoy/support.js';
 import { type RedisServer, startRedis } from '../helpers/redis-server.js';
+import { clearOfWindowEnd } from '../helpers/window.js';
 
 // Counts are read within one fixed window: no test starts in the last seconds of an hour's.
-beforeEach(() => awayFromWindowEnd(HOUR_MS));
+beforeEach(() => clearOfWindowEnd(HOUR_MS, 10_000));
 
 const HOUR = 3_600_000;
 

@@ -3,10 +3,11 @@
 // (and its keys expire) mid-test.
 
 /**
- * Waits for the next window of `windowMs` when less than `marginMs` is left of the current one; returns at
- * once otherwise. `marginMs` is a generous bound on how long the test counts in the window.
+ * Waits for the next window of `windowMs` (half a second into it) when less than `marginMs` is left of
+ * the current one; returns at once otherwise. `marginMs` is a generous bound on how long the test counts
+ * in the window. An hour's end is also a day's and a week's.
  */
 export async function clearOfWindowEnd(windowMs: number, marginMs: number): Promise<void> {
   const left = windowMs - (Date.now() % windowMs);
-  if (left < marginMs) await new Promise((resolve) => setTimeout(resolve, left + 50));
+  if (left < marginMs) await new Promise((resolve) => setTimeout(resolve, left + 500));
 }

@@ -15,6 +15,7 @@ import { decodeFixedWindow, decodeTat } from '../../src/stores/redis/stored.js';
 import { type Connected, connect } from '../helpers/clients.js';
 import { type RedisServer, startRedis } from '../helpers/redis-server.js';
 import { EXACT, openVariant, type Variant } from '../helpers/suites.js';
+import { clearOfWindowEnd } from '../helpers/window.js';
 
 const DAY_MS = 86_400_000;
 
@@ -34,8 +35,7 @@ before(async () => {
   await subscriber.subscribe('__keyevent@0__:expire');
   // Day-long windows start at midnight UTC: keep away from the boundary so that every write below
   // falls in one window.
-  const left = DAY_MS - (Date.now() % DAY_MS);
-  if (left < 10_000) await new Promise((resolve) => setTimeout(resolve, left + 50));
+  await clearOfWindowEnd(DAY_MS, 10_000);
 });
 
 after(async () => {

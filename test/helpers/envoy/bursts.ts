@@ -4,8 +4,9 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { after, before } from 'node:test';
 import { type RedisServer, startRedis } from '../redis-server.js';
+import { clearOfWindowEnd } from '../window.js';
 import { PROTO_DIR } from './client.js';
-import { awayFromWindowEnd, configDir, HOUR_MS, ROOT } from './support.js';
+import { configDir, HOUR_MS, ROOT } from './support.js';
 
 /** A burst's answers counted by status name: OK, OVER_LIMIT, or the gRPC error (UNAVAILABLE, RESOURCE_EXHAUSTED…). */
 export type BurstCounts = Record<string, number>;
@@ -36,7 +37,7 @@ export function burstRedis(): () => RedisServer {
     // Raised priority: these suites assert 0 UNAVAILABLE while Redis is up, and on a loaded CI machine a Redis starved
     // of CPU for seconds (measured: 3.6 s waiting to run 102 ms) answers past the 50 ms timeout however the service behaves.
     redis = await startRedis({ priority: -10 });
-    await awayFromWindowEnd(HOUR_MS, 120_000);
+    await clearOfWindowEnd(HOUR_MS, 120_000);
   });
   after(async () => {
     await redis?.stop();

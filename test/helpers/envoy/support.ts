@@ -27,6 +27,7 @@ export {
 } from './client.js';
 
 import { ROOT } from '../paths.js';
+import { clearOfWindowEnd } from '../window.js';
 import { EnvoyClient } from './client.js';
 
 export { ROOT };
@@ -163,19 +164,9 @@ export async function eventually(
 export const MINUTE_MS = 60_000;
 export const HOUR_MS = 3_600_000;
 
-/**
- * Waits out the last `marginMs` of a fixed window of `windowMs` (windows start at multiples of it,
- * as Envoy's units do), so that the window cannot roll over while a test counts in it. An hour's
- * end is also a day's and a week's.
- */
-export async function awayFromWindowEnd(windowMs: number, marginMs = 10_000): Promise<void> {
-  const into = Date.now() % windowMs;
-  if (into > windowMs - marginMs) await new Promise((resolve) => setTimeout(resolve, windowMs - into + 500));
-}
-
-/** `awayFromWindowEnd` for a minute's window. */
+/** Waits out the last `marginMs` of a minute's window (see clearOfWindowEnd), as Envoy's unit. */
 export function awayFromMinuteEnd(marginMs = 10_000): Promise<void> {
-  return awayFromWindowEnd(MINUTE_MS, marginMs);
+  return clearOfWindowEnd(MINUTE_MS, marginMs);
 }
 
 /** The scripts a Redis server has run so far: EVALSHA and EVAL calls in INFO commandstats. */

@@ -2,7 +2,6 @@
 // across two application instances (where throttler's own storage lets each instance count alone), and blocks.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Controller, Get, Module, type Type } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
 import {
@@ -21,6 +20,7 @@ import { burst, statusCounts } from '../../helpers/http/burst.js';
 import { PLATFORMS, type Platform, type Running, start } from '../../helpers/http/nestjs.js';
 import { NOW, testClock } from '../../helpers/http/support.js';
 import { type RedisServer, startRedis } from '../../helpers/redis-server.js';
+import { clearOfWindowEnd } from '../../helpers/window.js';
 
 const DAY_MS = 86_400_000;
 
@@ -32,8 +32,7 @@ before(async () => {
   server = await startRedis();
   connected = await connect('ioredis', server.port);
   // The day-long fixed windows (aligned to the clock) must not roll over mid-test.
-  const intoDay = Date.now() % DAY_MS;
-  if (intoDay > DAY_MS - 30_000) await sleep(DAY_MS - intoDay + 100);
+  await clearOfWindowEnd(DAY_MS, 30_000);
 });
 after(async () => {
   await connected.close();
