@@ -26,5 +26,5 @@ export { describesUnit, STYLE_WRITERS } from './http/header-styles.js';
 export { secondsUntilMore, sfString, wholeSeconds, wholeUnits } from './http/header-values.js';
 export { chosenStyles } from './http/headers.js';
 export { MAX_PAUSE_MS, MAX_WAIT_MS } from './operations.js';
-export { decodeFixedWindow, decodeGcra } from './stores/redis/stored.js';
+export { decodeFixedWindow, decodeGcra, GCRA_EXPIRY_ROUNDING_MS } from './stores/redis/stored.js';
 export { MAX_GROUP_SIZE } from './validate.js';

@@ -23,6 +23,12 @@ export function decodeFixedWindow(
 const GCRA_DUE = 2 ** 52;
 
 /**
+ * The most a GCRA key kept in that form outlives its TAT: it expires at the next whole second of
+ * Redis's clock (gcra.lua).
+ */
+export const GCRA_EXPIRY_ROUNDING_MS = 1000;
+
+/**
  * A GCRA or token bucket value, the theoretical arrival time in ms: minus (2^52 + a whole number of
  * microseconds) when written on the server's clock (the key then expires at the first whole second at or
  * after the TAT), minus a whole number of microseconds (`"-1764681234567123"`, the key expires at the
@@ -52,6 +58,6 @@ export function decodeGcra(value: string):
   const paused = /^(\S+) (\d+) (\d+)$/.exec(value);
   const tat = decodeTat(paused === null ? value : (paused[1] as string));
   if (tat === undefined) return undefined;
-  if (paused === null) return { tat, graceMs: Number(value) < -GCRA_DUE ? 1000 : 0 };
+  if (paused === null) return { tat, graceMs: Number(value) < -GCRA_DUE ? GCRA_EXPIRY_ROUNDING_MS : 0 };
   return { tat, graceMs: 0, pausedUntil: Number(paused[2]), shiftMs: Number(paused[3]) };
 }

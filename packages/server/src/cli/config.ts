@@ -12,7 +12,7 @@ import {
   tokenBucket,
 } from 'sluice';
 import { HEADER_STYLES, type HeaderStyle } from 'sluice/http';
-import { MAX_PAUSE_MS, MAX_WAIT_MS } from 'sluice/internal';
+import { GCRA_EXPIRY_ROUNDING_MS, MAX_PAUSE_MS, MAX_WAIT_MS } from 'sluice/internal';
 import { CliError } from './errors.js';
 
 /** The algorithms a config names, each built by the library's own factory (which validates it). */
@@ -354,7 +354,7 @@ export function maxTtlMs(policy: Policy): number {
       return 2 * parameter;
     case 'gcra':
       // A slot scheduled by wait() or throttle() keeps the key up to the longest wait (and pause) longer.
-      return Math.ceil(parameter) + MAX_WAIT_MS + MAX_PAUSE_MS + 1000;
+      return Math.ceil(parameter) + MAX_WAIT_MS + MAX_PAUSE_MS + GCRA_EXPIRY_ROUNDING_MS;
     default:
       return parameter;
   }
