@@ -59,7 +59,7 @@ local function gcra_keep(key, tat, now, held)
   local micros = tat * 1000
   if server_ms and micros == floor(micros) and micros < GCRA_DUE and micros / 1000 == tat then
     local value = -(GCRA_DUE + micros)
-    -- The second of Redis's clock the key expires at (see above), inlined: this is a decision's hot path.
+    -- The second of Redis's clock the key expires at (see above).
     local due = ceil(micros / 1000000)
     if held and ceil((-held - GCRA_DUE) / 1000000) == due then
       local step = value - held
@@ -163,19 +163,6 @@ local function gcra(key, now, op, cost, interval, tolerance, operand, operand2)
       tat = (-tat - GCRA_DUE) / 1000
     else
       tat = -tat / 1000
-    end
-  end
-  -- The hot path, gcra_keep's INCRBY inlined: a limit that fits, on a TAT of the second form that
-  -- is not past, whose next TAT falls in the same second and is whole µs.
-  if held and op == '0' and tat >= now and server_ms then
-    local next = tat + cost * interval
-    local micros = next * 1000
-    if next - now <= tolerance + EPSILON_MS and micros == floor(micros) and micros < GCRA_DUE
-      and micros / 1000 == next and ceil(micros / 1000000) == ceil((-held - GCRA_DUE) / 1000000) then
-      local step = -(GCRA_DUE + micros) - held
-      if step ~= gcra_step then gcra_step, gcra_step_text = step, string.format('%d', step) end
-      call('INCRBY', key, gcra_step_text)
-      return 1, gcra_units(next, now, interval, tolerance), ceil(next - now), 0
     end
   end
   tat = tat or now
