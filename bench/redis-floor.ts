@@ -31,7 +31,7 @@ interface Waiting {
 /**
  * A decider that batches as RedisStore does (process.nextTick after the first decision of a tick;
  * calls of at most `maxBatch` keys; the arguments of a fixed window: count, keys, op, now, the two
- * parameters, one cost per key) and resolves each decision with the fields of its record.
+ * parameters, the batch's one cost) and resolves each decision with the fields of its record.
  */
 export function transportFloor(redis: Redis, maxBatch = 64): Decider<Decision> {
   const policy = fixedWindow({ limit: LIMIT, windowMs: WINDOW_MS });
@@ -41,7 +41,9 @@ export function transportFloor(redis: Redis, maxBatch = 64): Decider<Decision> {
     const args: string[] = [TRIVIAL_SHA, String(items.length)];
     for (const item of items) args.push(item.key);
     args.push('0', '', ...wireOf(policy).args);
-    for (let i = 0; i < items.length; i++) args.push('1');
+    // One cost for the batch when there are several keys, as sluice sends a batch of equal costs.
+    if (items.length > 1) args.push('*1');
+    else args.push('1');
     (redis.call('EVALSHA', ...args) as Promise<number[]>).then(
       (reply) => {
         const resetMs = reply[0] as number;

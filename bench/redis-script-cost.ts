@@ -54,7 +54,11 @@ async function usecOfScripts(): Promise<number> {
 }
 
 /** Runs `batches` calls of BATCH keys, identifiers in rotation; µs per decision by commandstats and by CPU. */
-async function time(body: string, policy: Policy): Promise<{ script: number; cpu: number; bytes: number }> {
+async function time(
+  body: string,
+  policy: Policy,
+  sharedCost: boolean,
+): Promise<{ script: number; cpu: number; bytes: number }> {
   const sha = createHash('sha1').update(body).digest('hex');
   await admin.call('SCRIPT', 'LOAD', body);
   const wire = wireOf(policy);
@@ -64,7 +68,10 @@ async function time(body: string, policy: Policy): Promise<{ script: number; cpu
     const args: string[] = [sha, String(BATCH)];
     for (let i = 0; i < BATCH; i++) args.push(`bench:${policy.algorithm}:user:${next++ % IDENTIFIERS}`);
     args.push('0', '', ...wire.args);
-    for (let i = 0; i < BATCH; i++) args.push('1');
+    // The batch's one cost, as sluice sends equal costs (lua/single.lua); the baseline, a script
+    // from before that form, one cost per key.
+    if (sharedCost) args.push('*1');
+    else for (let i = 0; i < BATCH; i++) args.push('1');
     args.push('0');
     if (wire.named !== undefined) args.push(wire.named);
     await admin.call('EVALSHA', ...args);
@@ -99,7 +106,7 @@ for (const [label, policy] of POLICIES) {
   for (let round = 0; round < rounds; round++) {
     const order = round % 2 === 0 ? bodies : [...bodies].reverse();
     for (const [which, body] of order) {
-      const r = await time(body, policy);
+      const r = await time(body, policy, which === 'this build');
       const entry = results.get(which) ?? { script: [], cpu: [], bytes: [] };
       entry.script.push(r.script);
       entry.cpu.push(r.cpu);

@@ -40,7 +40,8 @@
 --     their helpers are prefixed the same way: every algorithm shares one chunk in all.lua.
 --
 -- KEYS: one state key per identifier.
--- ARGV: op (with its shape: see below), now in ms ('' reads the server clock), the policy's two parameters, one cost per key,
+-- ARGV: op (with its shape: see below), now in ms ('' reads the server clock), the policy's two parameters, one cost per key
+--       (or, when every key's cost is the same, that cost once, after a '*': one argument for the batch),
 --       then each key's operands (`operands` each: a refund's settle id; a charge's max_debt and
 --       settle id (a reservation's settle is applied once: see the marker below); a schedule's max_wait and
 --       pause_ms; a lease's id, and an extension's ms and token; a concurrency policy's
@@ -120,23 +121,29 @@ local function allowed_own(reset, remaining)
   if remaining < PACK and reset < 4294967296 then return -1 - 2 * (reset * PACK + remaining) end
   return string.format('%d %d', reset, remaining)
 end
--- Costs are mostly all alike: the text of the last one is compared (interned strings: one pointer)
--- before it is parsed again.
+-- Costs are mostly all alike: a batch whose keys all cost the same sends its cost once ('*<cost>'),
+-- and each key's operands follow it; otherwise the text of the last cost is compared (interned
+-- strings: one pointer) before it is parsed again.
+local uniform = string.byte(ARGV[5]) == 42
+local base = uniform and 5 or 4 + #KEYS
 local costText, cost = nil, nil
+if uniform then cost = tonumber(string.sub(ARGV[5], 2)) end
 local charging = op == '3'
 -- A refund's and a charge's last operand: the settle they belong to ('0' for none). A settle's
 -- marker beside the state (its key with '%settled:<id>' appended: the same hash tag and slot) says
 -- it was applied; it lasts until the state's reset, and the same settle sent again changes nothing.
 local settles = op == '2' or op == '3'
 for i = 1, #KEYS do
-  local text = ARGV[4 + i]
-  if text ~= costText then
-    costText = text
-    cost = tonumber(text)
+  if not uniform then
+    local text = ARGV[4 + i]
+    if text ~= costText then
+      costText = text
+      cost = tonumber(text)
+    end
   end
   local operand1, operand2 = nil, nil
   if operands > 0 then
-    local at = 4 + #KEYS + (i - 1) * operands
+    local at = base + (i - 1) * operands
     operand1 = ARGV[at + 1]
     if operands > 1 then operand2 = ARGV[at + 2] end
     if numeric then operand1, operand2 = tonumber(operand1), tonumber(operand2) end
@@ -144,7 +151,7 @@ for i = 1, #KEYS do
   local allowed, remaining, reset, retry, field1, field2, field3, applied
   local marker = nil
   if settles then
-    local id = ARGV[4 + #KEYS + i * operands]
+    local id = ARGV[base + i * operands]
     if id ~= '0' then marker = KEYS[i] .. '%settled:' .. id end
   end
   local seen = marker ~= nil and call('EXISTS', marker) == 1
