@@ -51,7 +51,8 @@ export function decideFixedWindow(
   maxDebt = limit,
   into?: OutcomeInto,
 ): Outcome<FixedWindowState> {
-  if (operation === 'takeUpTo') return fixedWindowUpTo(stored, now, cost, limit, windowMs, maxDebt);
+  if (operation === 'takeUpTo')
+    return takeUpTo((op, units) => decideFixedWindow(stored, now, op, units, limit, windowMs, maxDebt), cost);
   const index = Math.floor(now / windowMs);
   const untilEnd = Math.ceil((index + 1) * windowMs - now);
   let count = 0;
@@ -65,12 +66,20 @@ export function decideFixedWindow(
   let allowed = true;
   let retryAfterMs = 0;
   let ttlMs = -1;
+  let fields: number[] | undefined;
   if (operation === 'refund') {
     count = count - cost;
     if (count < 0) count = 0;
     ttlMs = count > 0 ? untilEnd : 0;
   } else if (operation === 'charge') {
-    return fixedWindowCharge(stored, index, untilEnd, count, cost, limit, maxDebt);
+    const room = Math.max(0, limit + maxDebt - count);
+    const taken = Math.min(cost, room);
+    if (taken > 0) {
+      count = count + taken;
+      ttlMs = untilEnd;
+    }
+    // The retry for a cost of 1, the debt, the units cut off (see fixed-window.lua).
+    fields = [count + 1 > limit ? untilEnd : 0, Math.max(0, count - limit), cost - taken];
   } else if (count + cost > limit) {
     allowed = false;
     retryAfterMs = untilEnd;
@@ -80,8 +89,8 @@ export function decideFixedWindow(
     // already holds this window (INCRBY, SET ... KEEPTTL), which is the same moment.
     ttlMs = untilEnd;
   }
-  return outcomeOf(
-    into,
+  const outcome = outcomeOf(
+    fields === undefined ? into : undefined,
     allowed,
     // A limit lowered for this call (a plan changed mid-window) may be below the count.
     count >= limit ? 0 : limit - count,
@@ -90,6 +99,7 @@ export function decideFixedWindow(
     ttlMs > 0 ? keep(stored, index, count, limit) : stored,
     ttlMs,
   );
+  return fields === undefined ? outcome : withFields(outcome, { fields });
 }
 
 /** Options of {@link fixedWindow}. */
@@ -129,53 +139,4 @@ export function fixedWindow(options: FixedWindowOptions): Policy<FixedWindowStat
     (perCall) => body(callLimit(perCall, share)),
     limitRule('count', requested, share, debt),
   );
-}
-
-/**
- * A charge on a fixed window: it counts as usage does, up to `limit + maxDebt`. A function of its own:
- * inside decideFixedWindow, its arithmetic (which the usual decision never runs, so V8 has no types
- * for it) made the compiled code keep the count and the outcome's numbers as tagged values on every
- * decision, about 125 instructions of a decision's 480 in a loop.
- */
-function fixedWindowCharge(
-  stored: FixedWindowState | undefined,
-  index: number,
-  untilEnd: number,
-  count: number,
-  cost: number,
-  limit: number,
-  maxDebt: number,
-): Outcome<FixedWindowState> {
-  const room = Math.max(0, limit + maxDebt - count);
-  const taken = Math.min(cost, room);
-  const used = count + taken;
-  const ttlMs = taken > 0 ? untilEnd : -1;
-  const outcome = outcomeOf(
-    undefined,
-    true,
-    used >= limit ? 0 : limit - used,
-    used > 0 ? untilEnd : 0,
-    0,
-    ttlMs > 0 ? keep(stored, index, used, limit) : stored,
-    ttlMs,
-  );
-  // The retry for a cost of 1, the debt, the units cut off (see fixed-window.lua).
-  return withFields(outcome, {
-    fields: [used + 1 > limit ? untilEnd : 0, Math.max(0, used - limit), cost - taken],
-  });
-}
-
-/**
- * `takeUpTo` on a fixed window. A function of its own: a closure over decideFixedWindow's parameters
- * made inside it would have V8 copy them into a context (88 bytes) on every call, taken or not.
- */
-function fixedWindowUpTo(
-  stored: FixedWindowState | undefined,
-  now: number,
-  cost: number,
-  limit: number,
-  windowMs: number,
-  maxDebt: number,
-): Outcome<FixedWindowState> {
-  return takeUpTo((op, units) => decideFixedWindow(stored, now, op, units, limit, windowMs, maxDebt), cost);
 }

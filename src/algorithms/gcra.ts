@@ -53,8 +53,11 @@ export function decideGcra(
   maxDebt = Math.round(toleranceMs / intervalMs),
   into?: OutcomeInto,
 ): Outcome<GcraState> {
-  if (operation === 'takeUpTo')
-    return gcraUpTo(stored, now, cost, intervalMs, toleranceMs, operands, maxDebt);
+  if (operation === 'takeUpTo') {
+    const decide = (op: Operation, units: number) =>
+      decideGcra(stored, now, op, units, intervalMs, toleranceMs, operands, maxDebt);
+    return takeUpTo(decide, cost);
+  }
   if (operation === 'schedule') return decideSchedule(stored, now, cost, intervalMs, toleranceMs, operands);
   const pause = activePause(stored, now);
   const storedTat = tatOf(stored);
@@ -238,20 +241,4 @@ function gcraPolicy(
       decideGcra(state, now, operation, cost, intervalMs, toleranceMs, undefined, maxDebt, into),
   };
   return body;
-}
-
-/** `takeUpTo` on GCRA: a function of its own, for the reason fixed-window.ts's fixedWindowUpTo gives. */
-function gcraUpTo(
-  stored: GcraState | undefined,
-  now: number,
-  cost: number,
-  intervalMs: number,
-  toleranceMs: number,
-  operands: readonly string[] | undefined,
-  maxDebt: number,
-): Outcome<GcraState> {
-  return takeUpTo(
-    (op, units) => decideGcra(stored, now, op, units, intervalMs, toleranceMs, operands, maxDebt),
-    cost,
-  );
 }

@@ -42,7 +42,11 @@ export function decideSlidingLog(
   maxDebt = limit,
   into?: OutcomeInto,
 ): Outcome<SlidingLogState> {
-  if (operation === 'takeUpTo') return slidingLogUpTo(stored, clock, cost, limit, windowMs, maxDebt);
+  if (operation === 'takeUpTo')
+    return takeUpTo(
+      (op, units) => decideSlidingLog(stored, clock, op, units, limit, windowMs, maxDebt),
+      cost,
+    );
   const times = stored === undefined ? [] : stored.times;
   let now = clock;
   const last = times[times.length - 1];
@@ -151,16 +155,4 @@ export function slidingLog(options: SlidingLogOptions): Policy<SlidingLogState> 
 
 function limitName(share: number): string {
   return share === 1 ? '' : `its share (${share}) of `;
-}
-
-/** `takeUpTo` on a log: a function of its own, for the reason fixed-window.ts's fixedWindowUpTo gives. */
-function slidingLogUpTo(
-  stored: SlidingLogState | undefined,
-  clock: number,
-  cost: number,
-  limit: number,
-  windowMs: number,
-  maxDebt: number,
-): Outcome<SlidingLogState> {
-  return takeUpTo((op, units) => decideSlidingLog(stored, clock, op, units, limit, windowMs, maxDebt), cost);
 }

@@ -123,7 +123,11 @@ export function decideSlidingWindow(
   maxDebt = limit,
   into?: OutcomeInto,
 ): Outcome<SlidingWindowState> {
-  if (operation === 'takeUpTo') return slidingWindowUpTo(stored, now, cost, limit, windowMs, maxDebt);
+  if (operation === 'takeUpTo')
+    return takeUpTo(
+      (op, units) => decideSlidingWindow(stored, now, op, units, limit, windowMs, maxDebt),
+      cost,
+    );
   const index = Math.floor(now / windowMs);
   const elapsed = now - index * windowMs;
   const weight = (windowMs - elapsed) / windowMs;
@@ -209,16 +213,4 @@ export function slidingWindow(options: SlidingWindowOptions): Policy<SlidingWind
     (perCall) => body(callLimit(perCall, share)),
     limitRule('count', requested, share, debt),
   );
-}
-
-/** `takeUpTo` on a sliding window: a function of its own, for the reason fixed-window.ts's fixedWindowUpTo gives. */
-function slidingWindowUpTo(
-  stored: SlidingWindowState | undefined,
-  now: number,
-  cost: number,
-  limit: number,
-  windowMs: number,
-  maxDebt: number,
-): Outcome<SlidingWindowState> {
-  return takeUpTo((op, units) => decideSlidingWindow(stored, now, op, units, limit, windowMs, maxDebt), cost);
 }
