@@ -19,11 +19,12 @@ import type { ClientLibrary, Commander } from './commander.js';
 import type { RedisStoreOptions } from './options.js';
 import { Readiness } from './readiness.js';
 import { Recovery } from './recovery.js';
+import { answerRecords } from './reply.js';
 import { LIBRARY_CODE, SCRIPTS, type Script } from './scripts.js';
 import { isTryAgain, redisStoreError, type Unrun, unrunReason } from './server-errors.js';
 import { keySlot } from './slot.js';
 import { RedisStoredEntries } from './stored-entries.js';
-import { answerRecords, type Batch, batchCall, byKey, coalesce, type Items, scheduleFlush } from './wire.js';
+import { type Batch, batchCall, byKey, coalesce, type Items, scheduleFlush } from './wire.js';
 
 export type { RedisStoreOptions } from './options.js';
 

@@ -1,17 +1,9 @@
 // The wire of the decision script (lua/single.lua): a tick's requests grouped into script calls (one batch
-// per policy and slot, each key's calls in order), a policy as the scripts take it, a batch's arguments,
-// and the reply, checked whole, then turned into one result per key.
+// per policy and slot, each key's calls in order), a policy as the scripts take it,
+// and a batch's arguments (its reply is read in reply.ts).
 
-import { withFields } from '../../copy.js';
 import { OPERATIONS, shapeOf } from '../../operations.js';
-import type {
-  Operation,
-  Policy,
-  StoredLimitRule,
-  StoreReply,
-  StoreRequest,
-  StoreResult,
-} from '../../types.js';
+import type { Operation, Policy, StoredLimitRule, StoreReply, StoreRequest } from '../../types.js';
 import { DECISION_SCRIPTS } from './lua.generated.js';
 import { SCRIPTS, type Script } from './scripts.js';
 import { keySlot } from './slot.js';
@@ -253,14 +245,6 @@ export function wireOf(policy: Policy): PolicyWire {
 /** Costs up to 100 as text, made once. */
 const COSTS = Array.from({ length: 101 }, (_, i) => String(i));
 
-/** Costs up to 100 as a batch's one cost for every key ('*<cost>', lua/single.lua), made once. */
-const SHARED_COSTS = COSTS.map((cost) => `*${cost}`);
-
-/** A cost as text. */
-function costText(cost: number): string {
-  return cost < COSTS.length ? (COSTS[cost] as string) : String(cost);
-}
-
 /** The cost every request of a batch asks for, or undefined when they differ. */
 function sharedCost(requests: readonly StoreRequest[]): number | undefined {
   const cost = (requests[0] as StoreRequest).cost;
@@ -304,9 +288,12 @@ export function batchCall(batch: Batch): BatchCall {
   args[at++] = shape.wire;
   args[at++] = batch.now === undefined ? '' : String(batch.now);
   for (const arg of wire.args) args[at++] = arg;
-  if (shared !== undefined)
-    args[at++] = shared < SHARED_COSTS.length ? (SHARED_COSTS[shared] as string) : `*${shared}`;
-  else for (const request of requests) args[at++] = costText(request.cost);
+  if (shared !== undefined) args[at++] = `*${shared}`;
+  else
+    for (const request of requests) {
+      const cost = request.cost;
+      args[at++] = cost < COSTS.length ? (COSTS[cost] as string) : String(cost);
+    }
   if (shape.operands > 0)
     for (const request of requests) {
       // A request made without its operation's operands (a refund's settle) carries the defaults.
@@ -316,102 +303,4 @@ export function batchCall(batch: Batch): BatchCall {
   for (const arg of tail) args[at++] = arg;
   if (named !== undefined) args[at] = named;
   return { script: wire.script, args, fields: shape.fields };
-}
-
-/** GCRA's packed allowed record: -1 - 2 x (reset x PACK + remaining), see lua/single.lua. */
-const PACK = 1_048_576;
-
-/** An allowed record too large to pack, as text: 'reset remaining'. */
-const OWN_TEXT = /^(\d+) (\d+)$/;
-
-/** Whether the reply holds `count` records, each followed by `fields` integers, and nothing else. */
-function wellFormed(values: readonly unknown[], count: number, fields: number): boolean {
-  const first = values[0];
-  if (typeof first !== 'number') return false;
-  const packed = first < 0;
-  let at = 1;
-  for (let i = 0; i < count; i++) {
-    // The values a record's decision takes (see lua/single.lua), from its first: packed, every
-    // allowed record is one value.
-    const head = values[at];
-    let length = 0;
-    if (typeof head === 'string') length = packed && OWN_TEXT.test(head) ? 1 : 0;
-    else if (typeof head === 'number' && Number.isSafeInteger(head))
-      length = head >= 0 ? 1 : (-1 - head) % 2 === 0 ? (packed ? 1 : 2) : 3;
-    if (length === 0) return false;
-    for (let k = 1; k < length + fields; k++) if (typeof values[at + k] !== 'number') return false;
-    at += length + fields;
-  }
-  return at === values.length;
-}
-
-/**
- * Answers each request of a batch with its record of the script's reply (lua/single.lua), through
- * its reply, in order: one value for an allowed key (two in the unpacked form when its reset is not
- * the batch's shared one), three for a denied one; then, for an operation whose entry has `fields`,
- * that many integers (the result's `fields`); then, for a batch that reads what operators stored,
- * one (the result's `stored` when not 0). Checks the whole reply first: false, answering nothing,
- * when it does not hold one record per request.
- */
-export function answerRecords(
-  reply: unknown,
-  requests: readonly StoreRequest[],
-  replies: readonly StoreReply[],
-  fields: number,
-  stored = false,
-): boolean {
-  if (!Array.isArray(reply)) return false;
-  const values = reply as unknown[];
-  const count = requests.length;
-  if (!wellFormed(values, count, stored ? fields + 1 : fields)) return false;
-  const first = values[0] as number;
-  const packed = first < 0;
-  const shared = packed ? -1 - first : first;
-  let at = 1;
-  for (let i = 0; i < count; i++) {
-    const head = values[at] as number | string;
-    let result: StoreResult;
-    if (typeof head === 'string') {
-      const [, reset, remaining] = OWN_TEXT.exec(head) as RegExpExecArray;
-      result = { allowed: true, remaining: Number(remaining), resetMs: Number(reset), retryAfterMs: 0 };
-      at += 1;
-    } else if (head >= 0) {
-      result = { allowed: true, remaining: head, resetMs: shared, retryAfterMs: 0 };
-      at += 1;
-    } else if ((-1 - head) % 2 === 0) {
-      if (packed) {
-        const both = (-1 - head) / 2;
-        const remaining = both % PACK;
-        result = { allowed: true, remaining, resetMs: (both - remaining) / PACK, retryAfterMs: 0 };
-        at += 1;
-      } else {
-        result = {
-          allowed: true,
-          remaining: values[at + 1] as number,
-          resetMs: (-1 - head) / 2,
-          retryAfterMs: 0,
-        };
-        at += 2;
-      }
-    } else {
-      result = {
-        allowed: false,
-        remaining: values[at + 1] as number,
-        resetMs: (-2 - head) / 2,
-        retryAfterMs: values[at + 2] as number,
-      };
-      at += 3;
-    }
-    if (fields > 0) {
-      result = withFields(result, { fields: values.slice(at, at + fields) as number[] });
-      at += fields;
-    }
-    if (stored) {
-      const applied = values[at] as number;
-      if (applied !== 0) result = withFields(result, { stored: applied });
-      at += 1;
-    }
-    (replies[i] as StoreReply).answered(requests[i] as StoreRequest, result);
-  }
-  return true;
 }
