@@ -35,6 +35,10 @@ export const GROUPS = {
     label: '`sluice/fetch` and `sluice/hono` (conformance)',
     match: ['http/fetch.test', 'http/hono.test'],
   },
+  allocations: {
+    label: 'the bytes an in-process decision allocates',
+    match: ['metrics/allocations.test'],
+  },
   served: {
     label: "`sluice/fetch` and `sluice/hono` served by the runtime's own server, on Redis",
     match: ['runtimes/serve.test'],
@@ -42,7 +46,8 @@ export const GROUPS = {
 };
 
 // The slow multi-process scenarios (cluster failovers, fleets, load) run once, in the main line's whole suite.
-const OTHER_LINES = ['differential', 'adapters', 'service', 'envoy', 'install', 'served'];
+// The bytes a decision allocates depend on what each V8 inlines: a change can hold on one line and not on another.
+const OTHER_LINES = ['differential', 'adapters', 'service', 'envoy', 'install', 'allocations', 'served'];
 const OTHER_RUNTIMES = ['memory', 'redis', 'differential', 'fetchHono', 'served'];
 
 /** Legs in the order they run; `main` is the newest LTS line, whose run is the README's `npm test`. */
