@@ -93,10 +93,14 @@ function replay(commands: readonly string[][], key: string, t0: number): { exces
     const keys = Number(args[2]);
     // The operation's code, before its shape (`<code>:<operands>:<fields>`, see lua/single.lua).
     const code = (args[3 + keys] as string).split(':')[0] as string;
+    // The costs follow the operation, the time and two parameters: one per key, or, when a batch's
+    // keys all ask for the same, that cost once as '*<cost>' (see batchCall in src/stores/redis/wire.ts).
+    const first = args[7 + keys] as string;
+    const shared = first.startsWith('*') ? Number(first.slice(1)) : undefined;
     for (let i = 0; i < keys; i++) {
       if (args[3 + i] !== key) continue;
       const operation = OPERATIONS[code] as Operation;
-      const cost = Number(args[7 + keys + i]);
+      const cost = shared ?? Number(args[7 + keys + i]);
       const outcome = twin.decide(state, t0, operation, cost);
       if (outcome.ttlMs > 0) state = outcome.state;
       steps.push({ operation, cost, allowed: outcome.allowed });
