@@ -53,7 +53,9 @@ function contenderFor(job: ProfileJob, client: Redis | undefined): Contender {
   const found =
     client === undefined
       ? memoryContenders().find((c) => c.id === job.id)
-      : [sluiceRedis(client, policy('fixedWindow')), redisFloor(client)].find((c) => c.id === job.id);
+      : job.id.startsWith('sluice.')
+        ? sluiceRedis(client, policy(job.id.slice('sluice.'.length)))
+        : [redisFloor(client)].find((c) => c.id === job.id);
   if (found === undefined) throw new Error(`No contender ${job.id} to profile`);
   return found;
 }
