@@ -6,6 +6,8 @@
 //   npm run bench -- --only redis,memory-store   some sections (names: see --help)
 //   npm run bench -- --filter gcra,=rlf.RateLimiterRedis   only these contenders (substring, or =exact id)
 //   npm run bench -- --report <file>   regenerates BENCHMARKS.md from a results file, without a run
+//   npm run bench -- --report <file> --check   writes nothing; fails when BENCHMARKS.md (or a file a section
+//                                      writes) is not what that file and bench/notes.md give (as a test runs it)
 //   npm run bench -- --only service-load --merge   measures some sections again and merges them into the
 //                                      newest results file (each marked with its own date, load and commit),
 //                                      then regenerates BENCHMARKS.md
@@ -84,6 +86,8 @@ interface Args {
   readonly filter: readonly string[] | undefined;
   readonly report?: string;
   readonly merge: boolean;
+  /** With `report`: compare instead of writing. */
+  readonly check: boolean;
 }
 
 function parseArgs(argv: readonly string[], names: readonly string[]): Args {
@@ -105,7 +109,11 @@ function parseArgs(argv: readonly string[], names: readonly string[]): Args {
     }
   }
   const report = value('--report');
-  return report === undefined ? { quick, only, filter, merge } : { quick, only, filter, report, merge };
+  const check = argv.includes('--check');
+  if (check && report === undefined) throw new Error('Expected --check with --report <results file>.');
+  return report === undefined
+    ? { quick, only, filter, merge, check }
+    : { quick, only, filter, report, merge, check };
 }
 
 function settingsFor(quick: boolean): Settings {
@@ -124,22 +132,38 @@ async function main(): Promise<void> {
   const sections = [...BUILT_IN, ...(await optionalSections((line) => console.log(line)))];
   const names = sections.map((s) => s.name);
   const args = parseArgs(process.argv.slice(2), names);
-  const writeReport = (results: Results, resultsPath: string): void => {
-    writeFileSync(
-      join(ROOT, 'BENCHMARKS.md'),
-      renderMarkdown(results, sections, resultsPath, join(ROOT, NOTES)),
-    );
+  /** BENCHMARKS.md and the files the sections write (plots), by path from the root. */
+  const reportFiles = (results: Results, resultsPath: string): Map<string, string> => {
+    const files = new Map([
+      ['BENCHMARKS.md', renderMarkdown(results, sections, resultsPath, join(ROOT, NOTES))],
+    ]);
     for (const section of sections) {
       const result = results.sections[section.name];
       if (result === undefined || section.files === undefined) continue;
-      for (const [path, text] of Object.entries(section.files(result, results))) {
-        mkdirSync(dirname(join(ROOT, path)), { recursive: true });
-        writeFileSync(join(ROOT, path), text);
-      }
+      for (const [path, text] of Object.entries(section.files(result, results))) files.set(path, text);
+    }
+    return files;
+  };
+  const writeReport = (results: Results, resultsPath: string): void => {
+    for (const [path, text] of reportFiles(results, resultsPath)) {
+      mkdirSync(dirname(join(ROOT, path)), { recursive: true });
+      writeFileSync(join(ROOT, path), text);
     }
   };
   if (args.report !== undefined) {
     const results = JSON.parse(readFileSync(join(ROOT, args.report), 'utf8')) as Results;
+    if (args.check) {
+      const stale = [...reportFiles(results, args.report)].filter(([path, text]) => {
+        const file = join(ROOT, path);
+        return !existsSync(file) || readFileSync(file, 'utf8') !== text;
+      });
+      for (const [path] of stale) console.error(`${path} is not what ${args.report} and ${NOTES} give`);
+      if (stale.length > 0) {
+        console.error(`Regenerate it: npm run bench -- --report ${args.report}`);
+        process.exitCode = 1;
+      } else console.log(`BENCHMARKS.md is what ${args.report} and ${NOTES} give`);
+      return;
+    }
     writeReport(results, args.report);
     console.log(`BENCHMARKS.md regenerated from ${args.report}`);
     return;
@@ -245,7 +269,7 @@ function mergeInto(
 
 main().then(
   // Peers leave timers behind (RateLimiterMemory keeps one per key): the run is over, so exit.
-  () => process.exit(0),
+  () => process.exit(process.exitCode ?? 0),
   (error: unknown) => {
     console.error(error);
     process.exit(1);
