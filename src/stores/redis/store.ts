@@ -30,9 +30,8 @@ export type { RedisStoreOptions } from './options.js';
 
 const DEFAULTS = { prefix: 'rl', mode: 'scripts', maxBatch: 64, connectTimeoutMs: 5000 } as const;
 /**
- * Sends per batch when the server keeps answering that the script did not run (each after a
- * repair): another flush can land between a reload and the resend (seen under load), so the last
- * send carries the body (EVAL), which no flush can take away.
+ * Sends per batch when the server keeps answering that the script did not run (each after a repair): a flush
+ * can land between a reload and the resend (seen under load), so the last carries the body (EVAL) with it.
  */
 const SEND_TRIES = 3;
 /**
