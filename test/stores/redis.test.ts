@@ -240,14 +240,16 @@ describe('coalescing', () => {
       // The server holds every command for 300 ms: the first call's batch stays in flight meanwhile.
       await pauser.command('CLIENT', 'PAUSE', '300');
       const first = limiter.limit('first');
-      // Two timers, each a callback of its own in one turn: each used to flush its own tick's one call.
+      // Two immediates, each a callback of its own in one turn (queued together, they run in the same
+      // check phase; two timers of 0 ms may fall in two turns on a busy machine): each used to flush its
+      // own tick's one call.
       const later = await new Promise<Promise<unknown>[]>((resolve) => {
         const made: Promise<unknown>[] = [];
-        setTimeout(() => made.push(limiter.limit('b')), 0);
-        setTimeout(() => {
+        setImmediate(() => made.push(limiter.limit('b')));
+        setImmediate(() => {
           made.push(limiter.limit('c'));
           resolve(made);
-        }, 0);
+        });
       });
       await Promise.all([first, ...later]);
       assert.equal(store.calls - before, 2, 'the first call, then b and c in one script call');
