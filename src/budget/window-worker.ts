@@ -230,9 +230,14 @@ export class WindowWorker extends Worker<WindowRecord> {
     record.remaining = Number.POSITIVE_INFINITY;
   }
 
-  /** Units this process asks per ms of the window so far. */
+  /**
+   * Units this process asks per ms of the window so far, measured over at least half a chunk's
+   * time: the first few units of a window say little of the rate (one unit 8 ms in reads as 125 a
+   * second for a region asked 50), and a region that took them at their word asked for most of the
+   * reserve it did not need, then gave it back too late for the others to use.
+   */
   #rate(record: WindowRecord, now: number): number {
-    return record.demand / Math.max(1, now - record.window * this.#windowMs);
+    return record.demand / Math.max(1, now - record.window * this.#windowMs, this.#chunkMs() / 2);
   }
 
   /** How long a chunk should last at the rate seen, in ms. */
