@@ -36,8 +36,8 @@ export const GROUPS = {
     match: ['http/fetch.test', 'http/hono.test'],
   },
   allocations: {
-    label: 'the bytes an in-process decision allocates',
-    match: ['metrics/allocations.test'],
+    label: 'the bytes an in-process decision and a ShouldRateLimit call allocate',
+    match: ['metrics/allocations.test', 'envoy/allocations.test'],
   },
   served: {
     label: "`sluice/fetch` and `sluice/hono` served by the runtime's own server, on Redis",

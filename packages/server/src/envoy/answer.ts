@@ -5,7 +5,6 @@ import { CODE, type DescriptorStatusMessage } from './messages.js';
 import type { DescriptorOutcome, EnvoyMetrics } from './metrics.js';
 import type { DescriptorResult } from './request-decision.js';
 import type { ResolvedDescriptor } from './slots.js';
-import { RESPONSE_UNIT } from './units.js';
 
 export const MAX_UINT32 = 4_294_967_295;
 
@@ -31,11 +30,7 @@ function statusOf(
   const { decision } = outcome;
   return {
     code: refuses(slot, outcome) ? CODE.OVER_LIMIT : CODE.OK,
-    current_limit: {
-      name: applied.name,
-      requests_per_unit: applied.requestsPerUnit,
-      unit: applied.unit === undefined ? 0 : RESPONSE_UNIT[applied.unit],
-    },
+    current_limit: applied.currentLimit,
     limit_remaining: Math.min(decision.remaining, MAX_UINT32),
     duration_until_reset: {
       seconds: Math.floor(decision.resetMs / 1000),
@@ -63,6 +58,20 @@ function outcomeOf(slot: ResolvedDescriptor, outcome: DescriptorResult): Descrip
   };
 }
 
+/** The status of an unlimited descriptor, and of one no limit applies to (shared: a status is never changed). */
+const UNLIMITED: DescriptorStatusMessage = {
+  code: CODE.OK,
+  current_limit: null,
+  limit_remaining: MAX_UINT32,
+  duration_until_reset: null,
+};
+const NO_LIMIT: DescriptorStatusMessage = {
+  code: CODE.OK,
+  current_limit: null,
+  limit_remaining: 0,
+  duration_until_reset: null,
+};
+
 /** The statuses of every descriptor, in order; live ones take their outcome, in the order of `live`. */
 export function statusesOf(
   slots: readonly ResolvedDescriptor[],
@@ -74,7 +83,9 @@ export function statusesOf(
   let answered = false;
   // The live descriptors are some of `slots`, in the same order.
   let next = 0;
-  const statuses = slots.map((slot): DescriptorStatusMessage => {
+  const statuses: DescriptorStatusMessage[] = new Array(slots.length);
+  for (let i = 0; i < slots.length; i++) {
+    const slot = slots[i] as ResolvedDescriptor;
     const outcome = live[next] === slot ? outcomes[next++] : undefined;
     if (slot.unlimited) {
       metrics?.unlimited({
@@ -83,17 +94,17 @@ export function statusesOf(
         ruleParts: slot.rule?.parts ?? [],
         hits: slot.hits,
       });
-      return { code: CODE.OK, current_limit: null, limit_remaining: MAX_UINT32, duration_until_reset: null };
+      statuses[i] = UNLIMITED;
+    } else if (outcome === undefined || slot.applied === undefined) {
+      statuses[i] = NO_LIMIT;
+    } else {
+      const reason = outcome.decision.reason;
+      if (isStoreFailure(reason)) failed ||= slot.applied.onStoreError === 'unavailable';
+      else if ((reason === undefined || reason === 'denied') && slot.applied.limiter !== undefined)
+        answered = true;
+      metrics?.descriptor(outcomeOf(slot, outcome));
+      statuses[i] = statusOf(slot, outcome, slot.applied);
     }
-    if (outcome === undefined || slot.applied === undefined) {
-      return { code: CODE.OK, current_limit: null, limit_remaining: 0, duration_until_reset: null };
-    }
-    const reason = outcome.decision.reason;
-    if (isStoreFailure(reason)) failed ||= slot.applied.onStoreError === 'unavailable';
-    else if ((reason === undefined || reason === 'denied') && slot.applied.limiter !== undefined)
-      answered = true;
-    metrics?.descriptor(outcomeOf(slot, outcome));
-    return statusOf(slot, outcome, slot.applied);
-  });
+  }
   return { statuses, failed, answered };
 }

@@ -17,12 +17,17 @@ export function callOptions(
   call: DescriptorCall,
   tag: string | undefined,
 ): { cost: number; limit?: number; tag?: string } {
-  return {
-    cost: call.cost,
-    ...(call.limit === undefined ? {} : { limit: call.limit }),
-    ...(tag === undefined ? {} : { tag }),
-  };
+  // One literal per shape: spreading optional parts would make two objects more on every call.
+  const { cost, limit } = call;
+  if (limit === undefined) return tag === undefined ? { cost } : { cost, tag };
+  return tag === undefined ? { cost, limit } : { cost, limit, tag };
 }
+
+/** A lone call's decision as the list `decide` answers. */
+const alone = (decision: Decision): readonly Decision[] => [decision];
+/** A group's decisions. */
+const decisionsOf = (outcome: { readonly decisions: readonly Decision[] }): readonly Decision[] =>
+  outcome.decisions;
 
 /** The most combinations of limiters kept per config load (each is a small object). */
 const MAX_COMBINATIONS = 1000;
@@ -46,17 +51,19 @@ export class Together {
 
   /**
    * The calls' decisions, in order, and whether the request passes. Units are taken only when
-   * every call is allowed.
+   * every call is allowed. Not an async function: on the usual path the store's promise is the
+   * only one awaited, and a request's decision passes through no frame of its own.
    */
-  async decide(calls: readonly DescriptorCall[], tag: string | undefined): Promise<readonly Decision[]> {
+  decide(calls: readonly DescriptorCall[], tag: string | undefined): Promise<readonly Decision[]> {
     const first = calls[0] as DescriptorCall;
-    if (calls.length === 1) return [await first.limiter.limit(first.identifier, callOptions(first, tag))];
-    const outcome = await this.#group(calls).run(
-      'limit',
-      calls.map((call) => call.identifier),
-      { cost: calls.map((call) => call.cost), limit: calls.map((call) => call.limit), tag },
-    );
-    return outcome.decisions;
+    if (calls.length === 1) return first.limiter.limit(first.identifier, callOptions(first, tag)).then(alone);
+    return this.#group(calls)
+      .run(
+        'limit',
+        calls.map((call) => call.identifier),
+        { cost: calls.map((call) => call.cost), limit: calls.map((call) => call.limit), tag },
+      )
+      .then(decisionsOf);
   }
 
   /** The group of these limiters, made once per combination (and per config load, as the limiters are). */

@@ -13,7 +13,8 @@ import {
   tokenBucket,
 } from 'sluice';
 import type { EnvoyAlgorithm, Rule, RuleLimit, StoreErrorAnswer } from './config.js';
-import { UNIT_MS, type UnitName } from './units.js';
+import type { CurrentLimitMessage } from './messages.js';
+import { RESPONSE_UNIT, UNIT_MS, type UnitName } from './units.js';
 
 /** A limit as applied to a call: the rule's, or a descriptor's override. */
 export interface AppliedLimit {
@@ -31,6 +32,16 @@ export interface AppliedLimit {
   readonly name: string;
   /** Calls with hits are charged, past the limit if need be (see `RuleLimit.chargeOverLimit`). */
   readonly chargeOverLimit: boolean;
+  /** Its status's `current_limit`, made once with the limit (a status reports it as is). */
+  readonly currentLimit: CurrentLimitMessage;
+}
+
+function currentLimitOf(
+  name: string,
+  requestsPerUnit: number,
+  unit: UnitName | undefined,
+): CurrentLimitMessage {
+  return { name, requests_per_unit: requestsPerUnit, unit: unit === undefined ? 0 : RESPONSE_UNIT[unit] };
 }
 
 /** The most override limiters kept per config load: one per rule and unit is the most Envoy needs. */
@@ -165,6 +176,7 @@ export class RuleLimiters {
       name: '',
       // An override changes the quota, not how the rule is counted.
       chargeOverLimit: base?.chargeOverLimit ?? false,
+      currentLimit: currentLimitOf('', requestsPerUnit, unit),
     } as const;
     if (limiter === undefined || requestsPerUnit === 0)
       return { ...applied, limiter: undefined, callLimit: undefined, maxCost: 0 };
@@ -188,6 +200,7 @@ export class RuleLimiters {
       name,
       callLimit: undefined,
       chargeOverLimit: limit.chargeOverLimit,
+      currentLimit: currentLimitOf(name, requestsPerUnit, unit),
     };
     if (requestsPerUnit === 0) return { ...applied, limiter: undefined, maxCost: 0 };
     const limiter = this.#limiter(path, limit, requestsPerUnit, windowMs, true);

@@ -79,14 +79,15 @@ export function matchDescriptor(root: Level, entries: readonly Entry[]): Match |
   let level = root;
   let found: Rule | undefined;
   let patterns: Map<number, string> | undefined;
-  const detailed: string[] = [];
-  const enhanced: string[] = [];
+  // Sized once (a first push would reserve 17 places): filled to the last entry whenever a rule is found.
+  const detailed: string[] = new Array(entries.length);
+  const enhanced: string[] = new Array(entries.length);
   // Whether the enhanced key is the rules' own so far (each level's part against the rule matched there).
   let enhancedIsOwn = true;
   for (let i = 0; i < entries.length; i++) {
     const entry = entries[i] as Entry;
     const keyValue = `${entry.key}_${entry.value}`;
-    detailed.push(keyValue);
+    detailed[i] = keyValue;
     let next = level.byKey.get(keyValue);
     let wildcard: string | undefined;
     if (next === undefined) {
@@ -112,7 +113,7 @@ export function matchDescriptor(root: Level, entries: readonly Entry[]): Match |
       } else if (byValue || next.valueToMetric) shownValue = entry.value;
     }
     const enhancedPart = shownValue === '' ? entry.key : `${entry.key}_${shownValue}`;
-    enhanced.push(enhancedPart);
+    enhanced[i] = enhancedPart;
     enhancedIsOwn &&= enhancedPart === next?.finalKey;
     if (next?.limit !== undefined && i === entries.length - 1) found = next;
     if (next === undefined || next.level.byKey.size === 0) break;

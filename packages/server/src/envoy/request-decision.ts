@@ -244,14 +244,10 @@ function plainMembers(live: readonly ResolvedDescriptor[]): DescriptorCall[] | u
   return members;
 }
 
-/** The usual request decided in one group: over when any member refuses, and then nothing is taken. */
-async function decidePlain(
-  members: readonly DescriptorCall[],
-  context: DecideContext,
-): Promise<RequestDecision> {
-  const decisions = await context.together.decide(members, context.tag);
+/** The usual request's outcomes: over when any member refuses, and then nothing is taken. */
+function plainOutcomes(decisions: readonly Decision[]): RequestDecision {
   let over = false;
-  for (const decision of decisions) if (!decision.allowed) over = true;
+  for (let i = 0; i < decisions.length; i++) if (!(decisions[i] as Decision).allowed) over = true;
   const outcomes: DescriptorResult[] = new Array(decisions.length);
   for (let i = 0; i < decisions.length; i++) {
     const decision = decisions[i] as Decision;
@@ -266,12 +262,21 @@ async function decidePlain(
  * descriptors decide on their own (they never refuse). Checks of 0 hits and descriptors over
  * without asking are looked at first: they can make the request over before anything is taken.
  */
-export async function decideRequest(
+export function decideRequest(
   live: readonly ResolvedDescriptor[],
   context: DecideContext,
 ): Promise<RequestDecision> {
   const plain = plainMembers(live);
-  if (plain !== undefined) return decidePlain(plain, context);
+  // The usual request decided in one group, through no async frame of its own (see Together.decide).
+  if (plain !== undefined) return context.together.decide(plain, context.tag).then(plainOutcomes);
+  return decideEach(live, context);
+}
+
+/** Any other request: checks, charges, shadowed and statically refused descriptors, and the quota rule. */
+async function decideEach(
+  live: readonly ResolvedDescriptor[],
+  context: DecideContext,
+): Promise<RequestDecision> {
   const { tag } = context;
   const outcomes: (DescriptorResult | undefined)[] = new Array(live.length);
   const statics = new Set<number>();

@@ -37,18 +37,21 @@ function limitSize(limit: CurrentLimitMessage): number {
   return 1 + varintSize(limit.requests_per_unit) + 1 + varintSize(limit.unit) + 1 + stringSize(limit.name);
 }
 
-function statusSize(status: DescriptorStatusMessage, limitSizes: number[]): number {
+function resetSize(reset: { readonly seconds: number; readonly nanos: number }): number {
+  return 1 + varintSize(reset.seconds) + 1 + varintSize(reset.nanos);
+}
+
+function statusSize(status: DescriptorStatusMessage): number {
   let size = 1 + varintSize(status.code);
   const limit = status.current_limit;
   if (limit !== null) {
     const inner = limitSize(limit);
-    limitSizes.push(inner);
     size += 1 + varintSize(inner) + inner;
   }
   size += 1 + varintSize(status.limit_remaining);
   const reset = status.duration_until_reset;
   if (reset !== null) {
-    const inner = 1 + varintSize(reset.seconds) + 1 + varintSize(reset.nanos);
+    const inner = resetSize(reset);
     size += 1 + varintSize(inner) + inner;
   }
   return size;
@@ -112,39 +115,30 @@ class Writer {
  */
 export function framedResponse(response: RateLimitResponseMessage): Buffer | undefined {
   if (!plain(response)) return undefined;
-  // Each status's and current limit's encoded length, measured once for the writer.
-  const statusSizes: number[] = [];
-  const limitSizes: number[] = [];
+  // Sizes are measured again as they are written (a few additions), rather than kept in arrays made per call.
   let size = 1 + varintSize(response.overall_code);
-  for (const status of response.statuses) {
-    const inner = statusSize(status, limitSizes);
-    statusSizes.push(inner);
+  const { statuses } = response;
+  for (let i = 0; i < statuses.length; i++) {
+    const inner = statusSize(statuses[i] as DescriptorStatusMessage);
     size += 1 + varintSize(inner) + inner;
   }
-  for (const header of response.response_headers_to_add) {
-    const inner = headerSize(header);
-    size += 1 + varintSize(inner) + inner;
-  }
-  for (const header of response.request_headers_to_add) {
-    const inner = headerSize(header);
-    size += 1 + varintSize(inner) + inner;
-  }
+  size += headersSize(response.response_headers_to_add) + headersSize(response.request_headers_to_add);
   const buffer = Buffer.allocUnsafe(PREFIX_BYTES + size);
   buffer[0] = 0;
   buffer.writeUInt32BE(size, 1);
   const out = new Writer(buffer, PREFIX_BYTES);
   out.varint(varintKey(1));
   out.varint(response.overall_code);
-  let limits = 0;
-  response.statuses.forEach((status, i) => {
+  for (let i = 0; i < statuses.length; i++) {
+    const status = statuses[i] as DescriptorStatusMessage;
     out.varint(bytesKey(2));
-    out.varint(statusSizes[i] as number);
+    out.varint(statusSize(status));
     out.varint(varintKey(1));
     out.varint(status.code);
     const limit = status.current_limit;
     if (limit !== null) {
       out.varint(bytesKey(2));
-      out.varint(limitSizes[limits++] as number);
+      out.varint(limitSize(limit));
       out.varint(varintKey(1));
       out.varint(limit.requests_per_unit);
       out.varint(varintKey(2));
@@ -157,25 +151,36 @@ export function framedResponse(response: RateLimitResponseMessage): Buffer | und
     const reset = status.duration_until_reset;
     if (reset !== null) {
       out.varint(bytesKey(4));
-      out.varint(1 + varintSize(reset.seconds) + 1 + varintSize(reset.nanos));
+      out.varint(resetSize(reset));
       out.varint(varintKey(1));
       out.varint(reset.seconds);
       out.varint(varintKey(2));
       out.varint(reset.nanos);
     }
-  });
-  for (const [field, headers] of [
-    [3, response.response_headers_to_add],
-    [4, response.request_headers_to_add],
-  ] as const) {
-    for (const header of headers) {
-      out.varint(bytesKey(field));
-      out.varint(headerSize(header));
-      out.varint(bytesKey(1));
-      out.string(header.key);
-      out.varint(bytesKey(2));
-      out.string(header.value);
-    }
   }
+  writeHeaders(out, 3, response.response_headers_to_add);
+  writeHeaders(out, 4, response.request_headers_to_add);
   return buffer;
+}
+
+/** What a list of headers adds to the message: each a length-delimited field. */
+function headersSize(headers: readonly HeaderValueMessage[]): number {
+  let size = 0;
+  for (let i = 0; i < headers.length; i++) {
+    const inner = headerSize(headers[i] as HeaderValueMessage);
+    size += 1 + varintSize(inner) + inner;
+  }
+  return size;
+}
+
+function writeHeaders(out: Writer, field: number, headers: readonly HeaderValueMessage[]): void {
+  for (let i = 0; i < headers.length; i++) {
+    const header = headers[i] as HeaderValueMessage;
+    out.varint(bytesKey(field));
+    out.varint(headerSize(header));
+    out.varint(bytesKey(1));
+    out.string(header.key);
+    out.varint(bytesKey(2));
+    out.string(header.value);
+  }
 }

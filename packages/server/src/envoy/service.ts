@@ -7,16 +7,23 @@ import { Together } from './decide.js';
 import { RuleLimiters } from './limiters.js';
 import {
   CODE,
+  type DescriptorMessage,
+  type HeaderValueMessage,
   type RateLimitRequestMessage,
   type RateLimitResponseMessage,
   RequestRefused,
 } from './messages.js';
 import { dynamicMetadata, type MetadataObject } from './metadata.js';
 import type { EnvoyMetrics } from './metrics.js';
-import { type DescriptorResult, decideRequest, type RequestDecision } from './request-decision.js';
+import {
+  type DecideContext,
+  type DescriptorResult,
+  decideRequest,
+  type RequestDecision,
+} from './request-decision.js';
 import { type HeaderItem, headerAnswer } from './response-headers.js';
 import { liveDescriptors, type ResolvedDescriptor, resolveDescriptor } from './slots.js';
-import { mapInTurns, nextTurn } from './turns.js';
+import { type InTurns, mapInTurns, nextTurn } from './turns.js';
 
 /** Options of {@link EnvoyService}. */
 export interface EnvoyServiceOptions {
@@ -98,8 +105,20 @@ export class EnvoyService {
     this.#snapshot?.limiters.close();
   }
 
-  /** Answers one request, or throws RequestRefused (answered as a gRPC status). */
-  async shouldRateLimit(request: RateLimitRequestMessage): Promise<RateLimitResponseMessage> {
+  /**
+   * Answers one request, or rejects with RequestRefused (answered as a gRPC status). Not an async
+   * function: the usual request is resolved at once and answered from its decision's promise, with
+   * no frame of its own kept while the store decides.
+   */
+  shouldRateLimit(request: RateLimitRequestMessage): Promise<RateLimitResponseMessage> {
+    try {
+      return this.#decide(request);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  #decide(request: RateLimitRequestMessage): Promise<RateLimitResponseMessage> {
     const domain = request.domain ?? '';
     if (domain === '') throw new RequestRefused('INVALID_ARGUMENT', 'rate limit domain must not be empty');
     const descriptors = request.descriptors ?? [];
@@ -116,22 +135,43 @@ export class EnvoyService {
       globalQuota: this.#options.quotaMode,
     };
     // A large request is resolved over several turns, and decided and answered in turns of its own.
-    const mapped = mapInTurns(
-      descriptors,
-      (descriptor) => Math.max(1, descriptor.entries?.length ?? 0),
-      (descriptor, index) => resolveDescriptor(resolver, descriptor, index, request.hits_addend),
+    const mapped = mapInTurns(descriptors, entriesOf, (descriptor, index) =>
+      resolveDescriptor(resolver, descriptor, index, request.hits_addend),
     );
-    const { results: slots, large } = mapped instanceof Promise ? await mapped : mapped;
+    if (mapped instanceof Promise) return this.#decideLarge(request, snapshot, mapped);
+    const slots = mapped.results;
+    const live = liveDescriptors(slots);
+    return decideRequest(live, this.#context(snapshot, domain, slots, live)).then((decided) =>
+      this.#answer(request, slots, live, decided),
+    );
+  }
+
+  /** A request resolved over several turns: decided, then answered, each in a turn of its own. */
+  async #decideLarge(
+    request: RateLimitRequestMessage,
+    snapshot: Snapshot,
+    mapped: Promise<InTurns<ResolvedDescriptor>>,
+  ): Promise<RateLimitResponseMessage> {
+    const { results: slots, large } = await mapped;
     if (large) await nextTurn();
     const live = liveDescriptors(slots);
-    const decided = await decideRequest(live, {
+    const decided = await decideRequest(live, this.#context(snapshot, request.domain ?? '', slots, live));
+    if (large) await nextTurn();
+    return this.#answer(request, slots, live, decided);
+  }
+
+  #context(
+    snapshot: Snapshot,
+    domain: string,
+    slots: readonly ResolvedDescriptor[],
+    live: readonly ResolvedDescriptor[],
+  ): DecideContext {
+    return {
       together: snapshot.together,
       tag: this.#options.oneShard ? domain : undefined,
       // Under `--quota-mode`, a descriptor with no limit is a quota-mode descriptor that passes.
       quotaWithoutLimit: this.#options.quotaMode ? quotaWithoutLimit(slots, live) : 0,
-    });
-    if (large) await nextTurn();
-    return this.#answer(request, slots, live, decided);
+    };
   }
 
   #answer(
@@ -158,13 +198,19 @@ export class EnvoyService {
     return {
       overall_code: over ? CODE.OVER_LIMIT : CODE.OK,
       statuses,
-      response_headers_to_add: headers?.headers ?? [],
-      request_headers_to_add: [],
+      response_headers_to_add: headers?.headers ?? NO_HEADERS,
+      request_headers_to_add: NO_HEADERS,
       raw_body: headers?.body,
       dynamic_metadata: this.#options.metadata ? metadataOf(request, live, decided.outcomes) : undefined,
     };
   }
 }
+
+/** No headers to add: one list for every response (a response is never changed once made). */
+const NO_HEADERS: readonly HeaderValueMessage[] = Object.freeze([]);
+
+/** A descriptor's weight in a turn's work: its entries, at least one. */
+const entriesOf = (descriptor: DescriptorMessage): number => Math.max(1, descriptor.entries?.length ?? 0);
 
 /** The descriptors with no live limit that are not unlimited (the reference leaves unlimited ones out). */
 function quotaWithoutLimit(

@@ -1,7 +1,7 @@
 // A request's descriptors resolved against the config: which limit applies, whose quota, how many hits, which rule.
 import type { Rule } from './config.js';
 import type { AppliedLimit, RuleLimiters } from './limiters.js';
-import { descriptorParts, type Entry, identifierOf, matchDescriptor } from './match.js';
+import { descriptorParts, identifierOf, matchDescriptor } from './match.js';
 import type { DescriptorMessage } from './messages.js';
 import { overrideUnit } from './units.js';
 
@@ -37,12 +37,6 @@ function hitsOf(descriptor: DescriptorMessage, requestHits: number | undefined):
   return Math.max(1, requestHits ?? 0);
 }
 
-/** What a descriptor resolved to, besides its place, domain and hits (one shape for every slot). */
-type Resolved = Pick<
-  ResolvedDescriptor,
-  'applied' | 'unlimited' | 'rule' | 'statsParts' | 'identifier' | 'shadow' | 'quota'
->;
-
 const NOTHING: readonly string[] = [];
 
 /** Resolves one descriptor: an override, a matching rule, or nothing to count. */
@@ -52,67 +46,76 @@ export function resolveDescriptor(
   index: number,
   requestHits: number | undefined,
 ): ResolvedDescriptor {
-  const { domain, globalQuota } = resolver;
-  const resolved = resolveLimit(resolver, descriptor.entries ?? [], descriptor.limit);
-  return {
-    index,
-    domain,
-    applied: resolved?.applied,
-    unlimited: resolved?.unlimited ?? false,
-    rule: resolved?.rule,
-    statsParts: resolved?.statsParts ?? NOTHING,
-    identifier: resolved?.identifier ?? '',
-    hits: hitsOf(descriptor, requestHits),
-    shadow: resolved?.shadow ?? false,
-    quota: resolved?.quota ?? globalQuota,
-  };
-}
-
-/** The limit a descriptor's entries and override resolve to; undefined when there is nothing to count. */
-function resolveLimit(
-  resolver: Resolver,
-  entries: readonly Entry[],
-  override: DescriptorMessage['limit'],
-): Resolved | undefined {
   const { domain, root, limiters, globalQuota } = resolver;
+  const hits = hitsOf(descriptor, requestHits);
   // An unknown domain limits nothing, even with an override, as in the reference.
-  if (root === undefined) return undefined;
+  if (root === undefined) return nothingToCount(index, domain, hits, globalQuota);
+  const entries = descriptor.entries ?? [];
+  const override = descriptor.limit;
   const match = entries.length === 0 ? undefined : matchDescriptor(root, entries);
   const unit = override === undefined || override === null ? undefined : overrideUnit(override.unit ?? 0);
   if (override !== undefined && override !== null && unit !== undefined) {
     // Envoy's override from route metadata replaces the rule's limit, its shadow and quota modes.
     return {
+      index,
+      domain,
       applied: limiters.forOverride(domain, match?.rule, override.requests_per_unit ?? 0, unit),
       unlimited: false,
       rule: undefined,
       statsParts: descriptorParts(entries),
       identifier: identifierOf(entries),
+      hits,
       shadow: false,
       quota: globalQuota,
     };
   }
-  if (match === undefined) return undefined;
+  if (match === undefined) return nothingToCount(index, domain, hits, globalQuota);
   const rule = match.rule;
+  // One object per descriptor, in the same shape on every path.
   return {
+    index,
+    domain,
     applied: limiters.forRule(rule),
     unlimited: rule.limit?.unlimited === true,
     rule,
     statsParts: match.statsParts,
     identifier: match.identifier,
+    hits,
     shadow: rule.shadowMode,
     quota: globalQuota || rule.quotaMode,
   };
 }
 
+/** A descriptor with nothing to count: no rule matched, or its domain is unknown. */
+function nothingToCount(index: number, domain: string, hits: number, quota: boolean): ResolvedDescriptor {
+  return {
+    index,
+    domain,
+    applied: undefined,
+    unlimited: false,
+    rule: undefined,
+    statsParts: NOTHING,
+    identifier: '',
+    hits,
+    shadow: false,
+    quota,
+  };
+}
+
 /** The descriptors whose limit applies: those with one, less those another matched limit `replaces`. */
-export function liveDescriptors(slots: readonly ResolvedDescriptor[]): ResolvedDescriptor[] {
+export function liveDescriptors(slots: readonly ResolvedDescriptor[]): readonly ResolvedDescriptor[] {
   let replaced: Set<string> | undefined;
-  for (const slot of slots) {
+  let allApplied = true;
+  for (let i = 0; i < slots.length; i++) {
+    const slot = slots[i] as ResolvedDescriptor;
+    if (slot.applied === undefined) allApplied = false;
     const names = slot.rule?.limit?.replaces;
     if (names === undefined || names.length === 0) continue;
     replaced ??= new Set();
     for (const name of names) replaced.add(name);
   }
+  // The usual request: every descriptor has a limit and none replaces another's, so all are live.
+  if (allApplied && replaced === undefined) return slots;
   return slots.filter(
     (slot) =>
       slot.applied !== undefined &&
