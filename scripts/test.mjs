@@ -15,6 +15,7 @@ function run(command, args) {
 run('bash', ['scripts/ensure-redis.sh']);
 run('bash', ['scripts/ensure-chromium.sh']);
 run('bash', ['scripts/ensure-grpc-clients.sh']);
+run('bash', ['scripts/ensure-promtool.sh']);
 if (process.env.SLUICE_TEST_SERVER === 'valkey') {
   // Valkey lives in a private folder (no system service): put its binaries first on the suites' PATH.
   const valkey = spawnSync('bash', ['scripts/ensure-valkey.sh'], { stdio: ['ignore', 'pipe', 'inherit'] });
