@@ -88,10 +88,16 @@ function readUnary(
   maxBytes: number,
   onMessage: (message: Buffer | number) => void,
 ): void {
-  const chunks: Buffer[] = [];
+  // A unary call's message comes in one chunk: a list is made only for a second one.
+  let first: Buffer | undefined;
+  let chunks: Buffer[] | undefined;
   let received = 0;
   stream.on('data', (chunk: Buffer) => {
-    if (received <= maxBytes + 5) chunks.push(chunk);
+    if (received <= maxBytes + 5) {
+      if (first === undefined) first = chunk;
+      else if (chunks === undefined) chunks = [first, chunk];
+      else chunks.push(chunk);
+    }
     received += chunk.length;
   });
   stream.once('end', () => {
@@ -103,7 +109,7 @@ function readUnary(
       );
       return;
     }
-    const body = unframe(chunks, received, maxBytes);
+    const body = unframe(chunks ?? (first === undefined ? [] : [first]), received, maxBytes);
     if ('message' in body) onMessage(body.message);
     else if ('oversized' in body) onMessage(body.oversized);
     else refuseCall(stream, body.code, body.details);
@@ -295,14 +301,15 @@ function healthHandlers(
   };
 }
 
+/** A reset stream: the caller's; nothing is owed to it (one listener for every stream). */
+function ignoreStreamError(): void {}
+
 /** Routes a call by its path; what is not a gRPC call of these services is refused as gRPC and HTTP say. */
 function router(
   routes: Readonly<Record<string, RouteHandler>>,
 ): (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => void {
   return (stream, headers) => {
-    stream.on('error', () => {
-      // A reset stream: the caller's; nothing is owed to it.
-    });
+    stream.on('error', ignoreStreamError);
     const contentType = headers[constants.HTTP2_HEADER_CONTENT_TYPE];
     if (typeof contentType !== 'string' || !contentType.startsWith('application/grpc')) {
       stream.respond({ [constants.HTTP2_HEADER_STATUS]: 415 }, { endStream: true });

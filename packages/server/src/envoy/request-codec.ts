@@ -88,17 +88,34 @@ class Reader {
   }
 }
 
-/** Reads the fields of a message up to `end`: `field` takes the known ones (true), the rest are skipped. */
-function fields(reader: Reader, end: number, field: (number: number, type: number) => boolean): void {
-  while (reader.at < end) {
-    const key = reader.key();
-    const number = key >>> 3;
-    const type = key & 7;
-    if (number === 0) throw UNUSUAL;
-    if (!field(number, type)) reader.skip(type);
-  }
+/**
+ * The next field's key of a message (its number times 8 plus its wire type). The readers below loop
+ * over a message's fields themselves, skipping the numbers they do not know: no closure per message.
+ */
+function fieldKey(reader: Reader): number {
+  const key = reader.key();
+  if (key >>> 3 === 0) throw UNUSUAL;
+  return key;
+}
+
+/** A message's fields must end exactly at its end. */
+function ended(reader: Reader, end: number): void {
   if (reader.at !== end) throw UNUSUAL;
 }
+
+/**
+ * The list being read, copied out at its length: a list grown by pushing reserves 17 places on its
+ * first push, which most requests' one descriptor and one entry would leave unused.
+ */
+function exactly<T>(scratch: T[], from: number): T[] {
+  const list = scratch.slice(from);
+  scratch.length = from;
+  return list;
+}
+
+/** Where entries and descriptors are gathered while read (a request is read at once, never two together). */
+const ENTRIES: Entry[] = [];
+const DESCRIPTORS: DescriptorMessage[] = [];
 
 /** Requires a known field's wire type: the codec would read a mismatched one its own way. */
 function expect(type: number, wanted: number): void {
@@ -109,16 +126,18 @@ function entry(reader: Reader): Entry {
   const end = reader.delimited();
   let key = '';
   let value = '';
-  fields(reader, end, (number, type) => {
-    if (number === 1) {
+  while (reader.at < end) {
+    const field = fieldKey(reader);
+    const type = field & 7;
+    if (field >>> 3 === 1) {
       expect(type, BYTES);
       key = reader.string();
-    } else if (number === 2) {
+    } else if (field >>> 3 === 2) {
       expect(type, BYTES);
       value = reader.string();
-    } else return false;
-    return true;
-  });
+    } else reader.skip(type);
+  }
+  ended(reader, end);
   return { key, value };
 }
 
@@ -126,16 +145,18 @@ function override(reader: Reader): { requests_per_unit: number; unit: number } {
   const end = reader.delimited();
   let requests = 0;
   let unit = 0;
-  fields(reader, end, (number, type) => {
-    if (number === 1) {
+  while (reader.at < end) {
+    const field = fieldKey(reader);
+    const type = field & 7;
+    if (field >>> 3 === 1) {
       expect(type, VARINT);
       requests = reader.uint32();
-    } else if (number === 2) {
+    } else if (field >>> 3 === 2) {
       expect(type, VARINT);
       unit = reader.enum();
-    } else return false;
-    return true;
-  });
+    } else reader.skip(type);
+  }
+  ended(reader, end);
   return { requests_per_unit: requests, unit };
 }
 
@@ -143,24 +164,30 @@ function override(reader: Reader): { requests_per_unit: number; unit: number } {
 function uint64Value(reader: Reader): { value: number } {
   const end = reader.delimited();
   let value = 0;
-  fields(reader, end, (number, type) => {
-    if (number !== 1) return false;
-    expect(type, VARINT);
-    value = reader.varint();
-    return true;
-  });
+  while (reader.at < end) {
+    const field = fieldKey(reader);
+    const type = field & 7;
+    if (field >>> 3 === 1) {
+      expect(type, VARINT);
+      value = reader.varint();
+    } else reader.skip(type);
+  }
+  ended(reader, end);
   return { value };
 }
 
 function descriptor(reader: Reader): DescriptorMessage {
   const end = reader.delimited();
-  const entries: Entry[] = [];
+  const from = ENTRIES.length;
   let limit: DescriptorMessage['limit'] = null;
   let hits: DescriptorMessage['hits_addend'] = null;
-  fields(reader, end, (number, type) => {
+  while (reader.at < end) {
+    const field = fieldKey(reader);
+    const type = field & 7;
+    const number = field >>> 3;
     if (number === 1) {
       expect(type, BYTES);
-      entries.push(entry(reader));
+      ENTRIES.push(entry(reader));
     } else if (number === 2) {
       // A message field sent twice: the codec keeps the last, whole (it does not merge them).
       expect(type, BYTES);
@@ -168,10 +195,10 @@ function descriptor(reader: Reader): DescriptorMessage {
     } else if (number === 3) {
       expect(type, BYTES);
       hits = uint64Value(reader);
-    } else return false;
-    return true;
-  });
-  return { entries, limit, hits_addend: hits };
+    } else reader.skip(type);
+  }
+  ended(reader, end);
+  return { entries: exactly(ENTRIES, from), limit, hits_addend: hits };
 }
 
 /**
@@ -184,25 +211,32 @@ export function decodeRequest(bytes: Uint8Array): RateLimitRequestMessage | unde
   const buffer = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
   const reader = new Reader(buffer, 0, buffer.length);
   let domain = '';
-  const descriptors: DescriptorMessage[] = [];
   let hits = 0;
+  // Left by a read that stopped part way (an unusual message): start empty.
+  ENTRIES.length = 0;
+  DESCRIPTORS.length = 0;
   try {
-    fields(reader, bytes.length, (number, type) => {
+    while (reader.at < bytes.length) {
+      const field = fieldKey(reader);
+      const type = field & 7;
+      const number = field >>> 3;
       if (number === 1) {
         expect(type, BYTES);
         domain = reader.string();
       } else if (number === 2) {
         expect(type, BYTES);
-        descriptors.push(descriptor(reader));
+        DESCRIPTORS.push(descriptor(reader));
       } else if (number === 3) {
         expect(type, VARINT);
         hits = reader.uint32();
-      } else return false;
-      return true;
-    });
+      } else reader.skip(type);
+    }
+    ended(reader, bytes.length);
   } catch (error) {
+    ENTRIES.length = 0;
+    DESCRIPTORS.length = 0;
     if (error instanceof Unusual) return undefined;
     throw error;
   }
-  return { descriptors, domain, hits_addend: hits };
+  return { descriptors: exactly(DESCRIPTORS, 0), domain, hits_addend: hits };
 }
