@@ -20,8 +20,9 @@ import { LIBRARY_NAME } from '../../src/stores/redis/scripts.js';
 import { keySlot } from '../../src/stores/redis/slot.js';
 import { CLIENT_KINDS, type ClientKind } from '../helpers/clients.js';
 import { type ClusterClient, connectCluster } from '../helpers/cluster-clients.js';
+import { reshard } from '../helpers/cluster-reshard.js';
 import { type Outcome, type Rig, sleep, summarize, trackedLoads } from '../helpers/failover-load.js';
-import { type ClusterNode, type RedisCluster, reshard, startCluster } from '../helpers/redis-cluster.js';
+import { type ClusterNode, type RedisCluster, startCluster } from '../helpers/redis-cluster.js';
 import { infoFields, pollUntil } from '../helpers/resp.js';
 import { EXACT } from '../helpers/suites.js';
 

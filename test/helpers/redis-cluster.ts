@@ -15,6 +15,8 @@ export interface ClusterNode {
   readonly primaryId: string | undefined;
   /** Slot ranges served, for a primary: [[first, last], ...]. */
   readonly slots: Array<[number, number]>;
+  /** Slots this node is migrating or importing, as CLUSTER NODES lists them for the node it was asked of: `[5->-id]`, `[5-<-id]`. */
+  readonly openSlots: string[];
   readonly failed: boolean;
 }
 
@@ -32,7 +34,11 @@ export interface RedisCluster {
   primaryOf(slot: number): Promise<ClusterNode>;
   /** The server listening on `port`. */
   server(port: number): RedisServer;
-  /** Waits until every live node reports `cluster_state:ok`, sees all slots served and agrees on the topology. */
+  /**
+   * Waits until every live node reports `cluster_state:ok`, sees all slots served and agrees on the topology:
+   * the same live primaries, the same owner for every slot, no slot left migrating or importing (what
+   * `<cli> --cluster check` demands before a reshard), and every replica's link up.
+   */
   waitUntilHealthy(timeoutMs?: number): Promise<void>;
   /** Kills every node and removes their directories. */
   stop(): Promise<void>;
@@ -57,8 +63,12 @@ function parseNodes(text: string): ClusterNode[] {
     const port = Number(address.split('@')[0]?.split(':')[1]);
     const flagList = flags.split(',');
     const slots: Array<[number, number]> = [];
+    const openSlots: string[] = [];
     for (const range of fields.slice(8)) {
-      if (range.startsWith('[')) continue; // a slot being migrated or imported
+      if (range.startsWith('[')) {
+        openSlots.push(range); // a slot being migrated or imported
+        continue;
+      }
       const [first, last] = range.split('-').map(Number);
       if (first !== undefined) slots.push([first, last ?? first]);
     }
@@ -68,10 +78,20 @@ function parseNodes(text: string): ClusterNode[] {
       role: flagList.includes('master') ? 'primary' : 'replica',
       primaryId: primaryId === '-' ? undefined : primaryId,
       slots,
+      openSlots,
       failed: flagList.includes('fail') || flagList.includes('fail?') || flagList.includes('noaddr'),
     });
   }
   return nodes;
+}
+
+/** Who serves which slots, in one node's view: `id:first-last,...|...`, the same text for the same assignment. */
+function slotOwners(nodes: readonly ClusterNode[]): string {
+  return nodes
+    .filter((node) => node.slots.length > 0)
+    .map((node) => `${node.id}:${node.slots.map(([first, last]) => `${first}-${last}`).join(',')}`)
+    .sort()
+    .join('|');
 }
 
 function isAlive(server: RedisServer): boolean {
@@ -173,6 +193,25 @@ export async function startCluster(options: ClusterOptions = {}): Promise<RedisC
               .join();
             if (primaries !== reference) return undefined;
           }
+          // The same owner for every slot in every node's view, as `--cluster check` compares them: a node that
+          // has not yet heard of a slot's new owner (gossip, after a migration or a failover) makes a reshard
+          // refuse to start ("Nodes don't agree about configuration!").
+          const owners = views.map(({ nodes }) => slotOwners(nodes));
+          const disagreeing = live.filter((_, index) => owners[index] !== owners[0]);
+          if (disagreeing.length > 0) {
+            throw new Error(
+              `nodes disagree about slot owners: ${live[0]?.port} sees ${owners[0]}; ${disagreeing
+                .map((server) => `${server.port} sees ${owners[live.indexOf(server)]}`)
+                .join('; ')}`,
+            );
+          }
+          // Only a node's own line lists its open slots.
+          const open = views.flatMap(({ nodes }) =>
+            nodes
+              .filter((node) => node.openSlots.length > 0)
+              .map((node) => `${node.port} ${node.openSlots.join(' ')}`),
+          );
+          if (open.length > 0) throw new Error(`slots left open: ${open.join('; ')}`);
           // Replicas are in sync, so a failover has data to promote.
           for (const server of live) {
             const replication = infoFields(await command(server.port, 'INFO', 'replication'));
@@ -200,29 +239,4 @@ export async function startCluster(options: ClusterOptions = {}): Promise<RedisC
     throw error;
   }
   return cluster;
-}
-
-/** `redis-cli --cluster reshard` (or valkey-cli's): moves `count` slots from one primary to another. */
-export async function reshard(
-  cluster: RedisCluster,
-  fromId: string,
-  toId: string,
-  count: number,
-  viaPort: number,
-): Promise<void> {
-  await run(SERVER_FAMILY.cli, [
-    '--cluster',
-    'reshard',
-    `${cluster.host}:${viaPort}`,
-    '--cluster-from',
-    fromId,
-    '--cluster-to',
-    toId,
-    '--cluster-slots',
-    String(count),
-    '--cluster-yes',
-    // Small batches keep the slots in MIGRATING/IMPORTING long enough for ASK redirections.
-    '--cluster-pipeline',
-    '1',
-  ]);
 }
