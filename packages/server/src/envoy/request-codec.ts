@@ -15,6 +15,8 @@ const FIXED32 = 5;
 /** A read position in a message's bytes, up to `end`. */
 class Reader {
   at: number;
+  /** The wire type of the field `field` last read. */
+  type = 0;
   constructor(
     readonly bytes: Buffer,
     at: number,
@@ -77,6 +79,23 @@ class Reader {
     return key;
   }
 
+  /**
+   * The next field's number before `end` (its wire type in `type`), or 0 once the message has ended,
+   * which must be exactly at `end`. The readers below loop over their fields with it, skipping the
+   * numbers they do not know: no closure per message.
+   */
+  field(end: number): number {
+    if (this.at >= end) {
+      if (this.at !== end) throw UNUSUAL;
+      return 0;
+    }
+    const key = this.key();
+    const number = key >>> 3;
+    if (number === 0) throw UNUSUAL;
+    this.type = key & 7;
+    return number;
+  }
+
   /** Skips a field of another number, as the codec does; groups are unusual. */
   skip(type: number): void {
     if (type === VARINT) this.varint();
@@ -86,21 +105,6 @@ class Reader {
     else throw UNUSUAL;
     if (this.at > this.end) throw UNUSUAL;
   }
-}
-
-/**
- * The next field's key of a message (its number times 8 plus its wire type). The readers below loop
- * over a message's fields themselves, skipping the numbers they do not know: no closure per message.
- */
-function fieldKey(reader: Reader): number {
-  const key = reader.key();
-  if (key >>> 3 === 0) throw UNUSUAL;
-  return key;
-}
-
-/** A message's fields must end exactly at its end. */
-function ended(reader: Reader, end: number): void {
-  if (reader.at !== end) throw UNUSUAL;
 }
 
 /**
@@ -126,18 +130,15 @@ function entry(reader: Reader): Entry {
   const end = reader.delimited();
   let key = '';
   let value = '';
-  while (reader.at < end) {
-    const field = fieldKey(reader);
-    const type = field & 7;
-    if (field >>> 3 === 1) {
-      expect(type, BYTES);
+  for (let number = reader.field(end); number !== 0; number = reader.field(end)) {
+    if (number === 1) {
+      expect(reader.type, BYTES);
       key = reader.string();
-    } else if (field >>> 3 === 2) {
-      expect(type, BYTES);
+    } else if (number === 2) {
+      expect(reader.type, BYTES);
       value = reader.string();
-    } else reader.skip(type);
+    } else reader.skip(reader.type);
   }
-  ended(reader, end);
   return { key, value };
 }
 
@@ -145,18 +146,15 @@ function override(reader: Reader): { requests_per_unit: number; unit: number } {
   const end = reader.delimited();
   let requests = 0;
   let unit = 0;
-  while (reader.at < end) {
-    const field = fieldKey(reader);
-    const type = field & 7;
-    if (field >>> 3 === 1) {
-      expect(type, VARINT);
+  for (let number = reader.field(end); number !== 0; number = reader.field(end)) {
+    if (number === 1) {
+      expect(reader.type, VARINT);
       requests = reader.uint32();
-    } else if (field >>> 3 === 2) {
-      expect(type, VARINT);
+    } else if (number === 2) {
+      expect(reader.type, VARINT);
       unit = reader.enum();
-    } else reader.skip(type);
+    } else reader.skip(reader.type);
   }
-  ended(reader, end);
   return { requests_per_unit: requests, unit };
 }
 
@@ -164,15 +162,12 @@ function override(reader: Reader): { requests_per_unit: number; unit: number } {
 function uint64Value(reader: Reader): { value: number } {
   const end = reader.delimited();
   let value = 0;
-  while (reader.at < end) {
-    const field = fieldKey(reader);
-    const type = field & 7;
-    if (field >>> 3 === 1) {
-      expect(type, VARINT);
+  for (let number = reader.field(end); number !== 0; number = reader.field(end)) {
+    if (number === 1) {
+      expect(reader.type, VARINT);
       value = reader.varint();
-    } else reader.skip(type);
+    } else reader.skip(reader.type);
   }
-  ended(reader, end);
   return { value };
 }
 
@@ -181,23 +176,19 @@ function descriptor(reader: Reader): DescriptorMessage {
   const from = ENTRIES.length;
   let limit: DescriptorMessage['limit'] = null;
   let hits: DescriptorMessage['hits_addend'] = null;
-  while (reader.at < end) {
-    const field = fieldKey(reader);
-    const type = field & 7;
-    const number = field >>> 3;
+  for (let number = reader.field(end); number !== 0; number = reader.field(end)) {
     if (number === 1) {
-      expect(type, BYTES);
+      expect(reader.type, BYTES);
       ENTRIES.push(entry(reader));
     } else if (number === 2) {
       // A message field sent twice: the codec keeps the last, whole (it does not merge them).
-      expect(type, BYTES);
+      expect(reader.type, BYTES);
       limit = override(reader);
     } else if (number === 3) {
-      expect(type, BYTES);
+      expect(reader.type, BYTES);
       hits = uint64Value(reader);
-    } else reader.skip(type);
+    } else reader.skip(reader.type);
   }
-  ended(reader, end);
   return { entries: exactly(ENTRIES, from), limit, hits_addend: hits };
 }
 
@@ -216,22 +207,18 @@ export function decodeRequest(bytes: Uint8Array): RateLimitRequestMessage | unde
   ENTRIES.length = 0;
   DESCRIPTORS.length = 0;
   try {
-    while (reader.at < bytes.length) {
-      const field = fieldKey(reader);
-      const type = field & 7;
-      const number = field >>> 3;
+    for (let number = reader.field(bytes.length); number !== 0; number = reader.field(bytes.length)) {
       if (number === 1) {
-        expect(type, BYTES);
+        expect(reader.type, BYTES);
         domain = reader.string();
       } else if (number === 2) {
-        expect(type, BYTES);
+        expect(reader.type, BYTES);
         DESCRIPTORS.push(descriptor(reader));
       } else if (number === 3) {
-        expect(type, VARINT);
+        expect(reader.type, VARINT);
         hits = reader.uint32();
-      } else reader.skip(type);
+      } else reader.skip(reader.type);
     }
-    ended(reader, bytes.length);
   } catch (error) {
     ENTRIES.length = 0;
     DESCRIPTORS.length = 0;
